@@ -1,0 +1,192 @@
+#include "cli/commands.hpp"
+
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <csignal>
+#include <iostream>
+#include <optional>
+
+#include "config/config.hpp"
+#include "engine/demo_engine.hpp"
+#include "server/server.hpp"
+
+namespace tokengate::cli {
+namespace {
+
+constexpr const char* usage =
+    "usage: tokengate <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  serve [-c FILE] [--log-level LEVEL]   run the proxy (default: the embedded config)\n"
+    "  check -c FILE                         validate a config file and exit\n"
+    "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
+    "              [--output-tokens N]       run the simulated LLM on its own\n"
+    "  version                               print the version\n";
+
+struct options {
+  std::string command;
+  std::optional<std::string> config_file;
+  std::optional<std::string> log_level;
+  std::vector<std::pair<std::string, std::string>> named;  // other --key value pairs
+};
+
+std::optional<options> parse(const std::vector<std::string>& args, std::string& error) {
+  options o;
+  if (args.empty()) {
+    error = "missing command";
+    return std::nullopt;
+  }
+  o.command = args[0];
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (i + 1 >= args.size()) {
+      error = "option " + a + " needs a value";
+      return std::nullopt;
+    }
+    const auto& value = args[++i];
+    if (a == "-c" || a == "--config") o.config_file = value;
+    else if (a == "--log-level") o.log_level = value;
+    else if (a.rfind("--", 0) == 0) o.named.emplace_back(a.substr(2), value);
+    else {
+      error = "unexpected argument " + a;
+      return std::nullopt;
+    }
+  }
+  return o;
+}
+
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stdout_color_mt("tokengate");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+std::shared_ptr<const config::config> load(const options& o) {
+  return o.config_file ? config::load_config_file(*o.config_file) : config::load_embedded_config();
+}
+
+// Blocks until SIGINT or SIGTERM.
+void wait_for_stop_signal() {
+  net::io_context io(1);
+  net::signal_set signals(io, SIGINT, SIGTERM);
+  int received = 0;
+  signals.async_wait([&](const error_code&, int sig) { received = sig; });
+  io.run();
+  spdlog::info("received {}, draining", received == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+int serve(const options& o) {
+  auto cfg = load(o);
+  setup_logging(o.log_level.value_or(cfg->log_level));
+  std::unique_ptr<engine::demo_engine> demo;
+  if (cfg->demo_engine) {
+    demo = std::make_unique<engine::demo_engine>(*cfg->demo_engine);
+    demo->start();
+    spdlog::info("demo engine listening on http://{}:{}/v1", cfg->demo_engine->address, demo->port());
+  }
+  server srv(cfg);
+  srv.start();
+  for (const auto& l : cfg->listeners) {
+    spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', upstream '{}', {} workers)",
+                 TOKENGATE_VERSION, l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
+                 l.upstream, srv.worker_count());
+  }
+  if (cfg->admin)
+    spdlog::info("metrics at http://{}:{}/metrics, health at /healthz and /readyz", cfg->admin->address,
+                 srv.admin_port());
+  const auto& first = cfg->listeners.front();
+  std::cout << "\nSend requests to " << (first.tls ? "https" : "http") << "://" << first.address << ':'
+            << srv.port(first.name) << "/v1, e.g.\n  curl -N " << (first.tls ? "https" : "http") << "://"
+            << first.address << ':' << srv.port(first.name)
+            << "/v1/chat/completions -H 'content-type: application/json' "
+               "-d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n"
+            << std::endl;
+  wait_for_stop_signal();
+  srv.drain_and_stop();
+  if (demo) demo->stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+int check(const options& o) {
+  if (!o.config_file) {
+    std::cerr << "tokengate check: -c FILE is required\n";
+    return 2;
+  }
+  auto cfg = config::load_config_file(*o.config_file);
+  std::cout << *o.config_file << ": ok (" << cfg->listeners.size() << " listeners, "
+            << cfg->upstreams.size() << " upstreams)\n";
+  return 0;
+}
+
+double number_option(const options& o, const std::string& name, double fallback) {
+  for (const auto& [k, v] : o.named) {
+    if (k != name) continue;
+    double d = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (ec != std::errc{} || p != v.data() + v.size()) throw std::runtime_error("--" + name + ": not a number: " + v);
+    return d;
+  }
+  return fallback;
+}
+
+int demo_engine_command(const options& o) {
+  setup_logging(o.log_level.value_or("info"));
+  config::demo_engine_settings settings;
+  settings.port = 9901;
+  for (const auto& [k, v] : o.named) {
+    if (k == "address") settings.address = v;
+    else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens")
+      throw std::runtime_error("unknown option --" + k);
+  }
+  settings.port = static_cast<std::uint16_t>(number_option(o, "port", settings.port));
+  settings.decode_tokens_per_second = number_option(o, "decode-tps", settings.decode_tokens_per_second);
+  settings.prefill_ms_per_1k_tokens = number_option(o, "prefill-ms-per-1k", settings.prefill_ms_per_1k_tokens);
+  settings.default_output_tokens = static_cast<int>(number_option(o, "output-tokens", settings.default_output_tokens));
+  engine::demo_engine demo(settings);
+  demo.start();
+  spdlog::info("demo engine listening on http://{}:{}/v1", settings.address, demo.port());
+  std::cout << "PORT " << demo.port() << std::endl;  // for scripts that asked for port 0
+  wait_for_stop_signal();
+  demo.stop();
+  return 0;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  std::string error;
+  auto o = parse(args, error);
+  if (!o) {
+    std::cerr << "tokengate: " << error << "\n\n" << usage;
+    return 2;
+  }
+  try {
+    if (o->command == "serve") return serve(*o);
+    if (o->command == "check") return check(*o);
+    if (o->command == "demo-engine") return demo_engine_command(*o);
+    if (o->command == "version") {
+      std::cout << "tokengate " << TOKENGATE_VERSION << '\n';
+      return 0;
+    }
+    if (o->command == "help" || o->command == "--help" || o->command == "-h") {
+      std::cout << usage;
+      return 0;
+    }
+    std::cerr << "tokengate: unknown command '" << o->command << "'\n\n" << usage;
+    return 2;
+  } catch (const config::config_error& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tokengate: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace tokengate::cli

@@ -1,0 +1,268 @@
+#include "config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace tokengate {
+extern const std::string_view embedded_default_config;
+}
+
+namespace tokengate::config {
+namespace {
+
+// Wraps a YAML node with the file name so every error can say where it is.
+class reader {
+ public:
+  reader(YAML::Node node, const std::string& file) : node_(std::move(node)), file_(file) {}
+
+  [[noreturn]] void fail(const std::string& message) const { fail_at(node_, message); }
+
+  [[noreturn]] void fail_at(const YAML::Node& at, const std::string& message) const {
+    auto mark = at.Mark();
+    std::ostringstream out;
+    out << file_ << ':' << (mark.line + 1) << ':' << (mark.column + 1) << ": " << message;
+    throw config_error(out.str());
+  }
+
+  // Rejects keys that the schema does not know: a typo must not silently
+  // turn a limit off.
+  void only_keys(std::initializer_list<std::string_view> allowed) const {
+    if (!node_.IsMap()) fail("expected a mapping");
+    for (const auto& entry : node_) {
+      auto key = entry.first.as<std::string>();
+      bool known = false;
+      for (auto a : allowed) known = known || key == a;
+      if (!known) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail_at(entry.first, "unknown key '" + key + "' (expected one of: " + list + ")");
+      }
+    }
+  }
+
+  bool has(const char* key) const { return node_.IsMap() && node_[key].IsDefined(); }
+  reader child(const char* key) const { return reader(node_[key], file_); }
+  const YAML::Node& node() const { return node_; }
+
+  std::string text(const char* key, std::string fallback) const {
+    if (!has(key)) return fallback;
+    auto n = node_[key];
+    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be a string");
+    return expand_env(n, n.as<std::string>());
+  }
+
+  template <typename Int>
+  Int integer(const char* key, Int fallback, long long min, long long max) const {
+    if (!has(key)) return fallback;
+    auto n = node_[key];
+    long long value = 0;
+    try {
+      value = n.as<long long>();
+    } catch (const YAML::Exception&) {
+      fail_at(n, std::string("'") + key + "' must be an integer");
+    }
+    if (value < min || value > max)
+      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
+                     " and " + std::to_string(max));
+    return static_cast<Int>(value);
+  }
+
+  double number(const char* key, double fallback, double min, double max) const {
+    if (!has(key)) return fallback;
+    auto n = node_[key];
+    double value = 0;
+    try {
+      value = n.as<double>();
+    } catch (const YAML::Exception&) {
+      fail_at(n, std::string("'") + key + "' must be a number");
+    }
+    if (!(value >= min && value <= max))
+      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
+                     " and " + std::to_string(max));
+    return value;
+  }
+
+  duration time(const char* key, duration fallback) const {
+    if (!has(key)) return fallback;
+    auto n = node_[key];
+    auto parsed = n.IsScalar() ? parse_duration(n.as<std::string>()) : std::nullopt;
+    if (!parsed) fail_at(n, std::string("'") + key + "' must be a duration like 250ms, 5s or 2m");
+    return *parsed;
+  }
+
+  // ${NAME} is replaced by the environment variable NAME; a missing variable
+  // is an error rather than an empty secret.
+  std::string expand_env(const YAML::Node& at, const std::string& value) const {
+    std::string out;
+    std::size_t i = 0;
+    while (i < value.size()) {
+      auto start = value.find("${", i);
+      if (start == std::string::npos) {
+        out.append(value, i);
+        break;
+      }
+      auto end = value.find('}', start);
+      if (end == std::string::npos) fail_at(at, "unterminated ${ in '" + value + "'");
+      out.append(value, i, start - i);
+      auto name = value.substr(start + 2, end - start - 2);
+      const char* env = std::getenv(name.c_str());
+      if (!env) fail_at(at, "environment variable " + name + " is not set");
+      out += env;
+      i = end + 1;
+    }
+    return out;
+  }
+
+ private:
+  YAML::Node node_;
+  const std::string& file_;
+};
+
+listener read_listener(const reader& r, std::size_t index) {
+  r.only_keys({"name", "address", "port", "tls", "upstream"});
+  listener l;
+  l.name = r.text("name", "listener" + std::to_string(index));
+  l.address = r.text("address", l.address);
+  l.port = r.integer<std::uint16_t>("port", l.port, 0, 65535);
+  l.upstream = r.text("upstream", "");
+  if (l.upstream.empty()) r.fail("listener '" + l.name + "' needs an 'upstream'");
+  if (r.has("tls")) {
+    auto t = r.child("tls");
+    t.only_keys({"cert_file", "key_file"});
+    tls_files files{t.text("cert_file", ""), t.text("key_file", "")};
+    if (files.cert_file.empty() || files.key_file.empty())
+      t.fail("tls needs both 'cert_file' and 'key_file'");
+    l.tls = files;
+  }
+  return l;
+}
+
+upstream read_upstream(const reader& r, const std::string& name) {
+  r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size"});
+  upstream u;
+  u.name = name;
+  u.base_url = r.text("base_url", "");
+  if (u.base_url.rfind("http://", 0) != 0 && u.base_url.rfind("https://", 0) != 0)
+    r.fail("upstream '" + name + "' needs a base_url starting with http:// or https://");
+  auto kind = r.text("kind", "openai");
+  if (kind == "openai") u.kind = provider_kind::openai;
+  else if (kind == "anthropic") u.kind = provider_kind::anthropic;
+  else r.fail_at(r.node()["kind"], "kind must be 'openai' or 'anthropic'");
+  u.api_key = r.text("api_key", "");
+  u.ca_file = r.text("ca_file", "");
+  u.pool_size = r.integer<std::size_t>("pool_size", u.pool_size, 0, 100000);
+  if (r.has("timeouts")) {
+    auto t = r.child("timeouts");
+    t.only_keys({"connect", "first_byte", "idle", "total"});
+    u.timeouts.connect = t.time("connect", u.timeouts.connect);
+    u.timeouts.first_byte = t.time("first_byte", u.timeouts.first_byte);
+    u.timeouts.idle = t.time("idle", u.timeouts.idle);
+    u.timeouts.total = t.time("total", u.timeouts.total);
+  }
+  return u;
+}
+
+void read_limits(const reader& r, limit_settings& l) {
+  r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout",
+               "body_timeout", "idle_timeout", "client_write_timeout", "stream_buffer_bytes"});
+  l.max_head_bytes = r.integer<std::size_t>("max_head_bytes", l.max_head_bytes, 1024, 1 << 20);
+  l.max_header_count = r.integer<std::size_t>("max_header_count", l.max_header_count, 8, 10000);
+  l.max_body_bytes = r.integer<std::size_t>("max_body_bytes", l.max_body_bytes, 1, 1LL << 30);
+  l.head_timeout = r.time("head_timeout", l.head_timeout);
+  l.body_timeout = r.time("body_timeout", l.body_timeout);
+  l.idle_timeout = r.time("idle_timeout", l.idle_timeout);
+  l.client_write_timeout = r.time("client_write_timeout", l.client_write_timeout);
+  l.stream_buffer_bytes =
+      r.integer<std::size_t>("stream_buffer_bytes", l.stream_buffer_bytes, 512, 1 << 20);
+}
+
+demo_engine_settings read_demo_engine(const reader& r) {
+  r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
+               "decode_tokens_per_second", "default_output_tokens"});
+  demo_engine_settings d;
+  d.address = r.text("address", d.address);
+  d.port = r.integer<std::uint16_t>("port", d.port, 0, 65535);
+  d.prefill_base = r.time("prefill_base", d.prefill_base);
+  d.prefill_ms_per_1k_tokens = r.number("prefill_ms_per_1k_tokens", d.prefill_ms_per_1k_tokens, 0, 1e6);
+  d.decode_tokens_per_second =
+      r.number("decode_tokens_per_second", d.decode_tokens_per_second, 0.01, 1e6);
+  d.default_output_tokens = r.integer<int>("default_output_tokens", d.default_output_tokens, 1, 1 << 20);
+  return d;
+}
+
+std::shared_ptr<const config> build(const YAML::Node& root_node, const std::string& file) {
+  reader root(root_node, file);
+  if (!root_node.IsMap()) root.fail("the top level must be a mapping");
+  root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "limits",
+                  "admin", "demo_engine"});
+  auto c = std::make_shared<config>();
+  c->source = file;
+  c->log_level = root.text("log_level", c->log_level);
+  static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (!levels.count(c->log_level)) root.fail_at(root_node["log_level"], "unknown log_level '" + c->log_level + "'");
+  c->workers = root.integer<int>("workers", 0, 0, 256);
+  c->drain_timeout = root.time("drain_timeout", c->drain_timeout);
+
+  if (!root.has("upstreams") || !root_node["upstreams"].IsMap() || root_node["upstreams"].size() == 0)
+    root.fail("'upstreams' must be a mapping with at least one upstream");
+  for (const auto& entry : root_node["upstreams"]) {
+    auto name = entry.first.as<std::string>();
+    c->upstreams.emplace(name, read_upstream(reader(entry.second, file), name));
+  }
+
+  if (!root.has("listeners") || !root_node["listeners"].IsSequence() || root_node["listeners"].size() == 0)
+    root.fail("'listeners' must be a list with at least one listener");
+  std::size_t index = 0;
+  for (const auto& item : root_node["listeners"]) {
+    reader r(item, file);
+    auto l = read_listener(r, index++);
+    if (!c->upstreams.count(l.upstream))
+      r.fail_at(item["upstream"], "listener '" + l.name + "' names unknown upstream '" + l.upstream + "'");
+    c->listeners.push_back(std::move(l));
+  }
+
+  if (root.has("limits")) read_limits(root.child("limits"), c->limits);
+  if (root.has("admin")) {
+    auto a = root.child("admin");
+    a.only_keys({"address", "port"});
+    c->admin = admin_settings{a.text("address", "127.0.0.1"), a.integer<std::uint16_t>("port", 9090, 0, 65535)};
+  }
+  if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
+  return c;
+}
+
+}  // namespace
+
+std::shared_ptr<const config> load_config_text(std::string_view yaml, std::string source_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    throw config_error(source_name + ':' + std::to_string(e.mark.line + 1) + ':' +
+                       std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  try {
+    return build(root, source_name);
+  } catch (const YAML::Exception& e) {  // e.g. a scalar where a map was expected
+    throw config_error(source_name + ':' + std::to_string(e.mark.line + 1) + ':' +
+                       std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+std::shared_ptr<const config> load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error(path + ": cannot open file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_config_text(text.str(), path);
+}
+
+std::shared_ptr<const config> load_embedded_config() {
+  return load_config_text(embedded_default_config, "<embedded config/tokengate.yaml>");
+}
+
+}  // namespace tokengate::config

@@ -1,0 +1,98 @@
+#pragma once
+// The validated, immutable configuration. Built once by load_config(); every
+// request reads it through a std::shared_ptr<const config> snapshot.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/duration.hpp"
+
+namespace tokengate::config {
+
+struct tls_files {
+  std::string cert_file;
+  std::string key_file;
+};
+
+struct listener {
+  std::string name;
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::optional<tls_files> tls;
+  std::string upstream;  // name of the default upstream for this listener
+};
+
+enum class provider_kind { openai, anthropic };
+
+struct upstream_timeouts {
+  duration connect{std::chrono::seconds(5)};
+  duration first_byte{std::chrono::seconds(120)};  // covers prefill of long prompts
+  duration idle{std::chrono::seconds(60)};         // longest gap between two chunks
+  duration total{std::chrono::minutes(15)};
+};
+
+struct upstream {
+  std::string name;
+  std::string base_url;  // e.g. https://api.openai.com/v1
+  provider_kind kind = provider_kind::openai;
+  std::string api_key;   // already expanded from ${ENV}; empty = pass client's own
+  std::string ca_file;   // empty = system trust store
+  upstream_timeouts timeouts;
+  std::size_t pool_size = 64;  // idle keep-alive connections kept per worker
+};
+
+struct limit_settings {
+  std::size_t max_head_bytes = 16 * 1024;
+  std::size_t max_header_count = 100;
+  std::size_t max_body_bytes = 8 * 1024 * 1024;
+  duration head_timeout{std::chrono::seconds(10)};  // slowloris guard
+  duration body_timeout{std::chrono::seconds(30)};
+  duration idle_timeout{std::chrono::seconds(60)};  // keep-alive wait between requests
+  duration client_write_timeout{std::chrono::seconds(30)};  // a client that stops reading
+  std::size_t stream_buffer_bytes = 16 * 1024;  // relay buffer per stream
+};
+
+struct admin_settings {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 9090;
+};
+
+struct demo_engine_settings {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 0;
+  duration prefill_base{std::chrono::milliseconds(20)};
+  double prefill_ms_per_1k_tokens = 50;  // time to first token grows with the prompt
+  double decode_tokens_per_second = 25;  // gap between tokens once decoding
+  int default_output_tokens = 40;        // answer length when the request sets no limit
+};
+
+struct config {
+  std::string source;  // file name, or "<embedded>"
+  std::string log_level = "info";
+  int workers = 0;  // 0 = one per core
+  duration drain_timeout{std::chrono::seconds(30)};
+  std::vector<listener> listeners;
+  std::map<std::string, upstream> upstreams;
+  limit_settings limits;
+  std::optional<admin_settings> admin;
+  std::optional<demo_engine_settings> demo_engine;
+};
+
+// Every configuration error names the place: "file:line:column: message".
+class config_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::shared_ptr<const config> load_config_file(const std::string& path);
+std::shared_ptr<const config> load_config_text(std::string_view yaml, std::string source_name);
+
+// The config compiled into the binary (config/tokengate.yaml at build time).
+std::shared_ptr<const config> load_embedded_config();
+
+}  // namespace tokengate::config

@@ -1,0 +1,461 @@
+#include "engine/demo_engine.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <variant>
+
+#include "engine/demo_text.hpp"
+
+namespace tokengate::engine {
+namespace json = boost::json;
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using clock = std::chrono::steady_clock;
+
+enum class api { chat, completions, messages };
+
+// What one request will produce, decided before the first byte is sent.
+struct plan {
+  api kind = api::chat;
+  bool stream = false;
+  bool include_usage = false;
+  std::string model = "demo";
+  std::size_t prompt_tokens = 1;
+  std::size_t output_tokens = 0;
+  bool hit_limit = false;  // stopped by the request's token limit, not naturally
+  std::chrono::microseconds ttft{0};
+  std::chrono::microseconds interval{0};
+  long reset_after = -1;
+};
+
+std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
+  auto* v = o.if_contains(key);
+  if (!v) return fallback;
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
+  if (v->is_double()) return static_cast<std::int64_t>(v->get_double());
+  return fallback;
+}
+
+plan make_plan(api kind, const json::object& body, const config::demo_engine_settings& settings) {
+  plan p;
+  p.kind = kind;
+  if (auto* s = body.if_contains("stream"); s && s->is_bool()) p.stream = s->get_bool();
+  if (auto* m = body.if_contains("model"); m && m->is_string()) p.model = std::string(m->get_string());
+  if (auto* so = body.if_contains("stream_options"); so && so->is_object())
+    if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool())
+      p.include_usage = iu->get_bool();
+  p.prompt_tokens = estimate_prompt_tokens(body);
+
+  json::object knobs;
+  if (auto* d = body.if_contains("demo"); d && d->is_object()) knobs = d->get_object();
+  std::int64_t natural = json_int(knobs, "tokens", settings.default_output_tokens);
+  std::int64_t limit = -1;
+  for (const char* key : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
+    auto v = json_int(body, key, -1);
+    if (v >= 0 && (limit < 0 || v < limit)) limit = v;
+  }
+  p.output_tokens = static_cast<std::size_t>(std::max<std::int64_t>(natural, 0));
+  if (limit >= 0 && static_cast<std::size_t>(limit) < p.output_tokens) {
+    p.output_tokens = static_cast<std::size_t>(limit);
+    p.hit_limit = true;
+  }
+  double prefill_ms = settings.prefill_base.count() +
+                      settings.prefill_ms_per_1k_tokens * static_cast<double>(p.prompt_tokens) / 1000.0;
+  p.ttft = std::chrono::microseconds(
+      static_cast<std::int64_t>(1000 * (knobs.contains("ttft_ms") ? json_int(knobs, "ttft_ms", 0) : prefill_ms)));
+  double interval_ms = knobs.contains("interval_ms") ? static_cast<double>(json_int(knobs, "interval_ms", 0))
+                                                     : 1000.0 / settings.decode_tokens_per_second;
+  p.interval = std::chrono::microseconds(static_cast<std::int64_t>(1000 * interval_ms));
+  p.reset_after = json_int(knobs, "reset_after", -1);
+  return p;
+}
+
+std::string finish_reason(const plan& p) {
+  if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : "end_turn";
+  return p.hit_limit ? "length" : "stop";
+}
+
+json::object openai_usage(const plan& p, std::size_t produced) {
+  return {{"prompt_tokens", p.prompt_tokens},
+          {"completion_tokens", produced},
+          {"total_tokens", p.prompt_tokens + produced}};
+}
+
+class generator {
+ public:
+  generator(tcp::socket& socket, const plan& p, std::uint64_t id)
+      : socket_(socket), plan_(p), id_("demo-" + std::to_string(id)),
+        created_(std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count()) {}
+
+  // Streams the answer as server-sent events. Returns false if the
+  // connection was reset on purpose (reset_after).
+  net::awaitable<bool> stream() {
+    co_await write_raw(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n");
+    co_await sleep(plan_.ttft);
+    std::string events = opening_events();
+    for (std::size_t i = 0; i < plan_.output_tokens; ++i) {
+      if (plan_.reset_after >= 0 && static_cast<long>(i) == plan_.reset_after) {
+        reset_connection();
+        co_return false;
+      }
+      events += token_event(i);
+      co_await write_chunk(events);
+      events.clear();
+      if (i + 1 < plan_.output_tokens) co_await sleep(plan_.interval);
+    }
+    co_await write_chunk(closing_events());
+    co_await write_raw("0\r\n\r\n");
+    co_return true;
+  }
+
+  // Waits as long as the whole answer would take, then sends it at once.
+  net::awaitable<void> respond_whole() {
+    auto total = plan_.ttft + plan_.interval * (plan_.output_tokens ? plan_.output_tokens - 1 : 0);
+    co_await sleep(total);
+    std::string text;
+    for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
+    json::object body;
+    if (plan_.kind == api::messages) {
+      body = {{"id", "msg_" + id_}, {"type", "message"}, {"role", "assistant"}, {"model", plan_.model},
+              {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
+              {"stop_reason", finish_reason(plan_)}, {"stop_sequence", nullptr},
+              {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", plan_.output_tokens}}}};
+    } else if (plan_.kind == api::completions) {
+      body = {{"id", "cmpl-" + id_}, {"object", "text_completion"}, {"created", created_}, {"model", plan_.model},
+              {"choices", json::array{json::object{{"index", 0}, {"text", text}, {"logprobs", nullptr},
+                                                   {"finish_reason", finish_reason(plan_)}}}},
+              {"usage", openai_usage(plan_, plan_.output_tokens)}};
+    } else {
+      body = {{"id", "chatcmpl-" + id_}, {"object", "chat.completion"}, {"created", created_}, {"model", plan_.model},
+              {"choices", json::array{json::object{
+                              {"index", 0},
+                              {"message", {{"role", "assistant"}, {"content", text}}},
+                              {"finish_reason", finish_reason(plan_)}}}},
+              {"usage", openai_usage(plan_, plan_.output_tokens)}};
+    }
+    auto text_body = json::serialize(body);
+    co_await write_raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                       std::to_string(text_body.size()) + "\r\n\r\n" + text_body);
+  }
+
+ private:
+  static std::string sse(std::string_view event, const json::object& data) {
+    std::string out;
+    if (!event.empty()) out.append("event: ").append(event).append("\n");
+    return out.append("data: ").append(json::serialize(data)).append("\n\n");
+  }
+
+  std::string opening_events() {
+    if (plan_.kind == api::messages) {
+      json::object message{{"id", "msg_" + id_}, {"type", "message"}, {"role", "assistant"},
+                           {"content", json::array{}}, {"model", plan_.model}, {"stop_reason", nullptr},
+                           {"stop_sequence", nullptr},
+                           {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", 1}}}};
+      return sse("message_start", {{"type", "message_start"}, {"message", message}}) +
+             sse("content_block_start", {{"type", "content_block_start"}, {"index", 0},
+                                         {"content_block", {{"type", "text"}, {"text", ""}}}}) +
+             sse("ping", {{"type", "ping"}});
+    }
+    if (plan_.kind == api::completions) return {};
+    // OpenAI sends the role first, with empty content: not yet a token.
+    return sse("", chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
+  }
+
+  std::string token_event(std::size_t i) {
+    auto token = demo_token(i);
+    if (plan_.kind == api::messages)
+      return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                         {"delta", {{"type", "text_delta"}, {"text", token}}}});
+    if (plan_.kind == api::completions)
+      return sse("", completion_chunk(token, nullptr));
+    return sse("", chat_chunk({{"content", token}}, nullptr));
+  }
+
+  std::string closing_events() {
+    auto reason = finish_reason(plan_);
+    if (plan_.kind == api::messages)
+      return sse("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
+             sse("message_delta", {{"type", "message_delta"},
+                                   {"delta", {{"stop_reason", reason}, {"stop_sequence", nullptr}}},
+                                   {"usage", {{"output_tokens", plan_.output_tokens}}}}) +
+             sse("message_stop", {{"type", "message_stop"}});
+    std::string out = plan_.kind == api::completions ? sse("", completion_chunk("", json::string(reason)))
+                                                     : sse("", chat_chunk(json::object{}, json::string(reason)));
+    if (plan_.include_usage) {
+      json::object usage_chunk{{"id", (plan_.kind == api::completions ? "cmpl-" : "chatcmpl-") + id_}, {"object", plan_.kind == api::completions ? "text_completion" : "chat.completion.chunk"},
+                               {"created", created_}, {"model", plan_.model}, {"choices", json::array{}},
+                               {"usage", openai_usage(plan_, plan_.output_tokens)}};
+      out += sse("", usage_chunk);
+    }
+    return out + "data: [DONE]\n\n";
+  }
+
+  json::object chat_chunk(json::object delta, json::value finish) {
+    return {{"id", "chatcmpl-" + id_}, {"object", "chat.completion.chunk"}, {"created", created_},
+            {"model", plan_.model},
+            {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(delta)},
+                                                 {"finish_reason", std::move(finish)}}}}};
+  }
+
+  json::object completion_chunk(std::string_view text, json::value finish) {
+    return {{"id", "cmpl-" + id_}, {"object", "text_completion"}, {"created", created_}, {"model", plan_.model},
+            {"choices", json::array{json::object{{"index", 0}, {"text", text}, {"logprobs", nullptr},
+                                                 {"finish_reason", std::move(finish)}}}}};
+  }
+
+  net::awaitable<void> sleep(std::chrono::microseconds d) {
+    if (d.count() <= 0) co_return;
+    net::steady_timer timer(socket_.get_executor(), d);
+    co_await timer.async_wait(net::use_awaitable);  // throws when cancelled: the client left
+  }
+
+  net::awaitable<void> write_raw(std::string bytes) {
+    co_await net::async_write(socket_, net::buffer(bytes), net::use_awaitable);
+  }
+
+  net::awaitable<void> write_chunk(const std::string& payload) {
+    std::array<char, 32> size;
+    int n = std::snprintf(size.data(), size.size(), "%zx\r\n", payload.size());
+    std::array<net::const_buffer, 3> parts{net::buffer(size.data(), n), net::buffer(payload), net::buffer("\r\n", 2)};
+    co_await net::async_write(socket_, parts, net::use_awaitable);
+  }
+
+  void reset_connection() {
+    error_code ignored;
+    socket_.set_option(net::socket_base::linger(true, 0), ignored);  // close with RST
+    socket_.close(ignored);
+  }
+
+  tcp::socket& socket_;
+  const plan& plan_;
+  std::string id_;
+  std::int64_t created_;
+};
+
+// Completes when the peer closes (or resets) the connection.
+net::awaitable<void> wait_for_close(tcp::socket& socket) {
+  // std::array, not a C array: GCC 12 cannot keep C arrays in coroutine frames.
+  std::array<char, 512> scratch;
+  for (;;) {
+    auto [ec, n] = co_await socket.async_read_some(net::buffer(scratch), use_tuple);
+    if (ec) co_return;
+  }
+}
+
+}  // namespace
+
+struct demo_engine::state {
+  config::demo_engine_settings settings;
+  std::shared_ptr<demo_stats> stats;
+  std::uint64_t next_id = 1;
+  json::object last_request;  // touched only on the engine's thread
+};
+
+namespace {
+
+net::awaitable<void> write_json(tcp::socket& socket, http::status status, const json::value& body,
+                                bool keep_alive) {
+  http::response<http::string_body> res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  if (status == http::status::too_many_requests) res.set(http::field::retry_after, "1");
+  res.body() = json::serialize(body);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  co_await http::async_write(socket, res, use_tuple);
+}
+
+json::object error_body(std::string_view message, std::string_view type) {
+  return {{"error", {{"message", message}, {"type", type}, {"code", nullptr}}}};
+}
+
+json::object remember(const http::request<http::string_body>& req) {
+  json::object headers;
+  for (const auto& f : req) headers[std::string(f.name_string())] = std::string(f.value());
+  return {{"method", std::string(req.method_string())}, {"target", std::string(req.target())},
+          {"headers", std::move(headers)}, {"body", req.body()}};
+}
+
+json::object stats_json(const demo_engine::state& st) {
+  const auto& s = *st.stats;
+  return {{"requests", s.requests.load()}, {"completed", s.completed.load()},
+          {"cancelled", s.cancelled.load()}, {"resets", s.resets.load()},
+          {"active", s.active.load()}, {"last_cancel_ns", s.last_cancel_ns.load()},
+          {"last_request", st.last_request}};
+}
+
+// Runs one generation while watching the socket; returns whether the
+// connection can be kept.
+net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const plan& p) {
+  using namespace net::experimental::awaitable_operators;
+  auto& stats = *st.stats;
+  generator gen(socket, p, st.next_id++);
+  stats.active++;
+  bool keep = true;
+  try {
+    auto produce = [&]() -> net::awaitable<bool> {
+      if (p.stream) co_return co_await gen.stream();
+      co_await gen.respond_whole();
+      co_return true;
+    };
+    auto result = co_await (produce() || wait_for_close(socket));
+    if (result.index() == 0) {
+      if (std::get<0>(result)) stats.completed++;
+      else {
+        stats.resets++;
+        keep = false;
+      }
+    } else {
+      stats.last_cancel_ns = clock::now().time_since_epoch().count();
+      stats.cancelled++;
+      keep = false;
+    }
+  } catch (const std::exception&) {
+    // A write failed: the client left while we were sending.
+    stats.last_cancel_ns = clock::now().time_since_epoch().count();
+    stats.cancelled++;
+    keep = false;
+  }
+  stats.active--;
+  co_return keep;
+}
+
+// JSON built outside coroutines: GCC 12 miscompiles braced initialiser
+// lists inside a coroutine body ("array used as initializer").
+json::object models_json() {
+  json::object model{{"id", "demo"}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}};
+  return {{"object", "list"}, {"data", json::array{model}}};
+}
+
+json::object embeddings_json(const json::object& body) {
+  auto tokens = estimate_prompt_tokens(body);
+  json::array vector;
+  for (int i = 0; i < 8; ++i) vector.push_back(static_cast<double>((tokens * 31 + i * 17) % 100) / 100.0);
+  return {{"object", "list"},
+          {"data", json::array{json::object{{"object", "embedding"}, {"index", 0}, {"embedding", vector}}}},
+          {"model", body.contains("model") ? body.at("model") : json::value("demo")},
+          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+}
+
+net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_engine::state> st) {
+  beast::flat_buffer buffer;
+  error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    auto [ec, n] = co_await http::async_read(socket, buffer, parser, use_tuple);
+    if (ec) break;
+    auto req = parser.release();
+    bool keep = req.keep_alive();
+    auto target = std::string_view(req.target());
+    auto path = target.substr(0, target.find('?'));
+    if (path != "/demo/stats") {
+      st->stats->requests++;
+      st->last_request = remember(req);
+    }
+
+    if (req.method() == http::verb::get && path == "/demo/stats") {
+      co_await write_json(socket, http::status::ok, stats_json(*st), keep);
+      if (!keep) break;
+      continue;
+    }
+    if (req.method() == http::verb::get && path == "/v1/models") {
+      co_await write_json(socket, http::status::ok, models_json(), keep);
+      if (!keep) break;
+      continue;
+    }
+    std::optional<api> kind;
+    if (path == "/v1/chat/completions") kind = api::chat;
+    else if (path == "/v1/completions") kind = api::completions;
+    else if (path == "/v1/messages") kind = api::messages;
+    bool embeddings = path == "/v1/embeddings";
+    if (req.method() != http::verb::post || (!kind && !embeddings)) {
+      co_await write_json(socket, http::status::not_found, error_body("no such endpoint", "invalid_request_error"), keep);
+      if (!keep) break;
+      continue;
+    }
+    error_code jec;
+    auto parsed = json::parse(req.body(), jec);
+    if (jec || !parsed.is_object()) {
+      co_await write_json(socket, http::status::bad_request, error_body("body must be a JSON object", "invalid_request_error"), keep);
+      if (!keep) break;
+      continue;
+    }
+    const auto& body = parsed.get_object();
+    if (auto* d = body.if_contains("demo"); d && d->is_object()) {
+      if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600) {
+        co_await write_json(socket, static_cast<http::status>(status),
+                            error_body("demo engine asked to fail with " + std::to_string(status), "server_error"), keep);
+        if (!keep) break;
+        continue;
+      }
+    }
+    if (embeddings) {
+      auto out = embeddings_json(body);
+      st->stats->completed++;
+      co_await write_json(socket, http::status::ok, out, keep);
+      if (!keep) break;
+      continue;
+    }
+    auto p = make_plan(*kind, body, st->settings);
+    if (!co_await generate(socket, *st, p) || !keep) break;
+  }
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+net::awaitable<void> accept_loop(tcp::acceptor& acceptor, std::shared_ptr<demo_engine::state> st) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+    if (ec) {
+      if (!acceptor.is_open()) co_return;
+      continue;
+    }
+    net::co_spawn(acceptor.get_executor(), engine_session(std::move(socket), st), net::detached);
+  }
+}
+
+}  // namespace
+
+demo_engine::demo_engine(config::demo_engine_settings settings)
+    : settings_(std::move(settings)), stats_(std::make_shared<demo_stats>()) {
+  state_ = std::make_shared<state>(state{settings_, stats_});
+}
+
+demo_engine::~demo_engine() { stop(); }
+
+void demo_engine::start() {
+  tcp::endpoint endpoint(net::ip::make_address(settings_.address), settings_.port);
+  acceptor_ = std::make_unique<tcp::acceptor>(io_);
+  acceptor_->open(endpoint.protocol());
+  acceptor_->set_option(tcp::acceptor::reuse_address(true));
+  acceptor_->bind(endpoint);
+  acceptor_->listen(net::socket_base::max_listen_connections);
+  port_ = acceptor_->local_endpoint().port();
+  net::co_spawn(io_, accept_loop(*acceptor_, state_), net::detached);
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+void demo_engine::stop() {
+  if (!thread_.joinable()) return;
+  io_.stop();
+  thread_.join();
+}
+
+}  // namespace tokengate::engine

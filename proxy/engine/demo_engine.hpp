@@ -1,0 +1,53 @@
+#pragma once
+// The built-in demo engine: an OpenAI- and Anthropic-compatible simulated
+// LLM. Time to first token grows with the prompt (prefill), then tokens come
+// at the decode rate. It is the quick start's upstream and every integration
+// test's upstream, so it also reports what it saw at GET /demo/stats.
+//
+// Per-request knobs, in an optional "demo" object of the request body:
+//   ttft_ms, interval_ms   override the simulated timing
+//   tokens                 answer length before a natural stop
+//   reset_after            send N tokens, then reset the connection (RST)
+//   status                 answer with this HTTP status and an error body
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "config/config.hpp"
+#include "net.hpp"
+
+namespace tokengate::engine {
+
+struct demo_stats {
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> completed{0};
+  std::atomic<std::uint64_t> cancelled{0};  // the client closed before the answer ended
+  std::atomic<std::uint64_t> resets{0};
+  std::atomic<std::int64_t> active{0};
+  std::atomic<std::int64_t> last_cancel_ns{0};  // steady_clock (CLOCK_MONOTONIC) time
+};
+
+class demo_engine {
+ public:
+  explicit demo_engine(config::demo_engine_settings settings);
+  ~demo_engine();
+
+  void start();  // binds (throws if it cannot) and runs on a thread of its own
+  void stop();
+  std::uint16_t port() const { return port_; }
+  const demo_stats& stats() const { return *stats_; }
+
+ struct state;  // defined in the .cpp; public so its helpers can name it
+
+ private:
+  config::demo_engine_settings settings_;
+  net::io_context io_{1};
+  std::unique_ptr<tcp::acceptor> acceptor_;
+  std::shared_ptr<demo_stats> stats_;
+  std::shared_ptr<state> state_;
+  std::thread thread_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace tokengate::engine

@@ -1,0 +1,64 @@
+#include "metrics/counters.hpp"
+
+#include <sstream>
+
+namespace tokengate::metrics {
+
+void shard::count_status(unsigned status) {
+  if (status >= 500) downstream_rq_5xx.add();
+  else if (status >= 400) downstream_rq_4xx.add();
+  else if (status >= 300) downstream_rq_3xx.add();
+  else downstream_rq_2xx.add();
+}
+
+namespace {
+
+struct family {
+  const char* name;
+  const char* type;
+  const char* help;
+  counter shard::*member;
+  const char* labels = "";
+};
+
+// One table, plain data: name (with side and unit), type, help.
+const family families[] = {
+    {"tokengate_downstream_cx_total", "counter", "Client connections accepted.", &shard::downstream_cx_total},
+    {"tokengate_downstream_cx_active", "gauge", "Client connections open now.", &shard::downstream_cx_active},
+    {"tokengate_downstream_rq_total", "counter", "Client requests received.", &shard::downstream_rq_total},
+    {"tokengate_downstream_rq_active", "gauge", "Client requests in progress.", &shard::downstream_rq_active},
+    {"tokengate_downstream_rq_client_cancelled_total", "counter", "Requests the client abandoned before the end.", &shard::downstream_rq_client_cancelled},
+    {"tokengate_downstream_rq_stream_failed_total", "counter", "Streams cut by an upstream failure after the response began.", &shard::downstream_rq_stream_failed},
+    {"tokengate_upstream_cx_connect_fail_total", "counter", "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},
+    {"tokengate_upstream_cx_reused_total", "counter", "Requests sent on a pooled keep-alive connection.", &shard::upstream_cx_reused},
+    {"tokengate_upstream_rq_timeout_total", "counter", "Upstream requests that timed out.", &shard::upstream_rq_timeout},
+    {"tokengate_stream_events_total", "counter", "Server-sent events relayed to clients.", &shard::stream_events_total},
+    {"tokengate_downstream_sent_bytes_total", "counter", "Response bytes written to clients.", &shard::downstream_bytes_sent},
+};
+
+std::uint64_t sum(const std::vector<const shard*>& shards, counter shard::*member) {
+  std::uint64_t total = 0;
+  for (auto* s : shards) total += (s->*member).get();
+  return total;
+}
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<const shard*>& shards) {
+  std::ostringstream out;
+  for (const auto& f : families) {
+    out << "# HELP " << f.name << ' ' << f.help << "\n# TYPE " << f.name << ' ' << f.type << '\n'
+        << f.name << ' ' << sum(shards, f.member) << '\n';
+  }
+  const char* rq = "tokengate_downstream_rq_by_class_total";
+  out << "# HELP " << rq << " Client requests by response status class.\n# TYPE " << rq << " counter\n";
+  std::pair<const char*, counter shard::*> classes[] = {{"2xx", &shard::downstream_rq_2xx},
+                                                        {"3xx", &shard::downstream_rq_3xx},
+                                                        {"4xx", &shard::downstream_rq_4xx},
+                                                        {"5xx", &shard::downstream_rq_5xx}};
+  for (auto& [label, member] : classes)
+    out << rq << "{status_class=\"" << label << "\"} " << sum(shards, member) << '\n';
+  return out.str();
+}
+
+}  // namespace tokengate::metrics

@@ -1,0 +1,42 @@
+#pragma once
+// Per-worker counters. Each shard has exactly one writer (its worker thread),
+// so an increment is a relaxed load + store: no lock, no atomic RMW on the hot
+// path. The admin endpoint merges all shards when scraped.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tokengate::metrics {
+
+class counter {
+ public:
+  void add(std::uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  void sub(std::uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed); }
+  std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+struct shard {
+  counter downstream_cx_total;
+  counter downstream_cx_active;
+  counter downstream_rq_total;
+  counter downstream_rq_2xx, downstream_rq_3xx, downstream_rq_4xx, downstream_rq_5xx;
+  counter downstream_rq_client_cancelled;   // client went away before the end
+  counter downstream_rq_stream_failed;      // upstream died after the 200 was sent
+  counter downstream_rq_active;
+  counter upstream_cx_connect_fail;
+  counter upstream_rq_timeout;
+  counter upstream_cx_reused;
+  counter stream_events_total;              // SSE events relayed
+  counter downstream_bytes_sent;
+
+  void count_status(unsigned status);
+};
+
+// Prometheus text exposition of the merged shards.
+std::string render_prometheus(const std::vector<const shard*>& shards);
+
+}  // namespace tokengate::metrics

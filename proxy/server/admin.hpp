@@ -1,0 +1,33 @@
+#pragma once
+// The admin listener (loopback by default, its own port): /healthz, /readyz,
+// /metrics. It runs on worker 0's io_context; it reads other workers' metric
+// shards through their relaxed atomics, never through a lock.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net.hpp"
+
+namespace tokengate {
+
+struct admin_handlers {
+  std::function<bool()> ready;
+  std::function<std::string()> metrics_text;
+};
+
+class admin_listener {
+ public:
+  admin_listener(net::io_context& io, const std::string& address, std::uint16_t port,
+                 admin_handlers handlers);
+  std::uint16_t port() const { return port_; }
+  void start();
+  void stop();
+
+ private:
+  net::awaitable<void> accept_loop();
+  tcp::acceptor acceptor_;
+  std::uint16_t port_;
+  admin_handlers handlers_;
+};
+
+}  // namespace tokengate

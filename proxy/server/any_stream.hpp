@@ -1,0 +1,68 @@
+#pragma once
+// A byte stream that is either plain TCP or TLS over TCP, chosen at run time.
+// Sessions and the relay are written once against this type instead of being
+// templated on the stream (fewer instantiations, a faster build), and both
+// the client side and the upstream side use it.
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "net.hpp"
+
+namespace tokengate {
+
+class any_stream {
+ public:
+  using executor_type = beast::tcp_stream::executor_type;
+  using tls_stream = net::ssl::stream<beast::tcp_stream>;
+
+  explicit any_stream(beast::tcp_stream plain) : plain_(std::move(plain)) {}
+  explicit any_stream(std::unique_ptr<tls_stream> tls) : tls_(std::move(tls)) {}
+  any_stream(any_stream&&) = default;
+  any_stream& operator=(any_stream&&) = default;
+
+  bool is_tls() const { return tls_ != nullptr; }
+  tls_stream& tls() { return *tls_; }
+
+  // The TCP layer: timeouts (expires_after), socket options and close.
+  beast::tcp_stream& tcp() { return tls_ ? tls_->next_layer() : *plain_; }
+  executor_type get_executor() { return tcp().get_executor(); }
+
+  template <typename Buffers, typename Token>
+  auto async_read_some(const Buffers& buffers, Token&& token) {
+    return net::async_initiate<Token, void(error_code, std::size_t)>(
+        [this](auto handler, const Buffers& b) {
+          if (tls_) tls_->async_read_some(b, std::move(handler));
+          else plain_->async_read_some(b, std::move(handler));
+        },
+        token, buffers);
+  }
+
+  template <typename Buffers, typename Token>
+  auto async_write_some(const Buffers& buffers, Token&& token) {
+    return net::async_initiate<Token, void(error_code, std::size_t)>(
+        [this](auto handler, const Buffers& b) {
+          if (tls_) tls_->async_write_some(b, std::move(handler));
+          else plain_->async_write_some(b, std::move(handler));
+        },
+        token, buffers);
+  }
+
+  // Closes the socket now: every pending operation completes with an error.
+  void close() { tcp().close(); }
+
+  // Orderly end: TLS close_notify (bounded by a short timeout), then FIN.
+  net::awaitable<void> graceful_close();
+
+ private:
+  std::optional<beast::tcp_stream> plain_;
+  std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
+};
+
+// An ordinary way for a peer to go away; not worth a warning in the log.
+bool is_disconnect(const error_code& ec);
+
+}  // namespace tokengate

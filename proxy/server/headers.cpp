@@ -1,0 +1,86 @@
+#include "server/headers.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <array>
+
+namespace tokengate {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
+
+// Tokens of every Connection header, e.g. "keep-alive, x-foo".
+bool named_by_connection(const http::fields& fields, std::string_view name) {
+  for (auto it = fields.find(http::field::connection); it != fields.end() && it->name() == http::field::connection; ++it) {
+    std::string_view list = it->value();
+    while (!list.empty()) {
+      auto comma = list.find(',');
+      auto token = list.substr(0, comma);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      if (iequals(token, name)) return true;
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
+  return false;
+}
+
+bool is_credential(std::string_view name) {
+  return iequals(name, "authorization") || iequals(name, "x-api-key") || iequals(name, "api-key");
+}
+
+}  // namespace
+
+bool is_hop_by_hop(std::string_view name) {
+  static constexpr std::array<std::string_view, 9> names{
+      "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+      "te",         "trailer",    "transfer-encoding",  "upgrade"};
+  for (auto n : names)
+    if (iequals(n, name)) return true;
+  return false;
+}
+
+void forward_request_headers(const http::fields& client, http::fields& upstream,
+                             std::string_view upstream_host, std::string_view request_id,
+                             const upstream_credentials& credentials) {
+  for (const auto& f : client) {
+    auto name = f.name_string();
+    if (is_hop_by_hop(name) || named_by_connection(client, name)) continue;
+    if (f.name() == http::field::host || f.name() == http::field::content_length) continue;
+    // We must read the stream to observe it, so we ask for it uncompressed.
+    if (f.name() == http::field::accept_encoding) continue;
+    if (iequals(name, "x-request-id")) continue;
+    if (credentials.how != upstream_credentials::style::none && is_credential(name)) continue;
+    upstream.insert(name, f.value());
+  }
+  upstream.set(http::field::host, upstream_host);
+  upstream.set(http::field::accept_encoding, "identity");
+  upstream.set("x-request-id", request_id);
+  switch (credentials.how) {
+    case upstream_credentials::style::bearer:
+      upstream.set(http::field::authorization, std::string("Bearer ").append(credentials.key));
+      break;
+    case upstream_credentials::style::x_api_key:
+      upstream.set("x-api-key", credentials.key);
+      if (upstream.find("anthropic-version") == upstream.end())
+        upstream.set("anthropic-version", credentials.anthropic_version);
+      break;
+    case upstream_credentials::style::none:
+      break;
+  }
+}
+
+void forward_response_headers(const http::fields& upstream, http::fields& client,
+                              std::string_view request_id) {
+  for (const auto& f : upstream) {
+    auto name = f.name_string();
+    if (is_hop_by_hop(name) || named_by_connection(upstream, name)) continue;
+    if (f.name() == http::field::content_length) continue;
+    if (iequals(name, "x-request-id")) continue;
+    client.insert(name, f.value());
+  }
+  client.set("x-request-id", request_id);
+}
+
+}  // namespace tokengate

@@ -1,0 +1,12 @@
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace tokengate {
+
+// An OpenAI-style error body: {"error":{"message":..,"type":..,"code":..}}.
+// Every error tokengate itself answers uses it, whatever the endpoint, since
+// that is the shape every OpenAI-compatible SDK parses.
+std::string json_error_body(std::string_view message, std::string_view type, std::string_view code);
+
+}  // namespace tokengate

@@ -1,0 +1,37 @@
+#pragma once
+// Everything known about one request, filled in by the phases as they pass
+// and turned into the access log line (and metrics) at the end.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "stream/dialect.hpp"
+
+namespace tokengate {
+
+using clock = std::chrono::steady_clock;
+
+struct request_context {
+  std::string request_id;
+  std::string method;
+  std::string path;
+  stream::dialect dialect = stream::dialect::other;
+  std::string upstream;
+
+  clock::time_point received;       // request head arrived
+  clock::time_point request_read;   // body read
+  clock::time_point upstream_headers;
+  clock::time_point first_event;    // first SSE event relayed
+  clock::time_point finished;
+
+  unsigned status = 0;              // what the client was sent (0: nothing)
+  bool response_started = false;    // a byte reached the client: no retry from here on
+  bool client_gone = false;
+  bool upstream_failed_midstream = false;
+  bool streamed = false;            // text/event-stream
+  std::uint64_t bytes_to_client = 0;
+  std::uint64_t sse_events = 0;
+  std::string error;                // short reason when something failed
+};
+
+}  // namespace tokengate

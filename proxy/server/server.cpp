@@ -1,0 +1,81 @@
+#include "server/server.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "server/admin.hpp"
+#include "server/tls_context.hpp"
+#include "server/worker.hpp"
+
+namespace tokengate {
+
+server::server(std::shared_ptr<const config::config> config) : config_(std::move(config)) {
+  int count = config_->workers > 0 ? config_->workers
+                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, config_));
+}
+
+server::~server() { drain_and_stop(); }
+
+void server::start() {
+  for (const auto& l : config_->listeners) {
+    std::shared_ptr<net::ssl::context> tls;
+    if (l.tls) tls = make_server_tls_context(l.tls->cert_file, l.tls->key_file);
+    std::uint16_t port = l.port;
+    for (auto& w : workers_) port = w->bind(l, port, tls);  // port 0: the first bind picks it
+    ports_[l.name] = port;
+  }
+  if (config_->admin) {
+    admin_handlers handlers;
+    handlers.ready = [this] { return !workers_.front()->draining(); };
+    handlers.metrics_text = [this] { return metrics_text(); };
+    admin_ = std::make_unique<admin_listener>(workers_.front()->io(), config_->admin->address,
+                                              config_->admin->port, std::move(handlers));
+    admin_->start();
+  }
+  for (auto& w : workers_) {
+    w->start_accepting();
+    threads_.emplace_back([w = w.get()] {
+      try {
+        w->io().run();
+      } catch (const std::exception& e) {
+        spdlog::critical("worker {} stopped: {}", w->index(), e.what());
+      }
+    });
+  }
+}
+
+std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
+
+std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
+
+std::string server::metrics_text() const {
+  std::vector<const metrics::shard*> shards;
+  for (const auto& w : workers_) shards.push_back(&w->metrics());
+  return metrics::render_prometheus(shards);
+}
+
+void server::drain_and_stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (threads_.empty()) return;
+  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->begin_drain(); });
+  auto deadline = std::chrono::steady_clock::now() + config_->drain_timeout;
+  auto in_flight = [this] {
+    std::uint64_t n = 0;
+    for (auto& w : workers_) n += w->metrics().downstream_cx_active.get();
+    return n;
+  };
+  while (in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (auto left = in_flight())
+    spdlog::warn("drain deadline reached with {} connections open; closing them", left);
+  if (admin_) net::post(workers_.front()->io(), [this] { admin_->stop(); });
+  for (auto& w : workers_) w->io().stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace tokengate

@@ -1,0 +1,44 @@
+#pragma once
+// The proxy process: worker threads, their listeners, the admin listener and
+// graceful drain. Used by `tokengate serve` and by the integration tests
+// (real sockets on 127.0.0.1, port 0).
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace tokengate {
+
+class worker;
+class admin_listener;
+
+class server {
+ public:
+  explicit server(std::shared_ptr<const config::config> config);
+  ~server();
+
+  // Binds every listener (throws on a bad address, busy port or bad
+  // certificate) and starts the worker threads.
+  void start();
+
+  std::uint16_t port(const std::string& listener_name) const;
+  std::uint16_t admin_port() const;
+  std::size_t worker_count() const { return workers_.size(); }
+  std::string metrics_text() const;
+
+  // Stops accepting, lets requests in flight finish until the drain
+  // deadline, then stops the workers. Blocks until done.
+  void drain_and_stop();
+
+ private:
+  std::shared_ptr<const config::config> config_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<admin_listener> admin_;
+  std::map<std::string, std::uint16_t> ports_;
+  bool stopped_ = false;
+};
+
+}  // namespace tokengate

@@ -1,0 +1,184 @@
+#include "server/session.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "server/access_log.hpp"
+#include "server/any_stream.hpp"
+#include "server/request_context.hpp"
+#include "server/worker.hpp"
+#include "stream/relay.hpp"
+
+namespace tokengate {
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+// The client's own id is kept when it is short and printable (it ends up in
+// logs); otherwise we make one.
+std::string request_id_for(const http::fields& headers) {
+  auto given = headers["x-request-id"];
+  bool usable = !given.empty() && given.size() <= 128;
+  for (char c : given) usable = usable && c > 0x20 && c < 0x7f && c != '"' && c != '\\';
+  if (usable) return std::string(given);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    auto bits = rng();
+    for (int i = 0; i < 16; ++i) id[half * 16 + i] = hex[(bits >> (i * 4)) & 0xf];
+  }
+  return id;
+}
+
+bool is_proxied_post(std::string_view path) {
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses" ||
+         path == "/v1/embeddings" || path == "/v1/messages";
+}
+
+// Waits for the first byte of the next request on a kept-alive connection.
+// While waiting the connection counts as idle, so a drain can close it.
+net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, worker& w,
+                                      config::duration timeout) {
+  if (buffer.size() > 0) co_return true;
+  w.mark_idle(&stream);
+  stream.tcp().expires_after(timeout);
+  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
+  w.mark_busy(&stream);
+  if (ec) co_return false;
+  buffer.commit(n);
+  co_return true;
+}
+
+struct read_failure {
+  unsigned status;
+  const char* code;
+  std::string message;
+};
+
+// Maps a parser error on a client request to the answer it deserves, or
+// nothing when the client simply went away.
+std::optional<read_failure> classify_read_error(const error_code& ec, const config::limit_settings& limits) {
+  if (ec == http::error::header_limit)
+    return read_failure{431, "request_header_too_large",
+                        "request head exceeds " + std::to_string(limits.max_head_bytes) + " bytes"};
+  if (ec == http::error::body_limit)
+    return read_failure{413, "request_too_large",
+                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes"};
+  if (ec == beast::error::timeout)
+    return read_failure{408, "request_timeout", "request was not received in time"};
+  if (ec == http::error::end_of_stream || ec == net::error::eof || is_disconnect(ec)) return std::nullopt;
+  return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};
+}
+
+net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::listener& listener) {
+  const auto& limits = w.config().limits;
+  beast::flat_buffer buffer;
+  bool first = true;
+  for (;;) {
+    if (w.draining()) co_return;
+    if (!co_await wait_for_request(stream, buffer, w, first ? limits.head_timeout : limits.idle_timeout))
+      co_return;
+    first = false;
+
+    request_context ctx;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes));
+    parser.body_limit(limits.max_body_bytes);
+
+    stream.tcp().expires_after(limits.head_timeout);
+    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    ctx.received = clock::now();
+    ctx.request_id = hec ? request_id_for({}) : request_id_for(parser.get().base());
+    if (hec) {
+      if (auto failure = classify_read_error(hec, limits))
+        co_await send_json_error(stream, failure->status, failure->message, "invalid_request_error",
+                                 failure->code, false, ctx);
+      co_return;
+    }
+    auto& head = parser.get();
+    ctx.method = std::string(head.method_string());
+    auto target = std::string_view(head.target());
+    ctx.path = std::string(target.substr(0, target.find('?')));
+    ctx.dialect = stream::dialect_for_path(ctx.path);
+
+    std::size_t header_count = std::distance(head.begin(), head.end());
+    if (header_count > limits.max_header_count) {
+      co_await send_json_error(stream, 431, "too many request headers (limit " +
+                                   std::to_string(limits.max_header_count) + ")",
+                               "invalid_request_error", "too_many_headers", false, ctx);
+      co_return;
+    }
+    if (head[http::field::expect] == "100-continue" && !parser.is_done()) {
+      static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+      stream.tcp().expires_after(limits.body_timeout);
+      auto [cec, cn] = co_await net::async_write(stream, net::buffer(continue_line), use_tuple);
+      if (cec) co_return;
+    }
+    stream.tcp().expires_after(limits.body_timeout);
+    auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    if (bec) {
+      if (auto failure = classify_read_error(bec, limits))
+        co_await send_json_error(stream, failure->status, failure->message, "invalid_request_error",
+                                 failure->code, false, ctx);
+      co_return;
+    }
+    ctx.request_read = clock::now();
+    auto request = parser.release();
+    w.metrics().downstream_rq_total.add();
+    w.metrics().downstream_rq_active.add();
+
+    bool keep_alive = request.keep_alive() && !w.draining();
+    const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
+    const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);
+    if (target.empty() || target.front() != '/') {
+      // Absolute-form targets would let a client pick the upstream: never.
+      co_await send_json_error(stream, 400, "request target must be a path", "invalid_request_error",
+                               "invalid_target", keep_alive, ctx);
+    } else if (is_get_models || is_post_api) {
+      keep_alive = co_await proxy_exchange(stream, buffer, request, w, listener, ctx) && keep_alive;
+    } else if (is_proxied_post(ctx.path) || ctx.path == "/v1/models") {
+      co_await send_json_error(stream, 405, "method " + ctx.method + " not allowed on " + ctx.path,
+                               "invalid_request_error", "method_not_allowed", keep_alive, ctx);
+    } else {
+      co_await send_json_error(stream, 404, "unknown path " + ctx.path, "invalid_request_error",
+                               "unknown_url", keep_alive, ctx);
+    }
+    w.metrics().downstream_rq_active.sub();
+    if (ctx.status) w.metrics().count_status(ctx.status);
+    ctx.finished = clock::now();
+    log_access(ctx);
+    if (!keep_alive || w.draining()) co_return;
+  }
+}
+
+}  // namespace
+
+net::awaitable<void> run_session(any_stream stream, worker& w, const config::listener& listener) {
+  w.metrics().downstream_cx_total.add();
+  w.metrics().downstream_cx_active.add();
+  bool handshake_ok = true;
+  if (stream.is_tls()) {
+    stream.tcp().expires_after(w.config().limits.head_timeout);
+    auto [ec] = co_await stream.tls().async_handshake(net::ssl::stream_base::server, use_tuple);
+    if (ec) {
+      spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());
+      handshake_ok = false;
+    }
+  }
+  if (handshake_ok) {
+    co_await session_loop(stream, w, listener);
+    co_await stream.graceful_close();
+  } else {
+    stream.close();
+  }
+  w.metrics().downstream_cx_active.sub();
+}
+
+}  // namespace tokengate

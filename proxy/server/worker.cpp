@@ -1,0 +1,86 @@
+#include "server/worker.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server/any_stream.hpp"
+#include "server/session.hpp"
+#include "server/tls_context.hpp"
+
+namespace tokengate {
+
+worker::worker(int index, std::shared_ptr<const config::config> config)
+    : index_(index), config_(std::move(config)) {
+  for (const auto& [name, settings] : config_->upstreams) {
+    auto url = upstream::parse_target_url(settings.base_url);
+    if (!url) throw std::runtime_error("upstream " + name + ": invalid base_url " + settings.base_url);
+    std::shared_ptr<net::ssl::context> tls;
+    if (url->tls) {
+      auto& slot = upstream_tls_by_ca_[settings.ca_file];
+      if (!slot) slot = make_client_tls_context(settings.ca_file);
+      tls = slot;
+    }
+    pools_.emplace(name, std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls));
+  }
+}
+
+worker::~worker() = default;
+
+upstream::pool& worker::pool_for(const std::string& upstream_name) {
+  return *pools_.at(upstream_name);  // names were validated with the config
+}
+
+std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
+                           std::shared_ptr<net::ssl::context> tls) {
+  auto address = net::ip::make_address(settings.address);
+  tcp::endpoint endpoint(address, port);
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  acceptor->open(endpoint.protocol());
+  acceptor->set_option(tcp::acceptor::reuse_address(true));
+  acceptor->set_option(net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
+  acceptor->bind(endpoint);
+  acceptor->listen(net::socket_base::max_listen_connections);
+  auto bound = acceptor->local_endpoint().port();
+  listeners_.push_back(bound_listener{&settings, std::move(tls), std::move(acceptor)});
+  return bound;
+}
+
+void worker::start_accepting() {
+  for (auto& l : listeners_) net::co_spawn(io_, accept_loop(l), net::detached);
+}
+
+net::awaitable<void> worker::accept_loop(bound_listener& l) {
+  for (;;) {
+    auto [ec, socket] = co_await l.acceptor->async_accept(net::as_tuple(net::use_awaitable));
+    if (ec) {
+      if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;
+      // EMFILE and friends: log, back off briefly, keep serving the others.
+      spdlog::warn("accept on {} failed: {}", l.settings->name, ec.message());
+      net::steady_timer pause(io_, std::chrono::milliseconds(50));
+      co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+      continue;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    beast::tcp_stream plain(std::move(socket));
+    auto stream = l.tls ? any_stream(std::make_unique<any_stream::tls_stream>(std::move(plain), *l.tls))
+                        : any_stream(std::move(plain));
+    net::co_spawn(io_, run_session(std::move(stream), *this, *l.settings), net::detached);
+  }
+}
+
+void worker::begin_drain() {
+  draining_.store(true, std::memory_order_relaxed);
+  for (auto& l : listeners_) {
+    error_code ignored;
+    l.acceptor->close(ignored);
+  }
+  auto idle = std::move(idle_);
+  idle_.clear();
+  for (auto* stream : idle) stream->close();
+}
+
+}  // namespace tokengate

@@ -1,0 +1,17 @@
+#pragma once
+#include <string_view>
+
+namespace tokengate::stream {
+
+// The streaming format a response is in, decided by the API path.
+enum class dialect { openai_chat, openai_completions, openai_responses, anthropic_messages, other };
+
+inline dialect dialect_for_path(std::string_view path) {
+  if (path == "/v1/chat/completions") return dialect::openai_chat;
+  if (path == "/v1/completions") return dialect::openai_completions;
+  if (path == "/v1/responses") return dialect::openai_responses;
+  if (path == "/v1/messages") return dialect::anthropic_messages;
+  return dialect::other;
+}
+
+}  // namespace tokengate::stream

@@ -1,0 +1,102 @@
+#include "stream/sse_parser.hpp"
+
+#include <cstring>
+
+namespace tokengate::stream {
+namespace {
+
+constexpr std::string_view utf8_bom = "\xEF\xBB\xBF";
+
+// Position of the first CR or LF at or after `from`, or npos.
+std::size_t find_line_end(std::string_view s, std::size_t from) {
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (s[i] == '\n' || s[i] == '\r') return i;
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+void sse_parser::feed(std::string_view bytes, sse_sink& sink) {
+  std::size_t i = 0;
+  if (skip_lf_ && !bytes.empty()) {
+    skip_lf_ = false;
+    if (bytes[0] == '\n') i = 1;
+  }
+  while (i < bytes.size()) {
+    auto end = find_line_end(bytes, i);
+    if (end == std::string_view::npos) {
+      // Keep the unfinished line, but never more than one event's worth.
+      if (line_.size() + (bytes.size() - i) <= max_event_bytes_) line_.append(bytes.substr(i));
+      else oversized_event_ = true;
+      in_line_ = true;
+      return;
+    }
+    auto piece = bytes.substr(i, end - i);
+    if (line_.empty()) {
+      process_line(piece, sink);  // the common case: the whole line is in this chunk
+    } else {
+      if (line_.size() + piece.size() <= max_event_bytes_) line_.append(piece);
+      else oversized_event_ = true;
+      process_line(line_, sink);
+      line_.clear();
+    }
+    in_line_ = false;
+    i = end + 1;
+    if (bytes[end] == '\r') {
+      if (i < bytes.size()) {
+        if (bytes[i] == '\n') ++i;
+      } else {
+        skip_lf_ = true;  // CR was the last byte: an LF may start the next chunk
+      }
+    }
+  }
+}
+
+void sse_parser::process_line(std::string_view line, sse_sink& sink) {
+  if (first_line_) {
+    first_line_ = false;
+    if (line.substr(0, utf8_bom.size()) == utf8_bom) line.remove_prefix(utf8_bom.size());
+  }
+  if (line.empty()) {
+    dispatch(sink);
+    return;
+  }
+  if (line.front() == ':') return;  // a comment: keep-alives live here
+
+  std::string_view field = line, value;
+  if (auto colon = line.find(':'); colon != std::string_view::npos) {
+    field = line.substr(0, colon);
+    value = line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  }
+  if (field == "data") {
+    if (data_.size() + value.size() + 1 > max_event_bytes_) {
+      oversized_event_ = true;
+      return;
+    }
+    data_.append(value);
+    data_.push_back('\n');
+  } else if (field == "event") {
+    type_.assign(value);
+  } else if (field == "id") {
+    if (value.find('\0') == std::string_view::npos) last_id_.assign(value);
+  }
+  // "retry" only matters to a browser reconnecting; anything else is ignored
+  // by the spec (which is why llama.cpp's old "error:" lines are invisible).
+}
+
+void sse_parser::dispatch(sse_sink& sink) {
+  if (oversized_event_) {
+    ++oversized_;
+    oversized_event_ = false;
+  } else if (!data_.empty()) {
+    std::string_view data(data_);
+    data.remove_suffix(1);  // the spec drops the final LF
+    ++events_;
+    sink.on_event(sse_event{type_.empty() ? std::string_view("message") : std::string_view(type_), data});
+  }
+  data_.clear();
+  type_.clear();
+}
+
+}  // namespace tokengate::stream

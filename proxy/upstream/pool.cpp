@@ -1,0 +1,97 @@
+#include "upstream/pool.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+namespace tokengate::upstream {
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+// An idle keep-alive socket the upstream has closed (or sent stray bytes on)
+// must not carry the next request. A non-blocking peek tells without waiting.
+bool still_usable(beast::tcp_stream& stream) {
+  auto& sock = stream.socket();
+  if (!sock.is_open()) return false;
+  pollfd p{sock.native_handle(), POLLIN, 0};
+  int ready = ::poll(&p, 1, 0);
+  if (ready == 0) return true;  // nothing to read: neither EOF nor garbage
+  return false;
+}
+
+}  // namespace
+
+pool::pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
+           std::shared_ptr<net::ssl::context> tls_context)
+    : executor_(std::move(executor)), settings_(settings), url_(std::move(url)),
+      tls_context_(std::move(tls_context)) {}
+
+net::awaitable<acquire_result> pool::acquire() {
+  while (!idle_.empty()) {
+    auto conn = std::move(idle_.back());  // most recently used: least likely to be stale
+    idle_.pop_back();
+    if (still_usable(conn->stream.tcp())) {
+      conn->reused = true;
+      co_return acquire_result{std::move(conn)};
+    }
+  }
+  co_return co_await connect_new();
+}
+
+net::awaitable<acquire_result> pool::connect_new() {
+  acquire_result result;
+  tcp::resolver resolver(executor_);
+  auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_tuple);
+  if (rec) {
+    result.failure = connect_failure::resolve;
+    result.message = "cannot resolve upstream host " + url_.host + ": " + rec.message();
+    co_return result;
+  }
+  beast::tcp_stream tcp_stream(executor_);
+  tcp_stream.expires_after(settings_.timeouts.connect);
+  auto [cec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
+  if (cec) {
+    result.failure = cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
+    result.message = "cannot connect to upstream " + url_.host_header + ": " + cec.message();
+    co_return result;
+  }
+  tcp_stream.expires_never();
+  tcp_stream.socket().set_option(tcp::no_delay(true));
+
+  if (!url_.tls) {
+    result.conn = std::make_unique<connection>(connection{any_stream(std::move(tcp_stream))});
+    co_return result;
+  }
+
+  auto tls = std::make_unique<any_stream::tls_stream>(std::move(tcp_stream), *tls_context_);
+  // SNI, so that a shared front end picks the right certificate, and a host
+  // name check, so that a valid certificate for another name is refused.
+  if (!SSL_set_tlsext_host_name(tls->native_handle(), url_.host.c_str())) {
+    result.failure = connect_failure::tls;
+    result.message = "cannot set TLS server name for " + url_.host;
+    co_return result;
+  }
+  tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
+  tls->next_layer().expires_after(settings_.timeouts.connect);
+  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
+  if (hec) {
+    result.failure = hec == beast::error::timeout ? connect_failure::timeout : connect_failure::tls;
+    result.message = "TLS handshake with upstream " + url_.host_header + " failed: " + hec.message();
+    co_return result;
+  }
+  tls->next_layer().expires_never();
+  result.conn = std::make_unique<connection>(connection{any_stream(std::move(tls))});
+  co_return result;
+}
+
+void pool::release(std::unique_ptr<connection> conn) {
+  if (!conn || idle_.size() >= settings_.pool_size) return;  // dropping it closes it
+  conn->stream.tcp().expires_never();
+  idle_.push_back(std::move(conn));
+}
+
+}  // namespace tokengate::upstream

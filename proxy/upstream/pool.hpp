@@ -1,0 +1,55 @@
+#pragma once
+// Keep-alive connections to one upstream, owned by one worker thread (so no
+// locks: only that thread's io_context ever touches it).
+#include <boost/asio/ssl/context.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "server/any_stream.hpp"
+#include "upstream/target_url.hpp"
+
+namespace tokengate::upstream {
+
+// Why a connection could not be had; decides 502 vs 504 and the error code.
+enum class connect_failure { none, resolve, refused, timeout, tls };
+
+struct connection {
+  any_stream stream;
+  bool reused = false;  // came from the idle pool: a failure before any byte may be a stale socket
+};
+
+struct acquire_result {
+  std::unique_ptr<connection> conn;
+  connect_failure failure = connect_failure::none;
+  std::string message;  // for the log and the client's error body (no secrets in here)
+};
+
+class pool {
+ public:
+  pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
+       std::shared_ptr<net::ssl::context> tls_context);
+
+  const config::upstream& settings() const { return settings_; }
+  const target_url& url() const { return url_; }
+
+  // An idle pooled connection if a live one exists, else a new one.
+  net::awaitable<acquire_result> acquire();
+  net::awaitable<acquire_result> connect_new();
+
+  // Gives a connection back after a complete response with keep-alive.
+  void release(std::unique_ptr<connection> conn);
+
+  std::size_t idle_count() const { return idle_.size(); }
+
+ private:
+  net::any_io_executor executor_;
+  config::upstream settings_;
+  target_url url_;
+  std::shared_ptr<net::ssl::context> tls_context_;
+  std::deque<std::unique_ptr<connection>> idle_;
+};
+
+}  // namespace tokengate::upstream
