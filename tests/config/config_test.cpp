@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "config/config.hpp"
+
+namespace tokengate::config {
+namespace {
+
+const char* minimal =
+    "listeners:\n"
+    "  - name: main\n"
+    "    port: 0\n"
+    "    upstream: local\n"
+    "upstreams:\n"
+    "  local:\n"
+    "    base_url: http://127.0.0.1:9/v1\n";
+
+std::string error_of(const std::string& yaml) {
+  try {
+    load_config_text(yaml, "test.yaml");
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, MinimalFileGetsDefaults) {
+  auto c = load_config_text(minimal, "test.yaml");
+  ASSERT_EQ(c->listeners.size(), 1u);
+  EXPECT_EQ(c->listeners[0].upstream, "local");
+  EXPECT_EQ(c->limits.max_body_bytes, 8u * 1024 * 1024);
+  EXPECT_EQ(c->upstreams.at("local").timeouts.connect, std::chrono::seconds(5));
+  EXPECT_FALSE(c->admin);
+}
+
+TEST(Config, EmbeddedDefaultIsValid) {
+  auto c = load_embedded_config();
+  EXPECT_TRUE(c->demo_engine);
+  EXPECT_EQ(c->listeners.at(0).port, 8080);
+}
+
+TEST(Config, ShippedConfigFilesAreValid) {
+  auto c = load_config_file(std::string(TOKENGATE_FIXTURES) + "/../../config/tokengate.yaml");
+  EXPECT_EQ(c->upstreams.count("demo"), 1u);
+}
+
+TEST(Config, UnknownKeyIsRejectedWithItsPosition) {
+  auto err = error_of(std::string(minimal) + "limits:\n  max_body_byte: 10\n");
+  EXPECT_NE(err.find("test.yaml:9:3: unknown key 'max_body_byte'"), std::string::npos) << err;
+}
+
+TEST(Config, SyntaxErrorNamesLineAndColumn) {
+  auto err = error_of("listeners: [\n  - a: b\n");
+  EXPECT_EQ(err.rfind("test.yaml:", 0), 0u) << err;
+  EXPECT_NE(err.find(":2:"), std::string::npos) << err;
+}
+
+TEST(Config, ListenerMustNameAKnownUpstream) {
+  auto yaml = std::string(minimal);
+  yaml.replace(yaml.find("upstream: local"), 15, "upstream: nope");
+  auto err = error_of(yaml);
+  EXPECT_NE(err.find("test.yaml:4:15: listener 'main' names unknown upstream 'nope'"), std::string::npos) << err;
+}
+
+TEST(Config, BadValuesAreExplained) {
+  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  head_timeout: soon\n").find("must be a duration"), std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  max_body_bytes: -5\n").find("must be between"), std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "log_level: loud\n").find("unknown log_level"), std::string::npos);
+  EXPECT_NE(error_of("upstreams: {}\n").find("at least one upstream"), std::string::npos);
+}
+
+TEST(Config, SecretsComeFromTheEnvironment) {
+  ::setenv("TOKENGATE_TEST_KEY", "sk-test-123", 1);
+  auto yaml = std::string(minimal) + "    api_key: ${TOKENGATE_TEST_KEY}\n";
+  EXPECT_EQ(load_config_text(yaml, "t")->upstreams.at("local").api_key, "sk-test-123");
+  ::unsetenv("TOKENGATE_TEST_KEY");
+  EXPECT_NE(error_of(yaml).find("environment variable TOKENGATE_TEST_KEY is not set"), std::string::npos);
+}
+
+TEST(Duration, ParsesUnits) {
+  EXPECT_EQ(parse_duration("250ms"), duration(250));
+  EXPECT_EQ(parse_duration("5s"), duration(5000));
+  EXPECT_EQ(parse_duration("2m"), duration(120000));
+  EXPECT_EQ(parse_duration("30"), duration(30000));
+  EXPECT_EQ(parse_duration("1.5s"), duration(1500));
+  EXPECT_FALSE(parse_duration("-1s"));
+  EXPECT_FALSE(parse_duration("5 parsecs"));
+  EXPECT_FALSE(parse_duration(""));
+}
+
+}  // namespace
+}  // namespace tokengate::config

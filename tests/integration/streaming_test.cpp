@@ -1,0 +1,137 @@
+// Streams through the real proxy to the real demo engine over real sockets.
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test {
+namespace {
+
+// Offsets in `raw` of every token-carrying chat delta, in order.
+std::vector<std::size_t> token_offsets(const std::string& raw) {
+  std::vector<std::size_t> out;
+  const std::string marker = "\"delta\":{\"content\":\"";
+  for (auto pos = raw.find(marker); pos != std::string::npos; pos = raw.find(marker, pos + 1)) out.push_back(pos);
+  return out;
+}
+
+TEST(Streaming, TokensArriveSpreadOutNotBuffered) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"messages":[{"role":"user","content":"hi"}],)"
+                   R"("demo":{"tokens":20,"interval_ms":50,"ttft_ms":20}})"));
+  auto r = read_response(c, 10s);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+  EXPECT_EQ(r.headers["cache-control"], "no-cache");
+  EXPECT_EQ(r.headers["x-accel-buffering"], "no");
+  EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
+  EXPECT_EQ(r.headers["x-request-id"].size(), 32u);
+
+  auto offsets = token_offsets(c.raw());
+  ASSERT_EQ(offsets.size(), 20u);
+  std::vector<double> gaps_ms;
+  for (std::size_t i = 1; i < offsets.size(); ++i)
+    gaps_ms.push_back(std::chrono::duration<double, std::milli>(c.arrival_of(offsets[i]) - c.arrival_of(offsets[i - 1])).count());
+  auto span = std::chrono::duration<double, std::milli>(c.arrival_of(offsets.back()) - c.arrival_of(offsets.front())).count();
+  // 19 gaps of 50 ms: a buffering proxy delivers them together at the end.
+  EXPECT_GE(span, 19 * 50 * 0.9) << "tokens arrived bunched together";
+  int spread = 0;
+  for (double g : gaps_ms) spread += g >= 30;
+  EXPECT_GE(spread, 17) << "most gaps must be close to the 50 ms the engine waits";
+  EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
+}
+
+TEST(Streaming, NonStreamingAnswerKeepsItsLength) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":3,"messages":[{"role":"user","content":"hi"}]})"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-length"], std::to_string(r.body.size()));
+  auto v = boost::json::parse(r.body);
+  EXPECT_EQ(v.at("choices").at(0).at("message").at("content").as_string(), "The quick brown");
+  EXPECT_EQ(v.at("choices").at(0).at("finish_reason").as_string(), "length");
+}
+
+TEST(Streaming, KeepAliveConnectionsAreReusedOnBothSides) {
+  proxy_fixture f;
+  http_client c(f.port());
+  for (int i = 0; i < 5; ++i) {
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2,"messages":[]})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_EQ(r.status, 200);
+    c.clear();
+  }
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_downstream_cx_total 1\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("tokengate_upstream_cx_reused_total 0\n"), std::string::npos) << metrics;
+}
+
+TEST(Streaming, RequestIdIsKeptOrMadeAndSentBothWays) {
+  proxy_fixture f;
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})", "X-Request-Id: trace-abc-123\r\n"));
+    auto r = read_response(c);
+    EXPECT_EQ(r.headers["x-request-id"], "trace-abc-123");
+    EXPECT_EQ(f.engine_last_request().at("headers").at("x-request-id").as_string(), "trace-abc-123");
+  }
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+    auto r = read_response(c);
+    auto id = r.headers["x-request-id"];
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_EQ(f.engine_last_request().at("headers").at("x-request-id").as_string(), id);
+  }
+}
+
+TEST(Streaming, UpstreamKeyReplacesClientCredentialsAndIsNeverEchoed) {
+  ::setenv("TG_TEST_UPSTREAM_KEY", "sk-upstream-secret-42", 1);
+  fixture_options o;
+  o.upstream_extra = "    api_key: ${TG_TEST_UPSTREAM_KEY}\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})",
+                   "Authorization: Bearer client-virtual-key\r\n"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  auto headers = f.engine_last_request().at("headers").as_object();
+  EXPECT_EQ(headers.at("Authorization").as_string(), "Bearer sk-upstream-secret-42");
+  EXPECT_EQ(c.raw().find("sk-upstream-secret-42"), std::string::npos);
+}
+
+TEST(Streaming, AnthropicMessagesStreamEndToEnd) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/messages", R"({"model":"demo","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
+                   "anthropic-version: 2023-06-01\r\n"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_NE(r.body.find("event: message_start"), std::string::npos);
+  EXPECT_NE(r.body.find("\"stop_reason\":\"max_tokens\""), std::string::npos);
+  EXPECT_NE(r.body.find("event: message_stop"), std::string::npos);
+  EXPECT_EQ(f.engine_last_request().at("headers").at("anthropic-version").as_string(), "2023-06-01");
+}
+
+TEST(Streaming, ModelsAndEmbeddingsPassThrough) {
+  proxy_fixture f;
+  auto models = http_get(f.port(), "/v1/models");
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(boost::json::parse(models.body).at("data").at(0).at("id").as_string(), "demo");
+  http_client c(f.port());
+  c.send(post_json("/v1/embeddings", R"({"model":"demo","input":"hello world"})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(boost::json::parse(r.body).at("data").at(0).at("embedding").as_array().size(), 8u);
+}
+
+}  // namespace
+}  // namespace tokengate::test
