@@ -1,0 +1,70 @@
+// The official `openai` package, its baseURL pointed at tokengate, streams a
+// chat completion through the real binary to the demo engine.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { startProxy } from "./harness.mjs";
+
+let proxy;
+before(async () => {
+  process.env.TG_E2E_UPSTREAM_KEY = "sk-e2e-upstream";
+  proxy = await startProxy({ upstreamKeyEnv: "TG_E2E_UPSTREAM_KEY" });
+});
+after(async () => proxy && (await proxy.stop()));
+
+test("openai SDK streams a chat completion token by token", async () => {
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "client-key-not-forwarded" });
+  const stream = await client.chat.completions.create({
+    model: "demo",
+    stream: true,
+    max_tokens: 6,
+    stream_options: { include_usage: true },
+    messages: [{ role: "user", content: "Say something." }],
+  });
+  let text = "";
+  let chunks = 0;
+  let finish = null;
+  let usage = null;
+  const arrivals = [];
+  for await (const chunk of stream) {
+    chunks++;
+    arrivals.push(performance.now());
+    if (chunk.choices[0]?.delta?.content) text += chunk.choices[0].delta.content;
+    if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(text, "The quick brown fox jumps over");
+  assert.equal(finish, "length");
+  assert.equal(usage.completion_tokens, 6);
+  assert.ok(chunks >= 8, `expected role + 6 tokens + finish chunks, got ${chunks}`);
+  // At 200 tokens/s the six tokens span ~25 ms: they were not delivered at once.
+  assert.ok(arrivals.at(-1) - arrivals[0] >= 15, "chunks arrived all at once");
+
+  const seen = await (await fetch(`${proxy.engineURL}/demo/stats`)).json();
+  assert.equal(seen.last_request.headers.Authorization, "Bearer sk-e2e-upstream");
+});
+
+test("openai SDK gets a non-streaming completion", async () => {
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k" });
+  const done = await client.chat.completions.create({
+    model: "demo",
+    max_tokens: 2,
+    messages: [{ role: "user", content: "hi" }],
+  });
+  assert.equal(done.choices[0].message.content, "The quick");
+});
+
+test("openai SDK surfaces a cut stream as an error, not a short answer", async () => {
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k", maxRetries: 0 });
+  const stream = await client.chat.completions.create({
+    model: "demo",
+    stream: true,
+    messages: [{ role: "user", content: "hi" }],
+    demo: { tokens: 10, interval_ms: 5, reset_after: 3 },
+  });
+  await assert.rejects(async () => {
+    for await (const _ of stream) {
+      /* consume */
+    }
+  }, /upstream/);
+});
