@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <algorithm>
+#include <cctype>
 
 namespace tokengate {
 extern const std::string_view embedded_default_config;
@@ -47,6 +49,7 @@ class reader {
   bool has(const char* key) const { return node_.IsMap() && node_[key].IsDefined(); }
   reader child(const char* key) const { return reader(node_[key], file_); }
   const YAML::Node& node() const { return node_; }
+  const std::string& file() const { return file_; }
 
   std::string text(const char* key, std::string fallback) const {
     if (!has(key)) return fallback;
@@ -129,7 +132,6 @@ listener read_listener(const reader& r, std::size_t index) {
   l.address = r.text("address", l.address);
   l.port = r.integer<std::uint16_t>("port", l.port, 0, 65535);
   l.upstream = r.text("upstream", "");
-  if (l.upstream.empty()) r.fail("listener '" + l.name + "' needs an 'upstream'");
   if (r.has("tls")) {
     auto t = r.child("tls");
     t.only_keys({"cert_file", "key_file"});
@@ -142,7 +144,8 @@ listener read_listener(const reader& r, std::size_t index) {
 }
 
 upstream read_upstream(const reader& r, const std::string& name) {
-  r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size"});
+  r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size", "max_concurrent_streams",
+               "limit_field"});
   upstream u;
   u.name = name;
   u.base_url = r.text("base_url", "");
@@ -155,6 +158,12 @@ upstream read_upstream(const reader& r, const std::string& name) {
   u.api_key = r.text("api_key", "");
   u.ca_file = r.text("ca_file", "");
   u.pool_size = r.integer<std::size_t>("pool_size", u.pool_size, 0, 100000);
+  u.max_concurrent_streams = r.integer<std::size_t>("max_concurrent_streams", 0, 0, 10'000'000);
+  auto spelling = r.text("limit_field", "keep");
+  if (spelling == "keep") u.limit_spelling = limit_field::keep;
+  else if (spelling == "max_tokens") u.limit_spelling = limit_field::max_tokens;
+  else if (spelling == "max_completion_tokens") u.limit_spelling = limit_field::max_completion_tokens;
+  else r.fail_at(r.node()["limit_field"], "limit_field must be keep, max_tokens or max_completion_tokens");
   if (r.has("timeouts")) {
     auto t = r.child("timeouts");
     t.only_keys({"connect", "first_byte", "idle", "total"});
@@ -180,10 +189,92 @@ void read_limits(const reader& r, limit_settings& l) {
       r.integer<std::size_t>("stream_buffer_bytes", l.stream_buffer_bytes, 512, 1 << 20);
 }
 
+std::vector<std::string> string_list(const reader& r, const char* key) {
+  std::vector<std::string> out;
+  if (!r.has(key)) return out;
+  auto n = r.node()[key];
+  if (n.IsScalar()) return {r.expand_env(n, n.as<std::string>())};
+  if (!n.IsSequence()) r.fail_at(n, std::string("'") + key + "' must be a string or a list of strings");
+  for (const auto& item : n) {
+    if (!item.IsScalar()) r.fail_at(item, std::string("'") + key + "' must list strings");
+    out.push_back(item.as<std::string>());
+  }
+  return out;
+}
+
+token_limits read_token_limits(const reader& r) {
+  r.only_keys({"default", "ceiling", "mode"});
+  token_limits t;
+  if (r.has("default")) t.default_output = r.integer<long long>("default", 0, 1, 10'000'000);
+  if (r.has("ceiling")) t.ceiling = r.integer<long long>("ceiling", 0, 1, 10'000'000);
+  auto mode = r.text("mode", "clamp");
+  if (mode == "clamp") t.mode = limit_mode::clamp;
+  else if (mode == "reject") t.mode = limit_mode::reject;
+  else r.fail_at(r.node()["mode"], "mode must be clamp or reject");
+  if (t.default_output && t.ceiling && *t.default_output > *t.ceiling)
+    r.fail("the default output limit is above the ceiling");
+  return t;
+}
+
+const std::vector<std::string>& model_bearing_paths() {
+  static const std::vector<std::string> paths{"/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                              "/v1/embeddings", "/v1/messages"};
+  return paths;
+}
+
+route read_route(const reader& r, std::size_t index, const config& c) {
+  r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
+               "max_prompt_tokens", "retries", "retry_backoff"});
+  route rt;
+  rt.name = r.text("name", "route" + std::to_string(index));
+  rt.paths = string_list(r, "paths");
+  for (const auto& p : rt.paths)
+    if (std::find(model_bearing_paths().begin(), model_bearing_paths().end(), p) == model_bearing_paths().end())
+      r.fail_at(r.node()["paths"], "route '" + rt.name + "': unknown path '" + p + "'");
+  rt.models = string_list(r, "models");
+  if (rt.models.empty()) r.fail("route '" + rt.name + "' needs 'models' (names, aliases or globs)");
+  if (!r.has("targets") || !r.node()["targets"].IsSequence() || r.node()["targets"].size() == 0)
+    r.fail("route '" + rt.name + "' needs at least one target");
+  for (const auto& item : r.node()["targets"]) {
+    reader t(item, r.file());
+    t.only_keys({"upstream", "model", "weight"});
+    route_target target{t.text("upstream", ""), t.text("model", ""), t.integer<unsigned>("weight", 1, 0, 1'000'000)};
+    if (!c.upstreams.count(target.upstream))
+      t.fail("route '" + rt.name + "' names unknown upstream '" + target.upstream + "'");
+    rt.targets.push_back(std::move(target));
+  }
+  if (r.has("max_output_tokens")) rt.limits = read_token_limits(r.child("max_output_tokens"));
+  rt.max_prompt_bytes = r.integer<std::size_t>("max_prompt_bytes", 0, 0, 1LL << 32);
+  rt.max_prompt_tokens = r.integer<std::size_t>("max_prompt_tokens", 0, 0, 100'000'000);
+  rt.retries = r.integer<int>("retries", -1, -1, 100);
+  rt.retry_backoff = r.time("retry_backoff", rt.retry_backoff);
+  return rt;
+}
+
+client_key read_key(const reader& r) {
+  r.only_keys({"name", "sha256", "models", "max_output_tokens"});
+  client_key k;
+  k.name = r.text("name", "");
+  if (k.name.empty()) r.fail("a key needs a 'name'");
+  k.sha256 = r.text("sha256", "");
+  bool hex = k.sha256.size() == 64;
+  for (char& ch : k.sha256) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    hex = hex && std::isxdigit(static_cast<unsigned char>(ch));
+  }
+  if (!hex) r.fail("key '" + k.name + "' needs 'sha256': 64 hex digits (make them with `tokengate hash-key`)");
+  k.models = string_list(r, "models");
+  if (r.has("max_output_tokens")) k.max_output_tokens = r.integer<long long>("max_output_tokens", 0, 1, 10'000'000);
+  return k;
+}
+
 demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
-               "decode_tokens_per_second", "default_output_tokens"});
+               "decode_tokens_per_second", "default_output_tokens", "honour_limit"});
   demo_engine_settings d;
+  d.honour_limit = r.text("honour_limit", d.honour_limit);
+  if (d.honour_limit != "any" && d.honour_limit != "max_tokens" && d.honour_limit != "max_completion_tokens")
+    r.fail_at(r.node()["honour_limit"], "honour_limit must be any, max_tokens or max_completion_tokens");
   d.address = r.text("address", d.address);
   d.port = r.integer<std::uint16_t>("port", d.port, 0, 65535);
   d.prefill_base = r.time("prefill_base", d.prefill_base);
@@ -197,8 +288,8 @@ demo_engine_settings read_demo_engine(const reader& r) {
 std::shared_ptr<const config> build(const YAML::Node& root_node, const std::string& file) {
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
-  root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "limits",
-                  "admin", "demo_engine"});
+  root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes", "keys",
+                  "health", "limits", "admin", "demo_engine"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
@@ -220,11 +311,27 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   for (const auto& item : root_node["listeners"]) {
     reader r(item, file);
     auto l = read_listener(r, index++);
-    if (!c->upstreams.count(l.upstream))
+    if (l.upstream.empty() && !root.has("routes"))
+      r.fail("listener '" + l.name + "' needs an 'upstream' (or the config needs 'routes')");
+    if (!l.upstream.empty() && !c->upstreams.count(l.upstream))
       r.fail_at(item["upstream"], "listener '" + l.name + "' names unknown upstream '" + l.upstream + "'");
     c->listeners.push_back(std::move(l));
   }
 
+  if (root.has("routes")) {
+    if (!root_node["routes"].IsSequence()) root.fail_at(root_node["routes"], "'routes' must be a list");
+    for (const auto& item : root_node["routes"]) c->routes.push_back(read_route(reader(item, file), c->routes.size(), *c));
+  }
+  if (root.has("keys")) {
+    if (!root_node["keys"].IsSequence()) root.fail_at(root_node["keys"], "'keys' must be a list");
+    for (const auto& item : root_node["keys"]) c->keys.push_back(read_key(reader(item, file)));
+  }
+  if (root.has("health")) {
+    auto h = root.child("health");
+    h.only_keys({"eject_after", "cooldown"});
+    c->health.eject_after = h.integer<int>("eject_after", c->health.eject_after, 1, 1000);
+    c->health.cooldown = h.time("cooldown", c->health.cooldown);
+  }
   if (root.has("limits")) read_limits(root.child("limits"), c->limits);
   if (root.has("admin")) {
     auto a = root.child("admin");

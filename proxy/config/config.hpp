@@ -24,10 +24,17 @@ struct listener {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;
   std::optional<tls_files> tls;
-  std::string upstream;  // name of the default upstream for this listener
+  // Without routes: every request goes to this upstream. With routes: only
+  // requests no route applies to (none today), so it may be left out.
+  std::string upstream;
 };
 
 enum class provider_kind { openai, anthropic };
+
+// The spelling of an OpenAI-style output limit an engine honours.
+// llama.cpp's server ignores max_completion_tokens; OpenAI's reasoning
+// models refuse max_tokens. `keep` sends the client's own spelling.
+enum class limit_field { keep, max_tokens, max_completion_tokens };
 
 struct upstream_timeouts {
   duration connect{std::chrono::seconds(5)};
@@ -44,6 +51,46 @@ struct upstream {
   std::string ca_file;   // empty = system trust store
   upstream_timeouts timeouts;
   std::size_t pool_size = 64;  // idle keep-alive connections kept per worker
+  std::size_t max_concurrent_streams = 0;  // per worker; 0 = no limit
+  limit_field limit_spelling = limit_field::keep;
+};
+
+enum class limit_mode { clamp, reject };
+
+struct token_limits {
+  std::optional<long long> default_output;  // injected when the request sets none
+  std::optional<long long> ceiling;         // the most a request may ask for
+  limit_mode mode = limit_mode::clamp;
+};
+
+struct route_target {
+  std::string upstream;
+  std::string model;  // the name sent upstream; empty = the client's own
+  unsigned weight = 1;
+};
+
+struct route {
+  std::string name;
+  std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
+  std::vector<std::string> models;  // exact names, aliases or globs (`gpt-4o*`, `claude-*`)
+  std::vector<route_target> targets;
+  token_limits limits;
+  std::size_t max_prompt_bytes = 0;   // 0 = only limits.max_body_bytes
+  std::size_t max_prompt_tokens = 0;  // estimated as bytes / 4; 0 = none
+  int retries = -1;                   // extra attempts on fallback; -1 = one per other target
+  duration retry_backoff{std::chrono::milliseconds(25)};
+};
+
+struct client_key {
+  std::string name;
+  std::string sha256;               // hex of the key; the key itself is never stored
+  std::vector<std::string> models;  // globs it may use; empty = all
+  std::optional<long long> max_output_tokens;
+};
+
+struct health_settings {
+  int eject_after = 5;  // consecutive connect errors / 5xx
+  duration cooldown{std::chrono::seconds(30)};
 };
 
 struct limit_settings {
@@ -63,6 +110,9 @@ struct admin_settings {
 };
 
 struct demo_engine_settings {
+  // Which limit spellings the engine honours: "any", "max_tokens" or
+  // "max_completion_tokens" (to test that each upstream gets its spelling).
+  std::string honour_limit = "any";
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;
   duration prefill_base{std::chrono::milliseconds(20)};
@@ -78,6 +128,9 @@ struct config {
   duration drain_timeout{std::chrono::seconds(30)};
   std::vector<listener> listeners;
   std::map<std::string, upstream> upstreams;
+  std::vector<route> routes;       // first match wins
+  std::vector<client_key> keys;    // empty = no client authentication
+  health_settings health;
   limit_settings limits;
   std::optional<admin_settings> admin;
   std::optional<demo_engine_settings> demo_engine;

@@ -3,6 +3,7 @@
 // and turned into the access log line (and metrics) at the end.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "stream/dialect.hpp"
@@ -22,6 +23,8 @@ struct request_context {
   clock::time_point request_read;   // body read
   clock::time_point upstream_headers;
   clock::time_point first_event;    // first SSE event relayed
+  clock::time_point first_token;    // first event carrying generated content (TTFT)
+  clock::time_point last_token;
   clock::time_point finished;
 
   unsigned status = 0;              // what the client was sent (0: nothing)
@@ -31,6 +34,12 @@ struct request_context {
   bool streamed = false;            // text/event-stream
   std::uint64_t bytes_to_client = 0;
   std::uint64_t sse_events = 0;
+  std::uint64_t content_events = 0;
+  std::optional<long long> input_tokens, output_tokens;  // from the upstream's usage
+  std::string model;                // as the client asked for it
+  std::string route;
+  unsigned attempts = 0;            // upstream tries (more than one: fallback)
+  bool limit_clamped = false, limit_injected = false, limit_enforced = false;
   std::string error;                // short reason when something failed
 };
 

@@ -11,10 +11,11 @@
 
 namespace tokengate {
 
-server::server(std::shared_ptr<const config::config> config) : config_(std::move(config)) {
+server::server(std::shared_ptr<const config::config> config)
+    : config_(std::move(config)), store_(std::make_shared<config_store>(config_)) {
   int count = config_->workers > 0 ? config_->workers
                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, config_));
+  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, store_));
 }
 
 server::~server() { drain_and_stop(); }
@@ -50,6 +51,13 @@ void server::start() {
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
 
 std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
+
+void server::reload(std::shared_ptr<const config::config> next) {
+  store_->replace(std::move(next));
+  ++reloads_ok_;
+}
+
+std::shared_ptr<const config::config> server::current_config() const { return store_->snapshot(); }
 
 std::string server::metrics_text() const {
   std::vector<const metrics::shard*> shards;

@@ -2,6 +2,7 @@
 // The proxy process: worker threads, their listeners, the admin listener and
 // graceful drain. Used by `tokengate serve` and by the integration tests
 // (real sockets on 127.0.0.1, port 0).
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@ namespace tokengate {
 
 class worker;
 class admin_listener;
+class config_store;
 
 class server {
  public:
@@ -28,12 +30,22 @@ class server {
   std::size_t worker_count() const { return workers_.size(); }
   std::string metrics_text() const;
 
+  // Swaps in a new policy (already validated). Requests in flight keep the
+  // one they started with. Listener changes need a restart.
+  void reload(std::shared_ptr<const config::config> next);
+  std::shared_ptr<const config::config> current_config() const;
+  std::uint64_t reloads_ok() const { return reloads_ok_; }
+  std::uint64_t reloads_failed() const { return reloads_failed_; }
+  void count_failed_reload() { ++reloads_failed_; }
+
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.
   void drain_and_stop();
 
  private:
   std::shared_ptr<const config::config> config_;
+  std::shared_ptr<config_store> store_;
+  std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
   std::unique_ptr<admin_listener> admin_;

@@ -13,6 +13,7 @@
 #include "server/any_stream.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
+#include "server/dispatch.hpp"
 #include "stream/relay.hpp"
 
 namespace tokengate {
@@ -35,11 +36,6 @@ std::string request_id_for(const http::fields& headers) {
     for (int i = 0; i < 16; ++i) id[half * 16 + i] = hex[(bits >> (i * 4)) & 0xf];
   }
   return id;
-}
-
-bool is_proxied_post(std::string_view path) {
-  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses" ||
-         path == "/v1/embeddings" || path == "/v1/messages";
 }
 
 // Waits for the first byte of the next request on a kept-alive connection.
@@ -136,21 +132,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     w.metrics().downstream_rq_active.add();
 
     bool keep_alive = request.keep_alive() && !w.draining();
-    const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
-    const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);
-    if (target.empty() || target.front() != '/') {
-      // Absolute-form targets would let a client pick the upstream: never.
-      co_await send_json_error(stream, 400, "request target must be a path", "invalid_request_error",
-                               "invalid_target", keep_alive, ctx);
-    } else if (is_get_models || is_post_api) {
-      keep_alive = co_await proxy_exchange(stream, buffer, request, w, listener, ctx) && keep_alive;
-    } else if (is_proxied_post(ctx.path) || ctx.path == "/v1/models") {
-      co_await send_json_error(stream, 405, "method " + ctx.method + " not allowed on " + ctx.path,
-                               "invalid_request_error", "method_not_allowed", keep_alive, ctx);
-    } else {
-      co_await send_json_error(stream, 404, "unknown path " + ctx.path, "invalid_request_error",
-                               "unknown_url", keep_alive, ctx);
-    }
+    keep_alive = co_await dispatch_request(stream, buffer, request, w, listener, ctx, keep_alive);
     w.metrics().downstream_rq_active.sub();
     if (ctx.status) w.metrics().count_status(ctx.status);
     ctx.finished = clock::now();

@@ -12,25 +12,31 @@
 
 namespace tokengate {
 
-worker::worker(int index, std::shared_ptr<const config::config> config)
-    : index_(index), config_(std::move(config)) {
-  for (const auto& [name, settings] : config_->upstreams) {
-    auto url = upstream::parse_target_url(settings.base_url);
-    if (!url) throw std::runtime_error("upstream " + name + ": invalid base_url " + settings.base_url);
-    std::shared_ptr<net::ssl::context> tls;
-    if (url->tls) {
-      auto& slot = upstream_tls_by_ca_[settings.ca_file];
-      if (!slot) slot = make_client_tls_context(settings.ca_file);
-      tls = slot;
-    }
-    pools_.emplace(name, std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls));
-  }
+worker::worker(int index, std::shared_ptr<config_store> store)
+    : index_(index), store_(std::move(store)), config_(store_->snapshot()) {
+  // Fail at start-up, not on the first request, on a bad URL or CA file.
+  for (const auto& [name, settings] : config_->upstreams) pool_for(settings);
 }
 
 worker::~worker() = default;
 
-upstream::pool& worker::pool_for(const std::string& upstream_name) {
-  return *pools_.at(upstream_name);  // names were validated with the config
+upstream::pool& worker::pool_for(const config::upstream& settings) {
+  // Pools are never destroyed while the worker runs: a connection in use
+  // goes back to the pool it came from even if a reload replaced it.
+  auto identity = settings.name + '|' + settings.base_url + '|' + settings.ca_file;
+  auto& slot = pools_[identity];
+  if (!slot) {
+    auto url = upstream::parse_target_url(settings.base_url);
+    if (!url) throw std::runtime_error("upstream " + settings.name + ": invalid base_url " + settings.base_url);
+    std::shared_ptr<net::ssl::context> tls;
+    if (url->tls) {
+      auto& ctx = upstream_tls_by_ca_[settings.ca_file];
+      if (!ctx) ctx = make_client_tls_context(settings.ca_file);
+      tls = ctx;
+    }
+    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls);
+  }
+  return *slot;
 }
 
 std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,

@@ -14,11 +14,25 @@
 #include "config/config.hpp"
 #include "metrics/counters.hpp"
 #include "net.hpp"
+#include "routing/balancer.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {
 
 class any_stream;
+
+// The current config, swapped whole on reload. A request takes a snapshot
+// when it starts and keeps it to the end, so a reload never changes a
+// request in flight.
+class config_store {
+ public:
+  explicit config_store(std::shared_ptr<const config::config> c) : current_(std::move(c)) {}
+  std::shared_ptr<const config::config> snapshot() const { return current_.load(std::memory_order_acquire); }
+  void replace(std::shared_ptr<const config::config> c) { current_.store(std::move(c), std::memory_order_release); }
+
+ private:
+  std::atomic<std::shared_ptr<const config::config>> current_;
+};
 
 struct bound_listener {
   const config::listener* settings;
@@ -28,15 +42,22 @@ struct bound_listener {
 
 class worker {
  public:
-  worker(int index, std::shared_ptr<const config::config> config);
+  worker(int index, std::shared_ptr<config_store> store);
   ~worker();
 
   int index() const { return index_; }
   net::io_context& io() { return io_; }
+  // The config at start-up: listeners and limits (reload does not rebind).
   const config::config& config() const { return *config_; }
+  std::shared_ptr<const config::config> snapshot() const { return store_->snapshot(); }
   metrics::shard& metrics() { return metrics_; }
   const metrics::shard& metrics() const { return metrics_; }
-  upstream::pool& pool_for(const std::string& upstream_name);
+  // The pool for an upstream as the given config describes it; a reload that
+  // changes its address gets a new pool.
+  upstream::pool& pool_for(const config::upstream& settings);
+  routing::health_table& health() { return health_; }
+  std::mt19937_64& rng() { return rng_; }
+  std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
   // others pass it here so every worker listens on the same one.
@@ -59,6 +80,7 @@ class worker {
 
   int index_;
   net::io_context io_{1};  // one thread: Asio may skip its internal locking
+  std::shared_ptr<config_store> store_;
   std::shared_ptr<const config::config> config_;
   metrics::shard metrics_;
   std::vector<bound_listener> listeners_;
@@ -66,6 +88,9 @@ class worker {
   std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store
   std::map<std::string, std::shared_ptr<net::ssl::context>> upstream_tls_by_ca_;
   std::unordered_set<any_stream*> idle_;
+  routing::health_table health_;
+  std::mt19937_64 rng_{std::random_device{}()};
+  std::map<std::string, std::size_t> active_streams_;
   std::atomic<bool> draining_{false};
 };
 

@@ -2,6 +2,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -17,6 +18,8 @@
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
 #include "stream/error_event.hpp"
+#include "stream/final_event.hpp"
+#include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 
 namespace tokengate {
@@ -37,17 +40,53 @@ struct exchange_state {
   bool finished = false;  // the exchange is over: the watcher must stop
 };
 
-// Counts events and timestamps the first one. Later observers (tokens,
-// usage, limits) hang off the same callback.
-class event_counter final : public stream::sse_sink {
+// Watches every event of the stream: timestamps the first token, counts
+// output, and decides where to cut when an upstream overruns the limit.
+// It runs before the chunk is forwarded, synchronously: it never delays a
+// byte, it only chooses how many of them to forward.
+class stream_accounting final : public stream::sse_sink {
  public:
-  explicit event_counter(request_context& ctx) : ctx_(ctx) {}
-  void on_event(const stream::sse_event&) override {
-    if (ctx_.sse_events++ == 0) ctx_.first_event = clock::now();
+  stream_accounting(request_context& ctx, const stream::sse_parser& parser, std::optional<long long> limit)
+      : ctx_(ctx), parser_(parser), limit_(limit) {}
+
+  void begin_chunk() { boundary_ = 0; }
+  bool cut() const { return cut_; }
+  std::size_t cut_offset() const { return cut_offset_; }
+  const stream::stream_facts& facts() const { return observer_.facts(); }
+
+  void on_event(const stream::sse_event& event) override {
+    if (cut_) return;
+    observer_.on_event(event);
+    auto now = clock::now();
+    if (ctx_.sse_events++ == 0) ctx_.first_event = now;
+    if (observer_.last_kinds() & stream::content_kinds) {
+      if (limit_ && produced() > *limit_) {
+        cut_ = true;  // this event is one too many: forward up to its start
+        cut_offset_ = boundary_;
+        return;
+      }
+      if (ctx_.content_events++ == 0) ctx_.first_token = now;
+      ctx_.last_token = now;
+    }
+    boundary_ = parser_.chunk_offset();
   }
 
  private:
+  // Content events, or the upstream's own live count where it reports one
+  // (vLLM's continuous usage), whichever is larger.
+  long long produced() const {
+    auto events = static_cast<long long>(observer_.facts().content_events);
+    long long reported = observer_.facts().output_tokens.value_or(0);
+    return std::max(events, reported);
+  }
+
   request_context& ctx_;
+  const stream::sse_parser& parser_;
+  std::optional<long long> limit_;
+  stream::stream_observer observer_;
+  std::size_t boundary_ = 0;
+  bool cut_ = false;
+  std::size_t cut_offset_ = 0;
 };
 
 // Reads from the client while the response is produced. A read that fails
@@ -107,18 +146,27 @@ upstream_failure describe_upstream_error(const error_code& ec, const config::ups
   if (ec == beast::error::timeout) {
     if (waiting_first_byte)
       return {504, "upstream_timeout",
-              "upstream '" + u.name + "' sent no response within " +
-                  std::to_string(u.timeouts.first_byte.count()) + " ms"};
+              "upstream '" + u.name + "' sent no response within " + std::to_string(u.timeouts.first_byte.count()) +
+                  " ms"};
     return {504, "upstream_timeout", "upstream '" + u.name + "' stalled"};
   }
   return {502, "upstream_error", "upstream '" + u.name + "' failed: " + ec.message()};
 }
 
+struct relay_context {
+  exchange_state& s;
+  upstream::pool& pool;
+  const config::upstream& settings;
+  const exchange_plan& plan;
+  clock::time_point deadline;
+  bool client_keep_alive;
+  unsigned client_http_version;
+};
+
 // Relays the upstream response whose head has been read.
-net::awaitable<bool> relay_response(exchange_state& s, http::response_parser<http::buffer_body>& parser,
-                                    beast::flat_buffer& up_buffer, const config::upstream& settings,
-                                    clock::time_point deadline, bool client_keep_alive,
-                                    unsigned client_http_version) {
+net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http::buffer_body>& parser,
+                                    beast::flat_buffer& up_buffer) {
+  auto& s = r.s;
   auto& ctx = s.ctx;
   const auto& limits = s.w.config().limits;
   auto& head = parser.get();
@@ -127,11 +175,12 @@ net::awaitable<bool> relay_response(exchange_state& s, http::response_parser<htt
   auto content_length = parser.content_length();
   // Without a length the client gets chunked framing; HTTP/1.0 clients get a
   // close-delimited body instead.
-  bool chunked = !content_length && client_http_version >= 11;
-  if (!content_length && !chunked) client_keep_alive = false;
+  bool chunked = !content_length && r.client_http_version >= 11;
+  bool client_keep_alive = r.client_keep_alive && (content_length || chunked);
 
   http::response<http::empty_body> out{head.result(), 11};
   forward_response_headers(head.base(), out.base(), ctx.request_id);
+  for (const auto& [name, value] : r.plan.response_headers) out.set(name, value);
   if (ctx.streamed) {
     out.set(http::field::cache_control, "no-cache");
     out.set("X-Accel-Buffering", "no");  // tells an nginx in front not to buffer either
@@ -152,24 +201,31 @@ net::awaitable<bool> relay_response(exchange_state& s, http::response_parser<htt
   ctx.bytes_to_client += hn;
 
   stream::sse_parser sse;
-  event_counter counter(ctx);
+  // The limit is only enforced where cutting leaves a well-formed stream.
+  stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt);
   auto buffer = std::make_unique<char[]>(limits.stream_buffer_bytes);
   error_code failure;
   while (!parser.is_done()) {
     parser.get().body().data = buffer.get();
     parser.get().body().size = limits.stream_buffer_bytes;
-    s.upstream->stream.tcp().expires_after(until(deadline, settings.timeouts.idle));
+    s.upstream->stream.tcp().expires_after(until(r.deadline, r.settings.timeouts.idle));
     auto [ec, n] = co_await http::async_read_some(s.upstream->stream, up_buffer, parser, use_tuple);
     if (ec == http::error::need_buffer) ec = {};
     std::size_t got = limits.stream_buffer_bytes - parser.get().body().size;
     if (got > 0) {
-      // Forward first, observe second: the observer never delays a byte.
-      net::const_buffer bytes(buffer.get(), got);
-      bool ok = false;
-      if (chunked) ok = co_await write_client(s, http::make_chunk(bytes), limits.client_write_timeout);
-      else ok = co_await write_client(s, bytes, limits.client_write_timeout);
-      if (!ok) co_return false;
-      if (ctx.streamed) sse.feed(std::string_view(buffer.get(), got), counter);
+      std::string_view bytes(buffer.get(), got);
+      if (ctx.streamed) {
+        accounting.begin_chunk();
+        sse.feed(bytes, accounting);
+        if (accounting.cut()) bytes = bytes.substr(0, accounting.cut_offset());
+      }
+      if (!bytes.empty()) {
+        bool ok = false;
+        if (chunked) ok = co_await write_client(s, http::make_chunk(net::buffer(bytes)), limits.client_write_timeout);
+        else ok = co_await write_client(s, net::buffer(bytes), limits.client_write_timeout);
+        if (!ok) co_return false;
+      }
+      if (accounting.cut()) break;
     }
     if (ctx.client_gone) co_return false;
     if (ec) {
@@ -178,12 +234,26 @@ net::awaitable<bool> relay_response(exchange_state& s, http::response_parser<htt
     }
   }
   s.w.metrics().stream_events_total.add(ctx.sse_events);
+  const auto& facts = accounting.facts();
+  ctx.input_tokens = facts.input_tokens;
+  ctx.output_tokens = facts.output_tokens;
+
+  if (accounting.cut()) {
+    // The upstream went past the limit: end the stream as the engine should
+    // have, and stop the generation.
+    ctx.limit_enforced = true;
+    s.upstream->stream.close();
+    s.upstream.reset();
+    auto tail = stream::make_limit_final_events(ctx.dialect, *r.plan.output_limit);
+    if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
+    if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+    co_return client_keep_alive;
+  }
 
   if (!failure) {
-    if (chunked && !co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout))
-      co_return false;
+    if (chunked && !co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
     s.finished = true;  // from here on the watcher must not touch the connection
-    if (parser.keep_alive()) s.w.pool_for(settings.name).release(std::move(s.upstream));
+    if (parser.keep_alive()) r.pool.release(std::move(s.upstream));
     co_return client_keep_alive;
   }
 
@@ -193,110 +263,154 @@ net::awaitable<bool> relay_response(exchange_state& s, http::response_parser<htt
   ctx.upstream_failed_midstream = true;
   s.w.metrics().downstream_rq_stream_failed.add();
   if (failure == beast::error::timeout) s.w.metrics().upstream_rq_timeout.add();
-  auto reason = describe_upstream_error(failure, settings, false);
+  auto reason = describe_upstream_error(failure, r.settings, false);
   ctx.error = reason.message;
-  spdlog::warn("request {}: upstream {} failed mid-stream: {}", ctx.request_id, settings.name, failure.message());
+  spdlog::warn("request {}: upstream {} failed mid-stream: {}", ctx.request_id, r.settings.name, failure.message());
   s.upstream->stream.close();
   if (!ctx.streamed || !chunked) co_return false;  // a cut connection is the only honest signal left
 
   std::string tail;
-  if (sse.inside_line()) tail = "\n\n";          // close the cut line and the cut event
-  else if (!sse.at_event_boundary()) tail = "\n"; // close the cut event
+  if (sse.inside_line()) tail = "\n\n";            // close the cut line and the cut event
+  else if (!sse.at_event_boundary()) tail = "\n";  // close the cut event
   tail += stream::make_error_event(ctx.dialect, "upstream_error",
                                    failure == beast::error::timeout ? "upstream_timeout" : "upstream_disconnected",
                                    reason.message);
-  if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout))
-    co_return false;
+  if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
   if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
   co_return client_keep_alive;
 }
 
-net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_body>& request,
-                                  const config::listener& listener, bool& keep_client) {
+// The outcome of one attempt that did not reach the relay.
+struct attempt_failure {
+  unsigned status;
+  std::string code;
+  std::string message;
+};
+
+net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_body>& request, exchange_plan& plan,
+                                  bool& keep_client) {
   auto& ctx = s.ctx;
-  auto& pool = s.w.pool_for(listener.upstream);
-  const auto& settings = pool.settings();
-  ctx.upstream = settings.name;
-  const auto deadline = ctx.request_read + settings.timeouts.total;
   const bool client_keep_alive = keep_client;
+  std::optional<attempt_failure> last_failure;
 
-  http::request<http::string_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
-  forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
-                          credentials_for(settings));
-  up.body() = std::move(request.body());
-  up.prepare_payload();
-  up.keep_alive(true);
-
-  // A pooled connection may have been closed by the upstream while idle; a
-  // failure on it before any response byte is retried once on a new one.
-  for (int attempt = 0;; ++attempt) {
-    // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
-    upstream::acquire_result acquired;
-    if (attempt == 0) acquired = co_await pool.acquire();
-    else acquired = co_await pool.connect_new();
-    if (!acquired.conn) {
-      s.w.metrics().upstream_cx_connect_fail.add();
+  for (std::size_t attempt = 0; attempt < plan.upstreams.size(); ++attempt) {
+    const bool last = attempt + 1 == plan.upstreams.size();
+    const auto& settings = *plan.upstreams[attempt];
+    if (attempt > 0) {
+      // Fall back only while nothing has reached the client; jittered backoff.
+      auto pause = routing::backoff_for(static_cast<int>(attempt), plan.retry_backoff, s.w.rng());
+      if (pause.count() > 0) {
+        net::steady_timer timer(s.client.get_executor(), pause);
+        co_await timer.async_wait(use_tuple);
+      }
       if (ctx.client_gone) co_return;
-      bool timeout = acquired.failure == upstream::connect_failure::timeout;
-      ctx.error = acquired.message;
-      spdlog::warn("request {}: {}", ctx.request_id, acquired.message);
-      s.finished = true;
-      co_await send_json_error(s.client, timeout ? 504 : 502, acquired.message, "upstream_error",
-                               timeout ? "upstream_timeout" : "upstream_unavailable", client_keep_alive, ctx);
-      co_return;
+      spdlog::info("request {}: falling back to upstream {} ({})", ctx.request_id, settings.name,
+                   last_failure ? last_failure->message : "");
     }
-    s.upstream = std::move(acquired.conn);
-    if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
-    if (ctx.client_gone) {
-      s.upstream->stream.close();
-      co_return;
+    ctx.attempts = static_cast<unsigned>(attempt + 1);
+    ctx.upstream = settings.name;
+    auto& active = s.w.active_streams(settings.name);
+    if (settings.max_concurrent_streams && active >= settings.max_concurrent_streams) {
+      last_failure = attempt_failure{503, "upstream_overloaded",
+                                     "upstream '" + settings.name + "' is at its concurrent stream limit"};
+      continue;
     }
 
-    auto& up_stream = s.upstream->stream;
-    up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
-    auto [wec, wn] = co_await http::async_write(up_stream, up, use_tuple);
-    http::response_parser<http::buffer_body> parser;
-    parser.body_limit(boost::none);  // bodies are relayed, never held
-    parser.header_limit(64 * 1024);
-    beast::flat_buffer up_buffer;
-    error_code ec = wec;
-    if (!ec) {
-      auto [hec, hn] = co_await http::async_read_header(up_stream, up_buffer, parser, use_tuple);
-      ec = hec;
-    }
-    if (ctx.client_gone) co_return;  // the watcher already closed the upstream
-    if (ec) {
-      bool stale = s.upstream->reused && attempt == 0 && ec != beast::error::timeout;
-      s.upstream->stream.close();
-      s.upstream.reset();
-      if (stale) continue;
-      if (ec == beast::error::timeout) s.w.metrics().upstream_rq_timeout.add();
-      auto failure = describe_upstream_error(ec, settings, true);
-      ctx.error = failure.message;
-      spdlog::warn("request {}: {}", ctx.request_id, failure.message);
-      s.finished = true;
-      co_await send_json_error(s.client, failure.status, failure.message, "upstream_error",
-                               failure.code, client_keep_alive, ctx);
+    auto& pool = s.w.pool_for(settings);
+    const auto deadline = ctx.request_read + settings.timeouts.total;
+    http::request<http::string_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
+    forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
+                            credentials_for(settings));
+    up.body() = plan.body_for(attempt);
+    up.prepare_payload();
+    up.keep_alive(true);
+
+    // A pooled connection may have been closed by the upstream while idle; a
+    // failure on it before any response byte is retried once on a new one.
+    for (int stale_retry = 0;; ++stale_retry) {
+      upstream::acquire_result acquired;
+      // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
+      if (stale_retry == 0) acquired = co_await pool.acquire();
+      else acquired = co_await pool.connect_new();
+      if (ctx.client_gone) co_return;
+      if (!acquired.conn) {
+        s.w.metrics().upstream_cx_connect_fail.add();
+        s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+        bool timeout = acquired.failure == upstream::connect_failure::timeout;
+        spdlog::warn("request {}: {}", ctx.request_id, acquired.message);
+        last_failure = attempt_failure{timeout ? 504u : 502u, timeout ? "upstream_timeout" : "upstream_unavailable",
+                                       acquired.message};
+        break;
+      }
+      s.upstream = std::move(acquired.conn);
+      if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
+
+      auto& up_stream = s.upstream->stream;
+      up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
+      auto [wec, wn] = co_await http::async_write(up_stream, up, use_tuple);
+      http::response_parser<http::buffer_body> parser;
+      parser.body_limit(boost::none);  // bodies are relayed, never held
+      parser.header_limit(64 * 1024);
+      beast::flat_buffer up_buffer;
+      error_code ec = wec;
+      if (!ec) {
+        ++active;
+        auto [hec, hn] = co_await http::async_read_header(up_stream, up_buffer, parser, use_tuple);
+        --active;
+        ec = hec;
+      }
+      if (ctx.client_gone) co_return;  // the watcher already closed the upstream
+      if (ec) {
+        bool stale = s.upstream->reused && stale_retry == 0 && ec != beast::error::timeout;
+        s.upstream->stream.close();
+        s.upstream.reset();
+        if (stale) continue;
+        if (ec == beast::error::timeout) s.w.metrics().upstream_rq_timeout.add();
+        s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+        auto failure = describe_upstream_error(ec, settings, true);
+        spdlog::warn("request {}: {}", ctx.request_id, failure.message);
+        last_failure = attempt_failure{failure.status, failure.code, failure.message};
+        break;
+      }
+
+      unsigned status = parser.get().result_int();
+      if (status >= 500) s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+      else s.w.health().record_success(settings.name);
+      if ((status >= 500 || status == 429) && !last) {
+        // Nothing was sent to the client yet: this answer can be replaced.
+        last_failure = attempt_failure{status, "upstream_status", "upstream '" + settings.name + "' answered " +
+                                                                      std::to_string(status)};
+        s.upstream->stream.close();
+        s.upstream.reset();
+        break;
+      }
+      ++active;
+      relay_context r{s, pool, settings, plan, deadline, client_keep_alive, request.version()};
+      keep_client = co_await relay_response(r, parser, up_buffer);
+      --active;
       co_return;
     }
-    keep_client = co_await relay_response(s, parser, up_buffer, settings, deadline,
-                                          client_keep_alive, request.version());
-    co_return;
   }
+
+  s.finished = true;
+  auto failure = last_failure.value_or(attempt_failure{502, "upstream_unavailable", "no upstream to try"});
+  ctx.error = failure.message;
+  co_await send_json_error(s.client, failure.status, failure.message, "upstream_error", failure.code,
+                           client_keep_alive, ctx);
 }
 
 }  // namespace
 
 net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
-                                    http::request<http::string_body>& request, worker& w,
-                                    const config::listener& listener, request_context& ctx) {
+                                    http::request<http::string_body>& request, worker& w, exchange_plan& plan,
+                                    request_context& ctx) {
   using namespace net::experimental::awaitable_operators;
   exchange_state s{client, client_buffer, ctx, w};
   bool keep_client = request.keep_alive();
   // The watcher's read runs without a deadline; writes get their own.
   client.tcp().expires_never();
   auto exchange = [&]() -> net::awaitable<void> {
-    co_await run_exchange(s, request, listener, keep_client);
+    co_await run_exchange(s, request, plan, keep_client);
     s.finished = true;
     if (s.upstream) s.upstream->stream.close();  // not returned to the pool: not reusable
     // Stop the watcher's pending read; the connection itself stays usable.
@@ -312,21 +426,34 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
   co_return keep_client;
 }
 
-net::awaitable<void> send_json_error(any_stream& client, unsigned status, std::string_view message,
-                                     std::string_view type, std::string_view code, bool keep_alive,
-                                     request_context& ctx) {
-  http::response<http::string_body> res{static_cast<http::status>(status), 11};
+namespace {
+
+net::awaitable<void> send_body(any_stream& client, http::status status, std::string body, bool keep_alive,
+                               request_context& ctx) {
+  http::response<http::string_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
   res.set("x-request-id", ctx.request_id);
-  res.body() = json_error_body(message, type, code);
+  res.body() = std::move(body);
   res.keep_alive(keep_alive);
   res.prepare_payload();
-  ctx.status = status;
+  ctx.status = res.result_int();
   ctx.response_started = true;
   client.tcp().expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await http::async_write(client, res, use_tuple);
   if (ec) ctx.client_gone = true;
   ctx.bytes_to_client += n;
+}
+
+}  // namespace
+
+net::awaitable<void> send_json_error(any_stream& client, unsigned status, std::string_view message,
+                                     std::string_view type, std::string_view code, bool keep_alive,
+                                     request_context& ctx) {
+  co_await send_body(client, static_cast<http::status>(status), json_error_body(message, type, code), keep_alive, ctx);
+}
+
+net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive, request_context& ctx) {
+  co_await send_body(client, http::status::ok, std::move(body), keep_alive, ctx);
 }
 
 }  // namespace tokengate

@@ -1,11 +1,21 @@
 #pragma once
-// The proxy exchange for one request: send it upstream, relay the response
-// to the client chunk by chunk as it arrives, and watch the client so that
-// its disconnect closes the upstream at once.
+// The proxy exchange for one request: try the planned upstreams in order
+// (fallback only while nothing has reached the client), relay the response
+// chunk by chunk as it arrives, observe the stream (TTFT, tokens, usage,
+// the output limit), and watch the client so that its disconnect closes the
+// upstream at once.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
 #include "net.hpp"
 
 namespace tokengate {
@@ -13,16 +23,27 @@ namespace tokengate {
 class any_stream;
 class worker;
 struct request_context;
-namespace config { struct listener; }
+
+struct exchange_plan {
+  std::shared_ptr<const config::config> config;      // the snapshot this request runs on
+  std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
+  std::function<std::string(std::size_t attempt)> body_for;  // the body to send on attempt i
+  std::optional<long long> output_limit;             // enforced on the stream
+  std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
+  std::chrono::milliseconds retry_backoff{0};
+};
 
 // Returns whether the client connection may carry another request.
 net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
                                     http::request<http::string_body>& request, worker& w,
-                                    const config::listener& listener, request_context& ctx);
+                                    exchange_plan& plan, request_context& ctx);
 
 // Writes a complete error response with an OpenAI-style JSON body.
 net::awaitable<void> send_json_error(any_stream& client, unsigned status, std::string_view message,
                                      std::string_view type, std::string_view code,
                                      bool keep_alive, request_context& ctx);
+
+// Writes a complete 200 response with a JSON body.
+net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive, request_context& ctx);
 
 }  // namespace tokengate

@@ -32,6 +32,8 @@ void sse_parser::feed(std::string_view bytes, sse_sink& sink) {
       return;
     }
     auto piece = bytes.substr(i, end - i);
+    chunk_offset_ = end + 1;
+    if (bytes[end] == '\r' && end + 1 < bytes.size() && bytes[end + 1] == '\n') ++chunk_offset_;
     if (line_.empty()) {
       process_line(piece, sink);  // the common case: the whole line is in this chunk
     } else {

@@ -42,6 +42,10 @@ class sse_parser {
   // The body ended inside an event: that tail is discarded, as the spec says.
   bool has_incomplete_event() const { return in_line_ || !data_.empty() || !type_.empty(); }
 
+  // During a sink callback: the offset in the chunk being fed just past the
+  // blank line that dispatched the event (where the next event begins).
+  std::size_t chunk_offset() const { return chunk_offset_; }
+
   std::size_t events_dispatched() const { return events_; }
   std::size_t oversized_events() const { return oversized_; }
   const std::string& last_event_id() const { return last_id_; }
@@ -61,6 +65,7 @@ class sse_parser {
   std::string last_id_;
   std::size_t events_ = 0;
   std::size_t oversized_ = 0;
+  std::size_t chunk_offset_ = 0;
 };
 
 }  // namespace tokengate::stream

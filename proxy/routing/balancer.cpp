@@ -1,0 +1,58 @@
+#include "routing/balancer.hpp"
+
+#include <algorithm>
+
+namespace tokengate::routing {
+
+bool health_table::ejected(const std::string& upstream, clock::time_point now) const {
+  auto it = upstreams_.find(upstream);
+  return it != upstreams_.end() && it->second.ejected_until > now;
+}
+
+bool health_table::record_failure(const std::string& upstream, const config::health_settings& settings,
+                                  clock::time_point now) {
+  auto& s = upstreams_[upstream];
+  if (++s.consecutive_failures < settings.eject_after) return false;
+  s.consecutive_failures = 0;
+  s.ejected_until = now + settings.cooldown;
+  return true;
+}
+
+void health_table::record_success(const std::string& upstream) {
+  auto it = upstreams_.find(upstream);
+  if (it != upstreams_.end()) it->second.consecutive_failures = 0;
+}
+
+std::vector<const config::route_target*> attempt_order(const config::route& route, const health_table& health,
+                                                       std::mt19937_64& rng) {
+  auto now = health_table::clock::now();
+  std::vector<const config::route_target*> healthy, ejected;
+  for (const auto& t : route.targets) (health.ejected(t.upstream, now) ? ejected : healthy).push_back(&t);
+
+  std::vector<const config::route_target*> order;
+  std::uint64_t total = 0;
+  for (const auto* t : healthy) total += t->weight;
+  if (total > 0) {
+    auto pick = std::uniform_int_distribution<std::uint64_t>(0, total - 1)(rng);
+    for (const auto* t : healthy) {
+      if (pick < t->weight) {
+        order.push_back(t);
+        break;
+      }
+      pick -= t->weight;
+    }
+  }
+  for (const auto* t : healthy)
+    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+  order.insert(order.end(), ejected.begin(), ejected.end());
+  return order;
+}
+
+std::chrono::milliseconds backoff_for(int attempt, std::chrono::milliseconds base, std::mt19937_64& rng) {
+  if (attempt <= 0 || base.count() == 0) return std::chrono::milliseconds(0);
+  double scaled = static_cast<double>(base.count()) * static_cast<double>(1LL << std::min(attempt - 1, 10));
+  double jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+  return std::chrono::milliseconds(static_cast<long long>(scaled * jitter));
+}
+
+}  // namespace tokengate::routing

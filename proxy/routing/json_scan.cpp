@@ -1,0 +1,323 @@
+#include "routing/json_scan.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tokengate::routing {
+namespace {
+
+class scanner {
+ public:
+  scanner(std::string_view text, scan_error& error, int max_depth)
+      : s_(text), error_(error), max_depth_(max_depth) {}
+
+  std::optional<scanned_object> top() {
+    skip_ws();
+    if (!peek('{')) return fail("the body must be a JSON object");
+    scanned_object object;
+    object.open = i_;
+    ++i_;
+    skip_ws();
+    if (peek('}')) {
+      object.close = i_++;
+      return finish(std::move(object));
+    }
+    for (;;) {
+      skip_ws();
+      json_member m;
+      m.member_begin = i_;
+      if (!peek('"')) return fail("expected a member name");
+      auto key_begin = i_;
+      if (!string()) return std::nullopt;
+      m.key = unescape(s_.substr(key_begin + 1, i_ - key_begin - 2));
+      skip_ws();
+      if (!peek(':')) return fail("expected ':'");
+      ++i_;
+      skip_ws();
+      m.begin = i_;
+      auto type = value(1);
+      if (!type) return std::nullopt;
+      m.type = *type;
+      m.end = i_;
+      object.members.push_back(std::move(m));
+      skip_ws();
+      if (peek(',')) {
+        ++i_;
+        continue;
+      }
+      if (peek('}')) {
+        object.close = i_++;
+        return finish(std::move(object));
+      }
+      return fail("expected ',' or '}'");
+    }
+  }
+
+ private:
+  std::optional<scanned_object> finish(scanned_object object) {
+    skip_ws();
+    if (i_ != s_.size()) return fail("unexpected data after the JSON object");
+    return object;
+  }
+
+  std::nullopt_t fail(std::string message) {
+    record(std::move(message));
+    return std::nullopt;
+  }
+  bool failed(std::string message) {
+    record(std::move(message));
+    return false;
+  }
+  void record(std::string message) {
+    if (error_.message.empty()) error_ = {i_, std::move(message)};
+  }
+
+  bool peek(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  void skip_ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+
+  std::optional<json_type> value(int depth) {
+    if (depth > max_depth_) return fail("JSON nested too deeply");
+    if (i_ >= s_.size()) return fail("unexpected end of JSON");
+    switch (s_[i_]) {
+      case '{': return container('}', depth) ? std::optional(json_type::object) : std::nullopt;
+      case '[': return container(']', depth) ? std::optional(json_type::array) : std::nullopt;
+      case '"': return string() ? std::optional(json_type::string) : std::nullopt;
+      case 't': return literal("true") ? std::optional(json_type::boolean) : std::nullopt;
+      case 'f': return literal("false") ? std::optional(json_type::boolean) : std::nullopt;
+      case 'n': return literal("null") ? std::optional(json_type::null) : std::nullopt;
+      default: return number() ? std::optional(json_type::number) : std::nullopt;
+    }
+  }
+
+  bool container(char close, int depth) {
+    bool is_object = close == '}';
+    ++i_;
+    skip_ws();
+    if (peek(close)) {
+      ++i_;
+      return true;
+    }
+    for (;;) {
+      skip_ws();
+      if (is_object) {
+        if (!peek('"')) return failed("expected a member name");
+        if (!string()) return false;
+        skip_ws();
+        if (!peek(':')) return failed("expected ':'");
+        ++i_;
+        skip_ws();
+      }
+      if (!value(depth + 1)) return false;
+      skip_ws();
+      if (peek(',')) {
+        ++i_;
+        continue;
+      }
+      if (peek(close)) {
+        ++i_;
+        return true;
+      }
+      return failed(is_object ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+  }
+
+  // Validates a string: escapes, no raw control characters, valid UTF-8.
+  bool string() {
+    ++i_;  // opening quote
+    while (i_ < s_.size()) {
+      auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c == '\\') {
+        if (i_ + 1 >= s_.size()) break;
+        char e = s_[i_ + 1];
+        if (e == 'u') {
+          if (i_ + 6 > s_.size()) break;
+          for (int k = 2; k < 6; ++k)
+            if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) return failed("bad \\u escape");
+          i_ += 6;
+          continue;
+        }
+        if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos)
+          return failed("bad escape in string");
+        i_ += 2;
+        continue;
+      }
+      if (c < 0x20) return failed("control character in string");
+      if (c < 0x80) {
+        ++i_;
+        continue;
+      }
+      // UTF-8: lead byte decides the length; continuation bytes are 10xxxxxx.
+      int extra = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+      if (extra < 0 || c == 0xC0 || c == 0xC1 || c > 0xF4) return failed("invalid UTF-8 in string");
+      if (i_ + extra >= s_.size()) break;
+      for (int k = 1; k <= extra; ++k)
+        if ((static_cast<unsigned char>(s_[i_ + k]) & 0xC0) != 0x80) return failed("invalid UTF-8 in string");
+      i_ += extra + 1;
+    }
+    return failed("unterminated string");
+  }
+
+  bool literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return failed("invalid literal");
+    i_ += word.size();
+    return true;
+  }
+
+  bool number() {
+    auto start = i_;
+    if (peek('-')) ++i_;
+    if (peek('0')) ++i_;
+    else if (i_ < s_.size() && s_[i_] >= '1' && s_[i_] <= '9')
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    else return failed("invalid value");
+    if (peek('.')) {
+      ++i_;
+      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))) return failed("invalid number");
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    if (peek('e') || peek('E')) {
+      ++i_;
+      if (peek('+') || peek('-')) ++i_;
+      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))) return failed("invalid number");
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    return i_ > start;
+  }
+
+  static std::string unescape(std::string_view raw) {
+    if (raw.find('\\') == std::string_view::npos) return std::string(raw);
+    std::string out;
+    for (std::size_t k = 0; k < raw.size(); ++k) {
+      if (raw[k] != '\\') {
+        out.push_back(raw[k]);
+        continue;
+      }
+      char e = raw[++k];
+      switch (e) {
+        case 'n': out.push_back('\n'); break;
+        case 't': out.push_back('\t'); break;
+        case 'r': out.push_back('\r'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'u': {
+          unsigned code = 0;
+          std::from_chars(raw.data() + k + 1, raw.data() + k + 5, code, 16);
+          // Names we route on are ASCII; anything else is kept recognisably wrong.
+          out.push_back(code < 0x80 ? static_cast<char>(code) : '?');
+          k += 4;
+          break;
+        }
+        default: out.push_back(e);
+      }
+    }
+    return out;
+  }
+
+  std::string_view s_;
+  scan_error& error_;
+  int max_depth_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+const json_member* scanned_object::find(std::string_view key) const {
+  // Duplicate keys: the last one wins, as in most JSON parsers (Python's too).
+  const json_member* found = nullptr;
+  for (const auto& m : members)
+    if (m.key == key) found = &m;
+  return found;
+}
+
+std::optional<scanned_object> scan_object(std::string_view text, scan_error& error, int max_depth) {
+  error = {};
+  return scanner(text, error, max_depth).top();
+}
+
+std::optional<std::string> string_value(std::string_view text, const json_member& m) {
+  if (m.type != json_type::string) return std::nullopt;
+  auto raw = text.substr(m.begin + 1, m.end - m.begin - 2);
+  if (raw.find("\\u") != std::string_view::npos) return std::nullopt;
+  std::string out;
+  for (std::size_t k = 0; k < raw.size(); ++k) {
+    if (raw[k] == '\\') {
+      char e = raw[++k];
+      out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e);
+    } else {
+      out.push_back(raw[k]);
+    }
+  }
+  return out;
+}
+
+std::optional<long long> integer_value(std::string_view text, const json_member& m) {
+  if (m.type != json_type::number) return std::nullopt;
+  auto raw = text.substr(m.begin, m.end - m.begin);
+  long long v = 0;
+  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
+  if (ec != std::errc{} || p != raw.data() + raw.size()) return std::nullopt;
+  return v;
+}
+
+std::string apply_splices(std::string_view text, std::vector<splice> edits) {
+  std::sort(edits.begin(), edits.end(), [](const splice& a, const splice& b) { return a.begin < b.begin; });
+  std::string out;
+  std::size_t growth = 0;
+  for (const auto& e : edits) growth += e.replacement.size();
+  out.reserve(text.size() + growth);
+  std::size_t at = 0;
+  for (const auto& e : edits) {
+    out.append(text.substr(at, e.begin - at));
+    out.append(e.replacement);
+    at = e.end;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
+splice replace_value(const json_member& m, std::string json_value) { return {m.begin, m.end, std::move(json_value)}; }
+
+splice rewrite_member(const json_member& m, std::string_view key, std::string json_value) {
+  return {m.member_begin, m.end, json_quote(key) + ":" + json_value};
+}
+
+splice remove_member(std::string_view text, const scanned_object& object, const json_member& m) {
+  // Remove "key": value together with one neighbouring comma.
+  auto it = std::find_if(object.members.begin(), object.members.end(), [&](const json_member& x) { return &x == &m; });
+  auto pos = static_cast<std::size_t>(it - object.members.begin());
+  if (pos + 1 < object.members.size()) return {m.member_begin, object.members[pos + 1].member_begin, ""};
+  if (pos > 0) return {object.members[pos - 1].end, m.end, ""};
+  return {m.member_begin, m.end, ""};
+}
+
+splice add_member(std::string_view text, const scanned_object& object, std::string_view key, std::string json_value) {
+  std::string member = json_quote(key) + ":" + json_value;
+  if (!object.members.empty()) member = "," + member;
+  auto at = object.members.empty() ? object.open + 1 : object.members.back().end;
+  return {at, at, std::move(member)};
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace tokengate::routing

@@ -1,0 +1,276 @@
+#include "routing/policy.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+namespace tokengate::routing {
+namespace {
+
+policy_error bad_request(std::string code, std::string message) {
+  return {400, "invalid_request_error", std::move(code), std::move(message)};
+}
+
+bool is_glob(std::string_view pattern) { return pattern.find_first_of("*?") != std::string_view::npos; }
+
+bool serves_path(const config::route& r, std::string_view path) {
+  return r.paths.empty() || std::find(r.paths.begin(), r.paths.end(), path) != r.paths.end();
+}
+
+bool key_allows(const config::client_key* key, std::string_view model) {
+  if (!key || key->models.empty()) return true;
+  return std::any_of(key->models.begin(), key->models.end(), [&](const auto& p) { return glob_match(p, model); });
+}
+
+// The spellings of an output limit, by where they live.
+constexpr std::string_view top_level_limit_fields[] = {"max_tokens", "max_completion_tokens", "max_output_tokens",
+                                                       "n_predict"};
+
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view text) {
+  // Iterative matcher with single-star backtracking: linear in practice,
+  // never exponential on hostile model names.
+  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < length; ++i) {
+    out.push_back(hex[digest[i] >> 4]);
+    out.push_back(hex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key) {
+  if (authorization.size() > 7 && (authorization.substr(0, 7) == "Bearer " || authorization.substr(0, 7) == "bearer "))
+    return authorization.substr(7);
+  return x_api_key;
+}
+
+std::variant<const config::client_key*, policy_error> authenticate(const config::config& cfg,
+                                                                   std::string_view client_key) {
+  if (cfg.keys.empty()) return static_cast<const config::client_key*>(nullptr);
+  if (client_key.empty())
+    return policy_error{401, "authentication_error", "missing_api_key",
+                        "an API key is required (Authorization: Bearer <key> or x-api-key)"};
+  auto hash = sha256_hex(client_key);
+  for (const auto& k : cfg.keys)
+    if (k.sha256 == hash) return &k;
+  return policy_error{401, "authentication_error", "invalid_api_key", "the API key is not valid"};
+}
+
+std::variant<routed_request, policy_error> apply_policy(const config::config& cfg, const request_view& request) {
+  routed_request out;
+  scan_error error;
+  auto scanned = scan_object(request.body, error);
+  if (!scanned) {
+    if (error.message == "the body must be a JSON object")
+      return bad_request("invalid_body", "the request body must be a JSON object");
+    return bad_request("invalid_json", "malformed JSON at byte " + std::to_string(error.offset) + ": " + error.message);
+  }
+  out.scan = std::move(*scanned);
+  const auto& body = request.body;
+
+  const auto* model = out.scan.find("model");
+  if (!model) return bad_request("missing_model", "the request needs a 'model'");
+  auto model_name = string_value(body, *model);
+  if (!model_name || model_name->empty())
+    return bad_request("invalid_model", "'model' must be a non-empty string");
+  out.model = *model_name;
+  if (const auto* stream = out.scan.find("stream")) {
+    if (stream->type == json_type::boolean) out.stream = body.substr(stream->begin, 4) == "true";
+    else if (stream->type != json_type::null) return bad_request("invalid_stream", "'stream' must be a boolean");
+  }
+  if (const auto* options = out.scan.find("stream_options"); options && options->type == json_type::object) {
+    scan_error ignored;
+    if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
+      if (const auto* usage = inner->find("include_usage"))
+        out.client_asked_usage = usage->type == json_type::boolean &&
+                                 body.substr(options->begin + usage->begin, 4) == "true";
+  }
+
+  auto auth = authenticate(cfg, request.client_key);
+  if (auto* e = std::get_if<policy_error>(&auth)) return *e;
+  out.key = std::get<const config::client_key*>(auth);
+
+  for (const auto& r : cfg.routes) {
+    if (!serves_path(r, request.path)) continue;
+    if (std::any_of(r.models.begin(), r.models.end(), [&](const auto& p) { return glob_match(p, out.model); })) {
+      out.route = &r;
+      break;
+    }
+  }
+  if (!out.route)
+    return policy_error{404, "invalid_request_error", "model_not_found",
+                        "The model '" + out.model + "' does not exist or is not served at " + std::string(request.path)};
+  if (!key_allows(out.key, out.model))
+    return policy_error{403, "permission_error", "model_not_allowed",
+                        "this API key may not use the model '" + out.model + "'"};
+
+  const auto& route = *out.route;
+  if (route.max_prompt_bytes && body.size() > route.max_prompt_bytes)
+    return policy_error{413, "invalid_request_error", "prompt_too_large",
+                        "the request is " + std::to_string(body.size()) + " bytes; route '" + route.name +
+                            "' accepts at most " + std::to_string(route.max_prompt_bytes)};
+  if (route.max_prompt_tokens && body.size() / 4 > route.max_prompt_tokens)
+    return bad_request("context_length_exceeded",
+                       "the prompt is about " + std::to_string(body.size() / 4) + " tokens; route '" + route.name +
+                           "' accepts at most " + std::to_string(route.max_prompt_tokens));
+
+  // Every spelling the client used must be a positive integer; the
+  // smallest one is what it asked for.
+  auto check_limit = [&](const json_member& m, std::string_view name) -> std::optional<policy_error> {
+    if (m.type == json_type::null) return std::nullopt;
+    auto v = integer_value(body, m);
+    if (name == "n_predict" && v && *v == -1) return std::nullopt;  // llama.cpp: "until done"
+    if (!v || *v < 1)
+      return bad_request("invalid_max_tokens", "'" + std::string(name) + "' must be a positive integer");
+    if (!out.requested_limit || *v < *out.requested_limit) out.requested_limit = *v;
+    return std::nullopt;
+  };
+  for (auto name : top_level_limit_fields)
+    if (const auto* m = out.scan.find(name))
+      if (auto e = check_limit(*m, name)) return *e;
+  if (const auto* options = out.scan.find("options"); options && options->type == json_type::object) {
+    scan_error ignored;
+    if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
+      if (const auto* m = inner->find("num_predict")) {
+        json_member shifted = *m;
+        shifted.begin += options->begin;
+        shifted.end += options->begin;
+        if (auto e = check_limit(shifted, "options.num_predict")) return *e;
+      }
+  }
+
+  std::optional<long long> ceiling = route.limits.ceiling;
+  if (out.key && out.key->max_output_tokens && (!ceiling || *out.key->max_output_tokens < *ceiling))
+    ceiling = out.key->max_output_tokens;
+  if (out.requested_limit) {
+    out.output_limit = out.requested_limit;
+    if (ceiling && *out.requested_limit > *ceiling) {
+      if (route.limits.mode == config::limit_mode::reject)
+        return bad_request("max_tokens_exceeded", "the output limit " + std::to_string(*out.requested_limit) +
+                                                      " exceeds the maximum of " + std::to_string(*ceiling) +
+                                                      " for model '" + out.model + "'");
+      out.output_limit = ceiling;
+      out.limit_clamped = true;
+    }
+  } else if (request.path != "/v1/embeddings") {
+    auto inject = route.limits.default_output ? route.limits.default_output : ceiling;
+    if (inject && ceiling && *inject > *ceiling) inject = ceiling;
+    if (inject) {
+      out.output_limit = inject;
+      out.limit_injected = true;
+    }
+  }
+  return out;
+}
+
+std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
+                            const config::route_target& target, const config::upstream& upstream, bool ask_usage) {
+  const auto& scan = request.scan;
+  std::vector<splice> edits;
+  if (!target.model.empty() && target.model != request.model)
+    edits.push_back(replace_value(*scan.find("model"), json_quote(target.model)));
+
+  if (request.output_limit) {
+    auto value = std::to_string(*request.output_limit);
+    // The spelling this upstream honours for this API.
+    std::string_view wanted = "max_tokens";
+    std::vector<std::string_view> family{"max_tokens"};
+    if (path == "/v1/responses") {
+      wanted = "max_output_tokens";
+      family = {"max_output_tokens"};
+    } else if (path == "/v1/chat/completions") {
+      family = {"max_tokens", "max_completion_tokens"};
+      if (upstream.limit_spelling == config::limit_field::max_completion_tokens) wanted = "max_completion_tokens";
+      else if (upstream.limit_spelling == config::limit_field::keep && scan.find("max_completion_tokens") &&
+               !scan.find("max_tokens"))
+        wanted = "max_completion_tokens";
+    }
+    const json_member* kept = nullptr;
+    std::vector<const json_member*> others;
+    for (auto name : family)
+      if (const auto* m = scan.find(name)) {
+        if (name == wanted) kept = m;
+        else others.push_back(m);
+      }
+    if (kept) {
+      edits.push_back(replace_value(*kept, value));
+      for (const auto* m : others) edits.push_back(remove_member(body, scan, *m));
+    } else if (!others.empty()) {
+      edits.push_back(rewrite_member(*others.front(), wanted, value));
+      for (std::size_t i = 1; i < others.size(); ++i) edits.push_back(remove_member(body, scan, *others[i]));
+    } else {
+      edits.push_back(add_member(body, scan, wanted, value));
+    }
+    // llama.cpp's n_predict and Ollama's options.num_predict, where present, get the same limit.
+    if (const auto* m = scan.find("n_predict")) edits.push_back(replace_value(*m, value));
+    if (const auto* options = scan.find("options"); options && options->type == json_type::object) {
+      scan_error ignored;
+      if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
+        if (const auto* m = inner->find("num_predict"))
+          edits.push_back({options->begin + m->begin, options->begin + m->end, value});
+    }
+  }
+
+  if (ask_usage && request.stream && !request.client_asked_usage &&
+      (path == "/v1/chat/completions" || path == "/v1/completions")) {
+    if (const auto* options = scan.find("stream_options"); options && options->type == json_type::object) {
+      scan_error ignored;
+      auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored);
+      if (inner && inner->find("include_usage")) {
+        const auto* m = inner->find("include_usage");
+        edits.push_back({options->begin + m->begin, options->begin + m->end, "true"});
+      } else if (inner) {
+        auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner, "include_usage", "true");
+        edits.push_back({options->begin + add.begin, options->begin + add.end, add.replacement});
+      }
+    } else if (options) {
+      edits.push_back(replace_value(*options, "{\"include_usage\":true}"));
+    } else {
+      edits.push_back(add_member(body, scan, "stream_options", "{\"include_usage\":true}"));
+    }
+  }
+  if (edits.empty()) return std::string(body);
+  return apply_splices(body, std::move(edits));
+}
+
+std::string models_list_json(const config::config& cfg, const config::client_key* key) {
+  namespace json = boost::json;
+  json::array data;
+  std::vector<std::string> seen;
+  for (const auto& r : cfg.routes)
+    for (const auto& m : r.models) {
+      if (is_glob(m) || !key_allows(key, m) || std::find(seen.begin(), seen.end(), m) != seen.end()) continue;
+      seen.push_back(m);
+      data.push_back(json::object{{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}});
+    }
+  return json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace tokengate::routing

@@ -1,0 +1,69 @@
+#pragma once
+// The YAML policy applied to one request, before any upstream is chosen:
+// find the route by path + model, authenticate the client key, decide the
+// output-token limit. Then, per target tried, produce the body to send (the
+// model renamed, the limit in the spelling that upstream honours) by
+// splicing the original bytes.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config/config.hpp"
+#include "routing/json_scan.hpp"
+
+namespace tokengate::routing {
+
+// `*` matches any run of characters, `?` one character; everything else is literal.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// Lower-case hex SHA-256, as stored in `keys[].sha256`.
+std::string sha256_hex(std::string_view data);
+
+struct policy_error {
+  unsigned status;
+  std::string type;  // OpenAI error type, e.g. invalid_request_error
+  std::string code;
+  std::string message;
+};
+
+struct request_view {
+  std::string_view path;
+  std::string_view body;
+  std::string_view client_key;  // from Authorization: Bearer … or x-api-key; empty if none
+};
+
+struct routed_request {
+  const config::route* route = nullptr;
+  const config::client_key* key = nullptr;
+  std::string model;  // as the client named it
+  bool stream = false;
+  bool client_asked_usage = false;             // stream_options.include_usage was true
+  std::optional<long long> requested_limit;    // what the client asked for
+  std::optional<long long> output_limit;       // what will be sent and enforced
+  bool limit_injected = false;
+  bool limit_clamped = false;
+  scanned_object scan;                         // top-level members of the body
+};
+
+std::variant<routed_request, policy_error> apply_policy(const config::config& cfg, const request_view& request);
+
+// The client key from the request headers' values.
+std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key);
+
+// The body for one target. `ask_usage` adds stream_options.include_usage
+// (so that accounting has usage even when the client did not ask).
+std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
+                            const config::route_target& target, const config::upstream& upstream,
+                            bool ask_usage);
+
+// GET /v1/models as the policy exposes them (exact names and aliases, not
+// globs), filtered by what the key may use.
+std::string models_list_json(const config::config& cfg, const config::client_key* key);
+
+// Authenticates a request that carries no model (GET /v1/models).
+std::variant<const config::client_key*, policy_error> authenticate(const config::config& cfg,
+                                                                   std::string_view client_key);
+
+}  // namespace tokengate::routing

@@ -1,0 +1,104 @@
+#include "server/dispatch.hpp"
+
+#include <variant>
+
+#include "routing/balancer.hpp"
+#include "routing/policy.hpp"
+#include "server/any_stream.hpp"
+#include "server/request_context.hpp"
+#include "server/worker.hpp"
+#include "stream/relay.hpp"
+
+namespace tokengate {
+namespace {
+
+bool is_proxied_post(std::string_view path) {
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses" ||
+         path == "/v1/embeddings" || path == "/v1/messages";
+}
+
+// The plan for a config without routes: the listener's upstream, body as sent.
+exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
+                               http::request<http::string_body>& request) {
+  exchange_plan plan;
+  plan.config = std::move(cfg);
+  plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
+  plan.body_for = [&request](std::size_t) { return request.body(); };
+  return plan;
+}
+
+}  // namespace
+
+net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
+                                      http::request<http::string_body>& request, worker& w,
+                                      const config::listener& listener, request_context& ctx, bool keep_alive) {
+  auto target = std::string_view(request.target());
+  const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
+  const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);
+
+  if (target.empty() || target.front() != '/') {
+    // Absolute-form targets would let a client pick the upstream: never.
+    co_await send_json_error(stream, 400, "request target must be a path", "invalid_request_error", "invalid_target",
+                             keep_alive, ctx);
+    co_return keep_alive;
+  }
+  if (!is_get_models && !is_post_api) {
+    if (is_proxied_post(ctx.path) || ctx.path == "/v1/models")
+      co_await send_json_error(stream, 405, "method " + ctx.method + " not allowed on " + ctx.path,
+                               "invalid_request_error", "method_not_allowed", keep_alive, ctx);
+    else
+      co_await send_json_error(stream, 404, "unknown path " + ctx.path, "invalid_request_error", "unknown_url",
+                               keep_alive, ctx);
+    co_return keep_alive;
+  }
+
+  auto cfg = w.snapshot();  // this request's policy, whatever a reload does meanwhile
+  if (cfg->routes.empty()) {
+    auto plan = passthrough_plan(cfg, listener, request);
+    co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
+  }
+
+  auto client_key = routing::client_key_from(request[http::field::authorization], request["x-api-key"]);
+  if (is_get_models) {
+    auto auth = routing::authenticate(*cfg, client_key);
+    if (auto* e = std::get_if<routing::policy_error>(&auth)) {
+      co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
+    } else {
+      co_await send_json(stream, routing::models_list_json(*cfg, std::get<const config::client_key*>(auth)),
+                         keep_alive, ctx);
+    }
+    co_return keep_alive;
+  }
+
+  auto decision = routing::apply_policy(*cfg, {ctx.path, request.body(), client_key});
+  if (auto* e = std::get_if<routing::policy_error>(&decision)) {
+    ctx.error = e->message;
+    co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
+    co_return keep_alive;
+  }
+  auto& routed = std::get<routing::routed_request>(decision);
+  ctx.model = routed.model;
+  ctx.route = routed.route->name;
+  ctx.limit_clamped = routed.limit_clamped;
+  ctx.limit_injected = routed.limit_injected;
+
+  auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
+  if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
+    order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
+  exchange_plan plan;
+  plan.config = cfg;
+  for (const auto* t : order) plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
+  plan.body_for = [&](std::size_t attempt) {
+    return routing::body_for_target(request.body(), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
+                                    false);
+  };
+  plan.output_limit = routed.output_limit;
+  plan.retry_backoff = routed.route->retry_backoff;
+  if (routed.limit_clamped)
+    plan.response_headers.emplace_back("x-tokengate-limit-clamped",
+                                       "requested=" + std::to_string(*routed.requested_limit) +
+                                           "; applied=" + std::to_string(*routed.output_limit));
+  co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
+}
+
+}  // namespace tokengate
