@@ -270,8 +270,9 @@ client_key read_key(const reader& r) {
 
 demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
-               "decode_tokens_per_second", "default_output_tokens", "honour_limit"});
+               "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status"});
   demo_engine_settings d;
+  d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
   d.honour_limit = r.text("honour_limit", d.honour_limit);
   if (d.honour_limit != "any" && d.honour_limit != "max_tokens" && d.honour_limit != "max_completion_tokens")
     r.fail_at(r.node()["honour_limit"], "honour_limit must be any, max_tokens or max_completion_tokens");

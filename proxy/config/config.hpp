@@ -113,6 +113,9 @@ struct demo_engine_settings {
   // Which limit spellings the engine honours: "any", "max_tokens" or
   // "max_completion_tokens" (to test that each upstream gets its spelling).
   std::string honour_limit = "any";
+  // Answer every generation with this HTTP status (e.g. 503): an unhealthy
+  // engine, to test fallback. 0 = behave.
+  int fail_status = 0;
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;
   duration prefill_base{std::chrono::milliseconds(20)};

@@ -63,8 +63,15 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   json::object knobs;
   if (auto* d = body.if_contains("demo"); d && d->is_object()) knobs = d->get_object();
   std::int64_t natural = json_int(knobs, "tokens", settings.default_output_tokens);
+  // Which spellings count depends on the engine being imitated: llama.cpp's
+  // server, for one, ignores max_completion_tokens.
   std::int64_t limit = -1;
+  bool ignore_limit = false;
+  if (auto* v = knobs.if_contains("ignore_limit"); v && v->is_bool()) ignore_limit = v->get_bool();
   for (const char* key : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
+    if (ignore_limit) break;
+    if (settings.honour_limit != "any" && settings.honour_limit != key && std::string_view(key) != "max_output_tokens")
+      continue;
     auto v = json_int(body, key, -1);
     if (v >= 0 && (limit < 0 || v < limit)) limit = v;
   }
@@ -266,6 +273,7 @@ struct demo_engine::state {
   std::shared_ptr<demo_stats> stats;
   std::uint64_t next_id = 1;
   json::object last_request;  // touched only on the engine's thread
+  json::object by_model;      // requests per model name, to check weights
 };
 
 namespace {
@@ -297,7 +305,7 @@ json::object stats_json(const demo_engine::state& st) {
   return {{"requests", s.requests.load()}, {"completed", s.completed.load()},
           {"cancelled", s.cancelled.load()}, {"resets", s.resets.load()},
           {"active", s.active.load()}, {"last_cancel_ns", s.last_cancel_ns.load()},
-          {"last_request", st.last_request}};
+          {"last_request", st.last_request}, {"by_model", st.by_model}};
 }
 
 // Runs one generation while watching the socket; returns whether the
@@ -399,6 +407,16 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
       continue;
     }
     const auto& body = parsed.get_object();
+    if (auto* m = body.if_contains("model"); m && m->is_string()) {
+      auto& count = st->by_model[m->get_string()];
+      count = count.is_int64() ? count.get_int64() + 1 : 1;
+    }
+    if (st->settings.fail_status >= 400) {
+      co_await write_json(socket, static_cast<http::status>(st->settings.fail_status),
+                          error_body("demo engine configured to fail", "server_error"), keep);
+      if (!keep) break;
+      continue;
+    }
     if (auto* d = body.if_contains("demo"); d && d->is_object()) {
       if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600) {
         co_await write_json(socket, static_cast<http::status>(status),

@@ -9,6 +9,8 @@
 //   tokens                 answer length before a natural stop
 //   reset_after            send N tokens, then reset the connection (RST)
 //   status                 answer with this HTTP status and an error body
+//   ignore_limit           generate `tokens` whatever max_tokens says (an
+//                          engine that overruns: the proxy must cut it)
 #include <atomic>
 #include <cstdint>
 #include <memory>

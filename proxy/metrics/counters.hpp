@@ -30,6 +30,8 @@ struct shard {
   counter upstream_cx_connect_fail;
   counter upstream_rq_timeout;
   counter upstream_cx_reused;
+  counter upstream_rq_fallback;             // attempts on a further target after a failure
+  counter limit_injected, limit_clamped, limit_rejected, limit_enforced;
   counter stream_events_total;              // SSE events relayed
   counter downstream_bytes_sent;
 

@@ -73,6 +73,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   auto decision = routing::apply_policy(*cfg, {ctx.path, request.body(), client_key});
   if (auto* e = std::get_if<routing::policy_error>(&decision)) {
     ctx.error = e->message;
+    if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
     co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
     co_return keep_alive;
   }
@@ -81,6 +82,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   ctx.route = routed.route->name;
   ctx.limit_clamped = routed.limit_clamped;
   ctx.limit_injected = routed.limit_injected;
+  if (routed.limit_clamped) w.metrics().limit_clamped.add();
+  if (routed.limit_injected) w.metrics().limit_injected.add();
 
   auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
   if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)

@@ -62,7 +62,12 @@ std::shared_ptr<const config::config> server::current_config() const { return st
 std::string server::metrics_text() const {
   std::vector<const metrics::shard*> shards;
   for (const auto& w : workers_) shards.push_back(&w->metrics());
-  return metrics::render_prometheus(shards);
+  auto text = metrics::render_prometheus(shards);
+  text += "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
+          "# TYPE tokengate_config_reloads_total counter\n"
+          "tokengate_config_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_.load()) + "\n"
+          "tokengate_config_reloads_total{result=\"failure\"} " + std::to_string(reloads_failed_.load()) + "\n";
+  return text;
 }
 
 void server::drain_and_stop() {

@@ -242,6 +242,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     // The upstream went past the limit: end the stream as the engine should
     // have, and stop the generation.
     ctx.limit_enforced = true;
+    s.w.metrics().limit_enforced.add();
     s.upstream->stream.close();
     s.upstream.reset();
     auto tail = stream::make_limit_final_events(ctx.dialect, *r.plan.output_limit);
@@ -304,6 +305,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
         co_await timer.async_wait(use_tuple);
       }
       if (ctx.client_gone) co_return;
+      s.w.metrics().upstream_rq_fallback.add();
       spdlog::info("request {}: falling back to upstream {} ({})", ctx.request_id, settings.name,
                    last_failure ? last_failure->message : "");
     }

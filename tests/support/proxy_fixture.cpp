@@ -9,19 +9,28 @@
 
 namespace tokengate::test {
 
-proxy_fixture::proxy_fixture(fixture_options options) {
+proxy_fixture::proxy_fixture(fixture_options options) : options_(std::move(options)) {
   spdlog::set_level(spdlog::level::warn);
   config::demo_engine_settings engine_settings;
   engine_settings.port = 0;
   engine_settings.prefill_base = std::chrono::milliseconds(5);
   engine_settings.prefill_ms_per_1k_tokens = 10;
-  engine_settings.decode_tokens_per_second = options.decode_tokens_per_second;
+  engine_settings.decode_tokens_per_second = options_.decode_tokens_per_second;
   engine_settings.default_output_tokens = 10;
+  engine_settings.honour_limit = options_.honour_limit;
   engine_ = std::make_unique<engine::demo_engine>(engine_settings);
   engine_->start();
+  for (auto settings : options_.extra_engines) {
+    settings.port = 0;
+    extra_engines_.push_back(std::make_unique<engine::demo_engine>(settings));
+    extra_engines_.back()->start();
+  }
+  server_ = std::make_unique<server>(config::load_config_text(yaml_for(options_.top_extra), "fixture.yaml"));
+  server_->start();
+}
 
-  auto base_url = options.base_url.empty() ? "http://127.0.0.1:" + std::to_string(engine_->port()) + "/v1"
-                                           : options.base_url;
+std::string proxy_fixture::yaml_for(const std::string& top_extra) const {
+  auto base_url = options_.base_url.empty() ? "http://127.0.0.1:{engine}/v1" : options_.base_url;
   std::string yaml =
       "log_level: warn\n"
       "workers: 2\n"
@@ -31,21 +40,37 @@ proxy_fixture::proxy_fixture(fixture_options options) {
       "    address: 127.0.0.1\n"
       "    port: 0\n"
       "    upstream: demo\n" +
-      options.listener_extra +
+      options_.listener_extra +
       "upstreams:\n"
       "  demo:\n"
       "    base_url: " + base_url + "\n" +
-      options.upstream_extra +
+      options_.upstream_extra + options_.more_upstreams +
       "admin:\n"
       "  port: 0\n" +
-      options.top_extra;
-  server_ = std::make_unique<server>(config::load_config_text(yaml, "fixture.yaml"));
-  server_->start();
+      top_extra;
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (auto pos = yaml.find(from); pos != std::string::npos; pos = yaml.find(from, pos + to.size()))
+      yaml.replace(pos, from.size(), to);
+  };
+  replace_all("{engine}", std::to_string(engine_->port()));
+  for (std::size_t i = 0; i < extra_engines_.size(); ++i)
+    replace_all("{engine" + std::to_string(i + 1) + "}", std::to_string(extra_engines_[i]->port()));
+  return yaml;
+}
+
+void proxy_fixture::reload_with(const std::string& top_extra) {
+  server_->reload(config::load_config_text(yaml_for(top_extra), "fixture-reload.yaml"));
+}
+
+boost::json::object proxy_fixture::engine_stats_json(std::size_t engine) {
+  auto port = engine == 0 ? engine_->port() : extra_engines_.at(engine - 1)->port();
+  return boost::json::parse(http_get(port, "/demo/stats").body).as_object();
 }
 
 proxy_fixture::~proxy_fixture() {
   server_->drain_and_stop();
   engine_->stop();
+  for (auto& e : extra_engines_) e->stop();
 }
 
 boost::json::object proxy_fixture::engine_last_request() {

@@ -19,7 +19,12 @@ struct fixture_options {
   std::string top_extra;       // YAML appended at the top level (e.g. a limits block)
   std::string listener_extra;  // YAML lines appended to the listener (4-space indent)
   std::string base_url;        // overrides the demo engine URL
+  std::string more_upstreams;  // YAML appended under upstreams: (2-space indent)
   double decode_tokens_per_second = 200;
+  std::string honour_limit = "any";
+  // More demo engines (their port is chosen here); in every YAML string above,
+  // {engine} is the main engine's port and {engine1}, {engine2}… theirs.
+  std::vector<config::demo_engine_settings> extra_engines;
 };
 
 class proxy_fixture {
@@ -33,10 +38,19 @@ class proxy_fixture {
   const engine::demo_stats& engine_stats() const { return engine_->stats(); }
   // The engine's view of the last request it received (method, target, headers, body).
   boost::json::object engine_last_request();
+  // GET /demo/stats of the main engine (0) or an extra one (1, 2, …).
+  boost::json::object engine_stats_json(std::size_t engine = 0);
+  const engine::demo_stats& extra_engine_stats(std::size_t i) const { return extra_engines_.at(i - 1)->stats(); }
+  // Replaces the running policy with the fixture's YAML plus `top_extra`.
+  void reload_with(const std::string& top_extra);
   server& proxy() { return *server_; }
 
  private:
+  std::string yaml_for(const std::string& top_extra) const;
+
+  fixture_options options_;
   std::unique_ptr<engine::demo_engine> engine_;
+  std::vector<std::unique_ptr<engine::demo_engine>> extra_engines_;
   std::unique_ptr<server> server_;
 };
 

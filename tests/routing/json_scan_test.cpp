@@ -1,0 +1,86 @@
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "routing/json_scan.hpp"
+
+namespace tokengate::routing {
+namespace {
+
+std::optional<scanned_object> scan(std::string_view text) {
+  scan_error e;
+  return scan_object(text, e);
+}
+
+std::string error_of(std::string_view text) {
+  scan_error e;
+  EXPECT_FALSE(scan_object(text, e)) << text;
+  return e.message;
+}
+
+TEST(JsonScan, FindsTopLevelMembersAndTheirSpans) {
+  std::string body = R"( {"model" : "gpt-4o", "messages":[{"role":"user","content":"a \"model\": b"}],"max_tokens":12, "stream":true} )";
+  auto o = scan(body);
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->members.size(), 4u);
+  EXPECT_EQ(string_value(body, *o->find("model")), "gpt-4o");
+  EXPECT_EQ(integer_value(body, *o->find("max_tokens")), 12);
+  EXPECT_EQ(o->find("messages")->type, json_type::array);
+  EXPECT_EQ(o->find("stream")->type, json_type::boolean);
+  EXPECT_EQ(o->find("content"), nullptr) << "nested keys are not top-level";
+}
+
+TEST(JsonScan, RejectsMalformedInput) {
+  EXPECT_EQ(error_of("[1,2]"), "the body must be a JSON object");
+  EXPECT_EQ(error_of(""), "the body must be a JSON object");
+  EXPECT_NE(error_of(R"({"a":1,})").find("member name"), std::string::npos);
+  EXPECT_NE(error_of(R"({"a":tru})").find("literal"), std::string::npos);
+  EXPECT_NE(error_of(R"({"a":"x)").find("unterminated"), std::string::npos);
+  EXPECT_NE(error_of("{\"a\":\"\x01\"}").find("control"), std::string::npos);
+  EXPECT_NE(error_of("{\"a\":\"\xff\"}").find("UTF-8"), std::string::npos);
+  EXPECT_NE(error_of("{\"a\":\"\xc3\"}").find("UTF-8"), std::string::npos);
+  EXPECT_NE(error_of(R"({"a":01})").find("expected"), std::string::npos);
+  EXPECT_NE(error_of(R"({"a":1} x)").find("after"), std::string::npos);
+  EXPECT_NE(error_of(std::string(1, '{') + "\"a\":" + std::string(200, '[') + std::string(200, ']') + "}").find("deeply"),
+            std::string::npos);
+}
+
+TEST(JsonScan, AgreesWithBoostJsonOnValidity) {
+  for (std::string_view text : {R"({"a":[1,2.5e3,-0,{"b":null}],"c":"\u00e9\n"})", R"({"é":"ü"})", R"({})",
+                                R"({"a":1e309})", R"({"a":"\ud83d\ude00"})"}) {
+    boost::system::error_code ec;
+    boost::json::parse(text, ec);
+    EXPECT_EQ(static_cast<bool>(scan(text)), !ec) << text;
+  }
+}
+
+TEST(JsonScan, IntegerValueIsExact) {
+  std::string body = R"({"a":1e309,"b":"100","c":18446744073709551616,"d":-1,"e":2.0,"f":7})";
+  auto o = scan(body);
+  ASSERT_TRUE(o);
+  EXPECT_FALSE(integer_value(body, *o->find("a")));
+  EXPECT_FALSE(integer_value(body, *o->find("b")));
+  EXPECT_FALSE(integer_value(body, *o->find("c")));
+  EXPECT_EQ(integer_value(body, *o->find("d")), -1);
+  EXPECT_FALSE(integer_value(body, *o->find("e")));
+  EXPECT_EQ(integer_value(body, *o->find("f")), 7);
+}
+
+TEST(JsonScan, SplicesKeepEverythingElseByteForByte) {
+  std::string body = R"({"model":"fast", "messages":[{"content":"  keep   this  "}],"max_completion_tokens":900,"x":1})";
+  auto o = scan(body);
+  ASSERT_TRUE(o);
+  auto out = apply_splices(body, {replace_value(*o->find("model"), json_quote("gpt-4o-mini")),
+                                  rewrite_member(*o->find("max_completion_tokens"), "max_tokens", "64"),
+                                  add_member(body, *o, "stream_options", R"({"include_usage":true})")});
+  EXPECT_EQ(out, R"({"model":"gpt-4o-mini", "messages":[{"content":"  keep   this  "}],"max_tokens":64,"x":1,"stream_options":{"include_usage":true}})");
+  auto removed = apply_splices(body, {remove_member(body, *o, *o->find("x"))});
+  EXPECT_EQ(boost::json::parse(removed).as_object().contains("x"), false);
+  auto first_removed = apply_splices(body, {remove_member(body, *o, *o->find("model"))});
+  EXPECT_EQ(boost::json::parse(first_removed).as_object().size(), 3u);
+  std::string empty = "{}";
+  auto e = scan(empty);
+  EXPECT_EQ(apply_splices(empty, {add_member(empty, *e, "max_tokens", "5")}), R"({"max_tokens":5})");
+}
+
+}  // namespace
+}  // namespace tokengate::routing

@@ -1,0 +1,197 @@
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+#include "routing/balancer.hpp"
+#include "routing/policy.hpp"
+
+namespace tokengate::routing {
+namespace {
+
+namespace json = boost::json;
+
+std::shared_ptr<const config::config> policy(const std::string& extra) {
+  return config::load_config_text(
+      "listeners: [{name: main, port: 0}]\n"
+      "upstreams:\n"
+      "  openai: {base_url: 'https://api.openai.com/v1'}\n"
+      "  llama: {base_url: 'http://127.0.0.1:8080/v1', limit_field: max_tokens}\n"
+      "  reasoning: {base_url: 'https://api.openai.com/v1', limit_field: max_completion_tokens}\n"
+      "routes:\n"
+      "  - {name: exact, models: [gpt-4o-mini], targets: [{upstream: openai}],\n"
+      "     max_output_tokens: {default: 100, ceiling: 1000, mode: clamp}}\n"
+      "  - {name: alias, models: [fast], targets: [{upstream: llama, model: llama-3-8b}],\n"
+      "     max_output_tokens: {ceiling: 50, mode: reject}}\n"
+      "  - {name: glob, models: ['claude-*', 'o?-mini'], targets: [{upstream: reasoning}], max_prompt_bytes: 300}\n" +
+          extra,
+      "policy.yaml");
+}
+
+std::variant<routed_request, policy_error> run(const config::config& c, std::string_view path, std::string_view body,
+                                               std::string_view key = "") {
+  return apply_policy(c, {path, body, key});
+}
+
+const routed_request& ok(const std::variant<routed_request, policy_error>& v) {
+  if (auto* e = std::get_if<policy_error>(&v)) ADD_FAILURE() << e->status << " " << e->message;
+  return std::get<routed_request>(v);
+}
+
+policy_error err(const std::variant<routed_request, policy_error>& v) {
+  EXPECT_TRUE(std::holds_alternative<policy_error>(v));
+  return std::holds_alternative<policy_error>(v) ? std::get<policy_error>(v) : policy_error{};
+}
+
+TEST(Glob, MatchesLikeAShell) {
+  EXPECT_TRUE(glob_match("gpt-4o*", "gpt-4o-mini"));
+  EXPECT_TRUE(glob_match("gpt-4o*", "gpt-4o"));
+  EXPECT_FALSE(glob_match("gpt-4o*", "gpt-4"));
+  EXPECT_TRUE(glob_match("o?-mini", "o3-mini"));
+  EXPECT_FALSE(glob_match("o?-mini", "o10-mini"));
+  EXPECT_TRUE(glob_match("*-*-*", "a-b-c"));
+  EXPECT_TRUE(glob_match("exact", "exact"));
+  EXPECT_FALSE(glob_match("exact", "exactly"));
+  EXPECT_FALSE(glob_match(std::string(30, '*') + "b", std::string(5000, 'a')));  // no blow-up
+}
+
+TEST(Policy, RoutesByExactAliasAndGlob) {
+  auto c = policy("");
+  EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})")).route->name, "exact");
+  EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"fast"})")).route->name, "alias");
+  EXPECT_EQ(ok(run(*c, "/v1/messages", R"({"model":"claude-3-5-haiku","max_tokens":10})")).route->name, "glob");
+  EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"o3-mini"})")).route->name, "glob");
+  auto e = err(run(*c, "/v1/chat/completions", R"({"model":"gpt-5"})"));
+  EXPECT_EQ(e.status, 404u);
+  EXPECT_NE(e.message.find("'gpt-5'"), std::string::npos);
+}
+
+TEST(Policy, BadBodiesAre400) {
+  auto c = policy("");
+  for (auto [body, code] : std::vector<std::pair<std::string, std::string>>{
+           {"{", "invalid_json"},
+           {"[]", "invalid_body"},
+           {R"({"messages":[]})", "missing_model"},
+           {R"({"model":7})", "invalid_model"},
+           {R"({"model":"fast","stream":"yes"})", "invalid_stream"},
+           {R"({"model":"fast","max_tokens":-1})", "invalid_max_tokens"},
+           {R"({"model":"fast","max_tokens":1e309})", "invalid_max_tokens"},
+           {R"({"model":"fast","max_tokens":"100"})", "invalid_max_tokens"},
+           {R"({"model":"fast","max_tokens":18446744073709551616})", "invalid_max_tokens"},
+           {R"({"model":"fast","max_tokens":0})", "invalid_max_tokens"},
+           {R"({"model":"fast","options":{"num_predict":2.5}})", "invalid_max_tokens"},
+       }) {
+    auto e = err(run(*c, "/v1/chat/completions", body));
+    EXPECT_EQ(e.status, 400u) << body;
+    EXPECT_EQ(e.code, code) << body;
+  }
+}
+
+TEST(Policy, LimitsAreInjectedClampedOrRejected) {
+  auto c = policy("");
+  auto injected = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})"));
+  EXPECT_TRUE(injected.limit_injected);
+  EXPECT_EQ(injected.output_limit, 100);
+  auto clamped = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_completion_tokens":5000})"));
+  EXPECT_TRUE(clamped.limit_clamped);
+  EXPECT_EQ(clamped.requested_limit, 5000);
+  EXPECT_EQ(clamped.output_limit, 1000);
+  auto smallest = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":30,"n_predict":20})"));
+  EXPECT_EQ(smallest.output_limit, 20);
+  auto rejected = err(run(*c, "/v1/chat/completions", R"({"model":"fast","max_tokens":51})"));
+  EXPECT_EQ(rejected.status, 400u);
+  EXPECT_EQ(rejected.code, "max_tokens_exceeded");
+  EXPECT_NE(rejected.message.find("50"), std::string::npos);
+  auto ceiling_injected = ok(run(*c, "/v1/chat/completions", R"({"model":"fast"})"));
+  EXPECT_EQ(ceiling_injected.output_limit, 50);
+}
+
+TEST(Policy, EachUpstreamGetsTheSpellingItHonours) {
+  auto c = policy("");
+  auto body = std::string(R"({"model":"fast","max_completion_tokens":40,"messages":[]})");
+  auto r = ok(run(*c, "/v1/chat/completions", body));
+  auto sent = json::parse(body_for_target(body, "/v1/chat/completions", r, r.route->targets[0],
+                                          c->upstreams.at("llama"), false)).as_object();
+  EXPECT_EQ(sent.at("max_tokens").as_int64(), 40);
+  EXPECT_FALSE(sent.contains("max_completion_tokens"));
+  EXPECT_EQ(sent.at("model").as_string(), "llama-3-8b");
+
+  auto body2 = std::string(R"({"model":"o3-mini","max_tokens":40,"stream":true})");
+  auto r2 = ok(run(*c, "/v1/chat/completions", body2));
+  auto sent2 = json::parse(body_for_target(body2, "/v1/chat/completions", r2, r2.route->targets[0],
+                                           c->upstreams.at("reasoning"), true)).as_object();
+  EXPECT_EQ(sent2.at("max_completion_tokens").as_int64(), 40);
+  EXPECT_FALSE(sent2.contains("max_tokens"));
+  EXPECT_EQ(sent2.at("stream_options").at("include_usage").as_bool(), true);
+
+  auto body3 = std::string(R"({"model":"gpt-4o-mini","max_output_tokens":4000,"input":"hi"})");
+  auto r3 = ok(run(*c, "/v1/responses", body3));
+  auto sent3 = json::parse(body_for_target(body3, "/v1/responses", r3, r3.route->targets[0],
+                                           c->upstreams.at("openai"), false)).as_object();
+  EXPECT_EQ(sent3.at("max_output_tokens").as_int64(), 1000);
+
+  auto body4 = std::string(R"({"model":"gpt-4o-mini","options":{"num_predict":5000,"temperature":0}})");
+  auto r4 = ok(run(*c, "/v1/chat/completions", body4));
+  auto sent4 = json::parse(body_for_target(body4, "/v1/chat/completions", r4, r4.route->targets[0],
+                                           c->upstreams.at("openai"), false)).as_object();
+  EXPECT_EQ(sent4.at("options").at("num_predict").as_int64(), 1000);
+  EXPECT_EQ(sent4.at("max_tokens").as_int64(), 1000);
+}
+
+TEST(Policy, PromptSizeCeiling) {
+  auto c = policy("");
+  auto e = err(run(*c, "/v1/messages", R"({"model":"claude-x","max_tokens":5,"messages":[{"content":")" +
+                                           std::string(400, 'x') + "\"}]}"));
+  EXPECT_EQ(e.status, 413u);
+}
+
+TEST(Policy, ClientKeys) {
+  auto hash = sha256_hex("sk-team-a");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  auto c = policy("keys:\n  - {name: team-a, sha256: " + hash + ", models: ['gpt-4o*'], max_output_tokens: 10}\n");
+  EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})")).status, 401u);
+  EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "sk-wrong")).status, 401u);
+  EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"fast"})", "sk-team-a")).status, 403u);
+  auto r = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":500})", "sk-team-a"));
+  EXPECT_EQ(r.key->name, "team-a");
+  EXPECT_EQ(r.output_limit, 10);  // the key's ceiling is below the route's
+  EXPECT_EQ(client_key_from("Bearer sk-1", ""), "sk-1");
+  EXPECT_EQ(client_key_from("", "sk-2"), "sk-2");
+}
+
+TEST(Policy, ModelsListShowsNamesNotGlobs) {
+  auto c = policy("");
+  auto list = json::parse(models_list_json(*c, nullptr));
+  std::vector<std::string> ids;
+  for (const auto& m : list.at("data").as_array()) ids.emplace_back(m.at("id").as_string());
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt-4o-mini", "fast"}));
+}
+
+TEST(Balancer, WeightsAndHealth) {
+  auto c = config::load_config_text(
+      "listeners: [{name: main, port: 0}]\n"
+      "upstreams: {a: {base_url: 'http://a/v1'}, b: {base_url: 'http://b/v1'}}\n"
+      "routes: [{models: [m], targets: [{upstream: a, weight: 3}, {upstream: b, weight: 1}]}]\n",
+      "t");
+  health_table health;
+  std::mt19937_64 rng(42);
+  int a_first = 0;
+  for (int i = 0; i < 4000; ++i) {
+    auto order = attempt_order(c->routes[0], health, rng);
+    ASSERT_EQ(order.size(), 2u);
+    a_first += order[0]->upstream == "a";
+  }
+  EXPECT_NEAR(a_first / 4000.0, 0.75, 0.03);
+  config::health_settings settings{2, std::chrono::seconds(30)};
+  auto now = health_table::clock::now();
+  EXPECT_FALSE(health.record_failure("a", settings, now));
+  EXPECT_TRUE(health.record_failure("a", settings, now));
+  EXPECT_TRUE(health.ejected("a", now + std::chrono::seconds(1)));
+  EXPECT_FALSE(health.ejected("a", now + std::chrono::seconds(31)));
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(attempt_order(c->routes[0], health, rng)[0]->upstream, "b");
+  auto backoff = backoff_for(3, std::chrono::milliseconds(100), rng);
+  EXPECT_GE(backoff.count(), 200);
+  EXPECT_LE(backoff.count(), 600);
+}
+
+}  // namespace
+}  // namespace tokengate::routing
