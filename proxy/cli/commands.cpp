@@ -4,13 +4,18 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <charconv>
+#include <filesystem>
+#include <functional>
 #include <csignal>
 #include <iostream>
 #include <optional>
 
 #include "config/config.hpp"
 #include "engine/demo_engine.hpp"
+#include "routing/policy.hpp"
 #include "server/server.hpp"
 
 namespace tokengate::cli {
@@ -22,6 +27,7 @@ constexpr const char* usage =
     "commands:\n"
     "  serve [-c FILE] [--log-level LEVEL]   run the proxy (default: the embedded config)\n"
     "  check -c FILE                         validate a config file and exit\n"
+    "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
     "              [--output-tokens N]       run the simulated LLM on its own\n"
     "  version                               print the version\n";
@@ -80,6 +86,68 @@ void wait_for_stop_signal() {
   spdlog::info("received {}, draining", received == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+// Reloads the policy from `file`: parse and validate first; a bad file is
+// refused with file:line:column and the running policy stays.
+void reload_policy(server& srv, const std::string& file) {
+  try {
+    auto next = config::load_config_file(file);
+    auto current = srv.current_config();
+    bool listeners_changed = next->listeners.size() != current->listeners.size();
+    for (std::size_t i = 0; !listeners_changed && i < next->listeners.size(); ++i)
+      listeners_changed = next->listeners[i].address != current->listeners[i].address ||
+                          next->listeners[i].port != current->listeners[i].port;
+    if (listeners_changed) spdlog::warn("reload: listener changes take effect only after a restart");
+    srv.reload(next);
+    spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file, next->routes.size(),
+                 next->upstreams.size());
+  } catch (const std::exception& e) {
+    srv.count_failed_reload();
+    spdlog::error("reload refused, the running policy stays: {}", e.what());
+  }
+}
+
+// Serves until SIGINT/SIGTERM; SIGHUP, or a change of the config file's
+// modification time (checked every second), reloads the policy.
+void run_until_stopped(server& srv, const std::optional<std::string>& file) {
+  namespace fs = std::filesystem;
+  net::io_context io(1);
+  net::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  net::steady_timer watch(io);
+  std::error_code fs_error;
+  auto last_write = file ? fs::last_write_time(*file, fs_error) : fs::file_time_type{};
+  std::function<void()> arm_watch = [&] {
+    watch.expires_after(std::chrono::seconds(1));
+    watch.async_wait([&](const error_code& ec) {
+      if (ec) return;
+      std::error_code e;
+      auto now = fs::last_write_time(*file, e);
+      if (!e && now != last_write) {
+        last_write = now;
+        spdlog::info("reload: {} changed", *file);
+        reload_policy(srv, *file);
+      }
+      arm_watch();
+    });
+  };
+  if (file) arm_watch();
+  std::function<void()> arm_signals = [&] {
+    signals.async_wait([&](const error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        if (file) reload_policy(srv, *file);
+        else spdlog::info("SIGHUP: running on the embedded config, nothing to reload");
+        arm_signals();
+        return;
+      }
+      spdlog::info("received {}, draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      watch.cancel();
+      io.stop();
+    });
+  };
+  arm_signals();
+  io.run();
+}
+
 int serve(const options& o) {
   auto cfg = load(o);
   setup_logging(o.log_level.value_or(cfg->log_level));
@@ -92,9 +160,11 @@ int serve(const options& o) {
   server srv(cfg);
   srv.start();
   for (const auto& l : cfg->listeners) {
-    spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', upstream '{}', {} workers)",
-                 TOKENGATE_VERSION, l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
-                 l.upstream, srv.worker_count());
+    spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', {}, {} workers)", TOKENGATE_VERSION,
+                 l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
+                 cfg->routes.empty() ? "upstream '" + l.upstream + "'"
+                                     : std::to_string(cfg->routes.size()) + " routes by model",
+                 srv.worker_count());
   }
   if (cfg->admin)
     spdlog::info("metrics at http://{}:{}/metrics, health at /healthz and /readyz", cfg->admin->address,
@@ -106,7 +176,7 @@ int serve(const options& o) {
             << "/v1/chat/completions -H 'content-type: application/json' "
                "-d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n"
             << std::endl;
-  wait_for_stop_signal();
+  run_until_stopped(srv, o.config_file);
   srv.drain_and_stop();
   if (demo) demo->stop();
   spdlog::info("stopped");
@@ -157,9 +227,22 @@ int demo_engine_command(const options& o) {
   return 0;
 }
 
+int hash_key(const std::vector<std::string>& args) {
+  std::string key;
+  if (args.size() > 1) key = args[1];
+  else std::getline(std::cin, key);  // from stdin, so the key stays out of shell history
+  if (key.empty()) {
+    std::cerr << "tokengate hash-key: no key given\n";
+    return 2;
+  }
+  std::cout << routing::sha256_hex(key) << '\n';
+  return 0;
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "hash-key") return hash_key(args);
   std::string error;
   auto o = parse(args, error);
   if (!o) {

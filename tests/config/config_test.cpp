@@ -41,8 +41,29 @@ TEST(Config, EmbeddedDefaultIsValid) {
 }
 
 TEST(Config, ShippedConfigFilesAreValid) {
-  auto c = load_config_file(std::string(TOKENGATE_FIXTURES) + "/../../config/tokengate.yaml");
+  const std::string dir = std::string(TOKENGATE_FIXTURES) + "/../../config/";
+  auto c = load_config_file(dir + "tokengate.yaml");
   EXPECT_EQ(c->upstreams.count("demo"), 1u);
+  EXPECT_EQ(c->routes.size(), 2u);
+  for (auto name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GROQ_API_KEY"}) ::setenv(name, "test", 1);
+  auto hosted = load_config_file(dir + "hosted.yaml");
+  EXPECT_EQ(hosted->upstreams.at("anthropic").kind, provider_kind::anthropic);
+  EXPECT_EQ(hosted->keys.size(), 2u);
+  auto fleet = load_config_file(dir + "self-hosted.yaml");
+  EXPECT_EQ(fleet->upstreams.at("llamacpp").limit_spelling, limit_field::max_tokens);
+}
+
+TEST(Config, RoutesMustNameKnownUpstreamsAndPaths) {
+  auto base = std::string(minimal);
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: nope}]}\n").find("unknown upstream 'nope'"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], paths: [/v2/x], targets: [{upstream: local}]}\n").find("unknown path"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: []}\n").find("at least one target"), std::string::npos);
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: local}], max_output_tokens: {default: 9, ceiling: 5}}\n")
+                .find("above the ceiling"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "keys:\n  - {name: k, sha256: abc}\n").find("64 hex digits"), std::string::npos);
 }
 
 TEST(Config, UnknownKeyIsRejectedWithItsPosition) {
