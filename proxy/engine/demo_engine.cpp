@@ -14,6 +14,9 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <variant>
 
 #include "engine/demo_text.hpp"
@@ -256,13 +259,22 @@ class generator {
   std::int64_t created_;
 };
 
-// Completes when the peer closes (or resets) the connection.
+// Completes when the peer closes (or resets) the connection. It only peeks:
+// bytes of a next request must stay in the socket for the session to read.
 net::awaitable<void> wait_for_close(tcp::socket& socket) {
-  // std::array, not a C array: GCC 12 cannot keep C arrays in coroutine frames.
-  std::array<char, 512> scratch;
   for (;;) {
-    auto [ec, n] = co_await socket.async_read_some(net::buffer(scratch), use_tuple);
+    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
     if (ec) co_return;
+    char probe;
+    auto n = ::recv(socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) co_return;  // closed or reset
+    if (n > 0) {
+      // The next request is already here, so the peer is alive; wait to be
+      // cancelled when this answer is done.
+      net::steady_timer forever(socket.get_executor(), std::chrono::hours(24 * 365));
+      co_await forever.async_wait(use_tuple);
+      co_return;
+    }
   }
 }
 

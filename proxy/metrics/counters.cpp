@@ -37,6 +37,8 @@ const family families[] = {
     {"tokengate_limit_rejected_total", "counter", "Requests refused for asking more output tokens than allowed.", &shard::limit_rejected},
     {"tokengate_limit_enforced_total", "counter", "Streams cut by the proxy because the upstream overran the limit.", &shard::limit_enforced},
     {"tokengate_upstream_rq_timeout_total", "counter", "Upstream requests that timed out.", &shard::upstream_rq_timeout},
+    {"tokengate_streams_active", "gauge", "Event streams being relayed now.", &shard::stream_active},
+    {"tokengate_upstream_cx_idle", "gauge", "Keep-alive upstream connections waiting in the pools.", &shard::upstream_cx_idle},
     {"tokengate_stream_events_total", "counter", "Server-sent events relayed to clients.", &shard::stream_events_total},
     {"tokengate_downstream_sent_bytes_total", "counter", "Response bytes written to clients.", &shard::downstream_bytes_sent},
 };

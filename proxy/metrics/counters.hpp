@@ -33,6 +33,8 @@ struct shard {
   counter upstream_rq_fallback;             // attempts on a further target after a failure
   counter limit_injected, limit_clamped, limit_rejected, limit_enforced;
   counter stream_events_total;              // SSE events relayed
+  counter stream_active;                    // event streams being relayed now
+  counter upstream_cx_idle;                 // keep-alive connections waiting in the pools
   counter downstream_bytes_sent;
 
   void count_status(unsigned status);

@@ -119,8 +119,10 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
 
   for (const auto& r : cfg.routes) {
     if (!serves_path(r, request.path)) continue;
-    if (std::any_of(r.models.begin(), r.models.end(), [&](const auto& p) { return glob_match(p, out.model); })) {
+    auto hit = std::find_if(r.models.begin(), r.models.end(), [&](const auto& p) { return glob_match(p, out.model); });
+    if (hit != r.models.end()) {
       out.route = &r;
+      out.matched_pattern = *hit;
       break;
     }
   }

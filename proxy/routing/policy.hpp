@@ -38,6 +38,7 @@ struct routed_request {
   const config::route* route = nullptr;
   const config::client_key* key = nullptr;
   std::string model;  // as the client named it
+  std::string_view matched_pattern;  // the route's `models` entry that matched
   bool stream = false;
   bool client_asked_usage = false;             // stream_options.include_usage was true
   std::optional<long long> requested_limit;    // what the client asked for

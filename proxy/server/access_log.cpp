@@ -18,21 +18,31 @@ std::int64_t us_between(clock::time_point from, clock::time_point to) {
 
 void log_access(const request_context& ctx) {
   if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;
+  auto optional_int = [](const std::optional<long long>& v) { return v ? boost::json::value(*v) : boost::json::value(nullptr); };
   boost::json::object line{
       {"request_id", ctx.request_id},
       {"method", ctx.method},
       {"path", ctx.path},
+      {"route", ctx.route},
+      {"model", ctx.model.size() <= 128 ? ctx.model : ctx.model.substr(0, 128)},
       {"upstream", ctx.upstream},
+      {"attempts", ctx.attempts},
       {"status", ctx.status},
       {"streamed", ctx.streamed},
+      {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},
+      {"upstream_ttft_us", us_between(ctx.request_sent, ctx.first_token)},
+      {"upstream_first_byte_us", us_between(ctx.request_sent, ctx.upstream_headers)},
+      {"duration_us", us_between(ctx.request_read, ctx.finished)},
+      {"input_tokens", optional_int(ctx.input_tokens)},
+      {"output_tokens", optional_int(ctx.output_tokens)},
+      {"token_events", ctx.content_events},
       {"sse_events", ctx.sse_events},
       {"bytes_out", ctx.bytes_to_client},
-      {"upstream_header_us", us_between(ctx.request_read, ctx.upstream_headers)},
-      {"first_event_us", us_between(ctx.request_read, ctx.first_event)},
-      {"duration_us", us_between(ctx.received, ctx.finished)},
+      {"limit", ctx.limit_clamped ? "clamped" : ctx.limit_injected ? "injected" : ctx.limit_enforced ? "enforced" : ""},
       {"client_cancelled", ctx.client_gone},
       {"stream_failed", ctx.upstream_failed_midstream},
   };
+  if (ctx.limit_enforced) line["limit"] = "enforced";
   if (!ctx.error.empty()) line["error"] = ctx.error;
   spdlog::info("access {}", boost::json::serialize(line));
 }

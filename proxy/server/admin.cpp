@@ -39,6 +39,9 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
       res.result(ready ? http::status::ok : http::status::service_unavailable);
       res.set(http::field::content_type, "text/plain");
       res.body() = ready ? "ready\n" : "not ready\n";
+    } else if (path == "/stats") {
+      res.set(http::field::content_type, "application/json");
+      res.body() = handlers.stats_json();
     } else if (path == "/metrics") {
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
       res.body() = handlers.metrics_text();

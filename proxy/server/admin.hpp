@@ -13,6 +13,7 @@ namespace tokengate {
 struct admin_handlers {
   std::function<bool()> ready;
   std::function<std::string()> metrics_text;
+  std::function<std::string()> stats_json;
 };
 
 class admin_listener {

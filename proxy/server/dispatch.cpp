@@ -54,6 +54,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
 
   auto cfg = w.snapshot();  // this request's policy, whatever a reload does meanwhile
   if (cfg->routes.empty()) {
+    ctx.route = "listener:" + listener.name;
+    ctx.model_label = "*";
     auto plan = passthrough_plan(cfg, listener, request);
     co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
   }
@@ -80,6 +82,10 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   auto& routed = std::get<routing::routed_request>(decision);
   ctx.model = routed.model;
   ctx.route = routed.route->name;
+  ctx.model_label = std::string(routed.matched_pattern);
+  // Accounting needs usage: ask for it, and hide it from a client that did not.
+  ctx.usage_injected = routed.stream && !routed.client_asked_usage &&
+                       (ctx.path == "/v1/chat/completions" || ctx.path == "/v1/completions");
   ctx.limit_clamped = routed.limit_clamped;
   ctx.limit_injected = routed.limit_injected;
   if (routed.limit_clamped) w.metrics().limit_clamped.add();
@@ -93,7 +99,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   for (const auto* t : order) plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
   plan.body_for = [&](std::size_t attempt) {
     return routing::body_for_target(request.body(), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
-                                    false);
+                                    ctx.usage_injected);
   };
   plan.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;

@@ -21,9 +21,11 @@ struct request_context {
 
   clock::time_point received;       // request head arrived
   clock::time_point request_read;   // body read
+  clock::time_point request_sent;   // to the upstream (the last attempt)
   clock::time_point upstream_headers;
   clock::time_point first_event;    // first SSE event relayed
-  clock::time_point first_token;    // first event carrying generated content (TTFT)
+  clock::time_point first_token;    // first event carrying generated content, as read (upstream TTFT)
+  clock::time_point first_token_written;  // … and as written to the client (client TTFT)
   clock::time_point last_token;
   clock::time_point finished;
 
@@ -37,7 +39,9 @@ struct request_context {
   std::uint64_t content_events = 0;
   std::optional<long long> input_tokens, output_tokens;  // from the upstream's usage
   std::string model;                // as the client asked for it
-  std::string route;
+  std::string route = "none";       // metric label: the route's name
+  std::string model_label = "none"; // metric label: the route's pattern that matched (bounded, unlike `model`)
+  bool usage_injected = false;      // we asked for usage: its chunk is not the client's
   unsigned attempts = 0;            // upstream tries (more than one: fallback)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;
   std::string error;                // short reason when something failed

@@ -32,6 +32,7 @@ void server::start() {
     admin_handlers handlers;
     handlers.ready = [this] { return !workers_.front()->draining(); };
     handlers.metrics_text = [this] { return metrics_text(); };
+    handlers.stats_json = [this] { return stats_json(); };
     admin_ = std::make_unique<admin_listener>(workers_.front()->io(), config_->admin->address,
                                               config_->admin->port, std::move(handlers));
     admin_->start();
@@ -52,6 +53,12 @@ std::uint16_t server::port(const std::string& listener_name) const { return port
 
 std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
 
+std::string server::stats_json() const {
+  std::vector<const metrics::latency_shard*> latency;
+  for (const auto& w : workers_) latency.push_back(&w->latency());
+  return metrics::render_stats_json(latency);
+}
+
 void server::reload(std::shared_ptr<const config::config> next) {
   store_->replace(std::move(next));
   ++reloads_ok_;
@@ -63,6 +70,9 @@ std::string server::metrics_text() const {
   std::vector<const metrics::shard*> shards;
   for (const auto& w : workers_) shards.push_back(&w->metrics());
   auto text = metrics::render_prometheus(shards);
+  std::vector<const metrics::latency_shard*> latency;
+  for (const auto& w : workers_) latency.push_back(&w->latency());
+  text += metrics::render_latency_prometheus(latency);
   text += "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
           "# TYPE tokengate_config_reloads_total counter\n"
           "tokengate_config_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_.load()) + "\n"

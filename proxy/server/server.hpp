@@ -29,6 +29,7 @@ class server {
   std::uint16_t admin_port() const;
   std::size_t worker_count() const { return workers_.size(); }
   std::string metrics_text() const;
+  std::string stats_json() const;  // p50/p95/p99/max per route: last minute, five minutes, since start
 
   // Swaps in a new policy (already validated). Requests in flight keep the
   // one they started with. Listener changes need a restart.

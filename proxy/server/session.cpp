@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "server/access_log.hpp"
+#include "server/request_record.hpp"
 #include "server/any_stream.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
@@ -136,7 +136,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     w.metrics().downstream_rq_active.sub();
     if (ctx.status) w.metrics().count_status(ctx.status);
     ctx.finished = clock::now();
-    log_access(ctx);
+    record_request(w, ctx);
     if (!keep_alive || w.draining()) co_return;
   }
 }

@@ -34,7 +34,7 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
       if (!ctx) ctx = make_client_tls_context(settings.ca_file);
       tls = ctx;
     }
-    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls);
+    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls, &metrics_.upstream_cx_idle);
   }
   return *slot;
 }

@@ -13,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "metrics/counters.hpp"
+#include "metrics/latency.hpp"
 #include "net.hpp"
 #include "routing/balancer.hpp"
 #include "upstream/pool.hpp"
@@ -51,6 +52,8 @@ class worker {
   const config::config& config() const { return *config_; }
   std::shared_ptr<const config::config> snapshot() const { return store_->snapshot(); }
   metrics::shard& metrics() { return metrics_; }
+  metrics::latency_shard& latency() { return latency_; }
+  const metrics::latency_shard& latency() const { return latency_; }
   const metrics::shard& metrics() const { return metrics_; }
   // The pool for an upstream as the given config describes it; a reload that
   // changes its address gets a new pool.
@@ -83,6 +86,7 @@ class worker {
   std::shared_ptr<config_store> store_;
   std::shared_ptr<const config::config> config_;
   metrics::shard metrics_;
+  metrics::latency_shard latency_;
   std::vector<bound_listener> listeners_;
   std::map<std::string, std::unique_ptr<upstream::pool>> pools_;
   std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store

@@ -21,6 +21,7 @@
 #include "stream/final_event.hpp"
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "metrics/latency.hpp"
 
 namespace tokengate {
 namespace {
@@ -40,35 +41,59 @@ struct exchange_state {
   bool finished = false;  // the exchange is over: the watcher must stop
 };
 
-// Watches every event of the stream: timestamps the first token, counts
-// output, and decides where to cut when an upstream overruns the limit.
-// It runs before the chunk is forwarded, synchronously: it never delays a
-// byte, it only chooses how many of them to forward.
+// Watches every event of the stream: timestamps tokens (TTFT, every gap
+// between tokens), counts output, finds where to cut when an upstream
+// overruns the limit, and which bytes to hold back (the usage chunk we asked
+// for on the client's behalf). It runs before the chunk is forwarded,
+// synchronously: it never delays a byte, it only decides which to forward.
 class stream_accounting final : public stream::sse_sink {
  public:
-  stream_accounting(request_context& ctx, const stream::sse_parser& parser, std::optional<long long> limit)
-      : ctx_(ctx), parser_(parser), limit_(limit) {}
+  stream_accounting(request_context& ctx, const stream::sse_parser& parser, std::optional<long long> limit,
+                    metrics::series& series, metrics::route_windows& windows)
+      : ctx_(ctx), parser_(parser), limit_(limit), series_(series), windows_(windows) {
+    drops_.reserve(4);
+  }
 
-  void begin_chunk() { boundary_ = 0; }
+  void begin_chunk(clock::time_point arrived) {
+    boundary_ = 0;
+    boundary_known_ = parser_.at_event_boundary();  // else the first event began in an earlier chunk
+    arrived_ = arrived;
+    drops_.clear();
+  }
   bool cut() const { return cut_; }
   std::size_t cut_offset() const { return cut_offset_; }
+  bool cut_mid_event() const { return cut_ && !cut_boundary_known_; }
+  // Byte ranges of the current chunk not to forward, in order.
+  const std::vector<std::pair<std::size_t, std::size_t>>& drops() const { return drops_; }
   const stream::stream_facts& facts() const { return observer_.facts(); }
 
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
     observer_.on_event(event);
-    auto now = clock::now();
-    if (ctx_.sse_events++ == 0) ctx_.first_event = now;
-    if (observer_.last_kinds() & stream::content_kinds) {
+    if (ctx_.sse_events++ == 0) ctx_.first_event = arrived_;
+    auto kinds = observer_.last_kinds();
+    if (kinds & stream::content_kinds) {
       if (limit_ && produced() > *limit_) {
         cut_ = true;  // this event is one too many: forward up to its start
         cut_offset_ = boundary_;
+        cut_boundary_known_ = boundary_known_;
         return;
       }
-      if (ctx_.content_events++ == 0) ctx_.first_token = now;
-      ctx_.last_token = now;
+      if (ctx_.content_events++ == 0) {
+        ctx_.first_token = arrived_;
+      } else {
+        auto gap = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(arrived_ - ctx_.last_token).count());
+        series_.inter_token.record_micros(gap);
+        windows_.inter_token.record(gap, arrived_);
+      }
+      ctx_.last_token = arrived_;
     }
+    // The usage-only chunk (choices: []) the client did not ask for.
+    if (ctx_.usage_injected && kinds == stream::kind_usage && boundary_known_)
+      drops_.emplace_back(boundary_, parser_.chunk_offset());
     boundary_ = parser_.chunk_offset();
+    boundary_known_ = true;
   }
 
  private:
@@ -83,10 +108,16 @@ class stream_accounting final : public stream::sse_sink {
   request_context& ctx_;
   const stream::sse_parser& parser_;
   std::optional<long long> limit_;
+  metrics::series& series_;
+  metrics::route_windows& windows_;
   stream::stream_observer observer_;
+  clock::time_point arrived_;
   std::size_t boundary_ = 0;
+  bool boundary_known_ = true;
   bool cut_ = false;
+  bool cut_boundary_known_ = true;
   std::size_t cut_offset_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> drops_;
 };
 
 // Reads from the client while the response is produced. A read that fails
@@ -96,13 +127,15 @@ class stream_accounting final : public stream::sse_sink {
 net::awaitable<void> watch_client(exchange_state& s) {
   while (!s.finished && s.client_buffer.size() < max_pipelined_bytes) {
     auto [ec, n] = co_await s.client.async_read_some(s.client_buffer.prepare(4096), use_tuple);
+    // Keep what arrived before anything else: it may be the next request,
+    // sent the moment the last byte of this response reached the client.
+    s.client_buffer.commit(n);
     if (s.finished) co_return;
     if (ec) {
       s.ctx.client_gone = true;
       if (s.upstream) s.upstream->stream.close();
       co_return;
     }
-    s.client_buffer.commit(n);
   }
 }
 
@@ -200,10 +233,16 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   }
   ctx.bytes_to_client += hn;
 
+  bool first_token_pending = false;
   stream::sse_parser sse;
+  auto& series = s.w.latency().series_for(ctx.route, ctx.model_label, r.settings.name);
+  auto& windows = s.w.latency().windows_for(ctx.route);
   // The limit is only enforced where cutting leaves a well-formed stream.
-  stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt);
+  stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt, series, windows);
+  if (ctx.streamed) s.w.metrics().stream_active.add();
   auto buffer = std::make_unique<char[]>(limits.stream_buffer_bytes);
+  std::vector<net::const_buffer> pieces;
+  pieces.reserve(4);
   error_code failure;
   while (!parser.is_done()) {
     parser.get().body().data = buffer.get();
@@ -214,29 +253,47 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     std::size_t got = limits.stream_buffer_bytes - parser.get().body().size;
     if (got > 0) {
       std::string_view bytes(buffer.get(), got);
+      pieces.clear();
       if (ctx.streamed) {
-        accounting.begin_chunk();
+        accounting.begin_chunk(clock::now());
+        bool had_token = ctx.content_events > 0;
         sse.feed(bytes, accounting);
         if (accounting.cut()) bytes = bytes.substr(0, accounting.cut_offset());
+        std::size_t at = 0;
+        for (auto [from, to] : accounting.drops()) {
+          if (from >= bytes.size()) break;
+          if (from > at) pieces.emplace_back(bytes.data() + at, from - at);
+          at = std::min(to, bytes.size());
+        }
+        if (at < bytes.size()) pieces.emplace_back(bytes.data() + at, bytes.size() - at);
+        if (!had_token && ctx.content_events > 0) first_token_pending = true;
+      } else {
+        pieces.emplace_back(bytes.data(), bytes.size());
       }
-      if (!bytes.empty()) {
+      if (!pieces.empty()) {
         bool ok = false;
-        if (chunked) ok = co_await write_client(s, http::make_chunk(net::buffer(bytes)), limits.client_write_timeout);
-        else ok = co_await write_client(s, net::buffer(bytes), limits.client_write_timeout);
-        if (!ok) co_return false;
+        if (chunked) ok = co_await write_client(s, http::make_chunk(pieces), limits.client_write_timeout);
+        else ok = co_await write_client(s, pieces, limits.client_write_timeout);
+        if (!ok) break;
+        if (first_token_pending) {
+          ctx.first_token_written = clock::now();
+          first_token_pending = false;
+        }
       }
       if (accounting.cut()) break;
     }
-    if (ctx.client_gone) co_return false;
+    if (ctx.client_gone) break;
     if (ec) {
       failure = ec;
       break;
     }
   }
+  if (ctx.streamed) s.w.metrics().stream_active.sub();
   s.w.metrics().stream_events_total.add(ctx.sse_events);
   const auto& facts = accounting.facts();
   ctx.input_tokens = facts.input_tokens;
   ctx.output_tokens = facts.output_tokens;
+  if (ctx.client_gone) co_return false;
 
   if (accounting.cut()) {
     // The upstream went past the limit: end the stream as the engine should
@@ -246,6 +303,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     s.upstream->stream.close();
     s.upstream.reset();
     auto tail = stream::make_limit_final_events(ctx.dialect, *r.plan.output_limit);
+    if (accounting.cut_mid_event()) tail.insert(0, "\n\n");  // end the half-sent event first
     if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
     if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
     co_return client_keep_alive;
@@ -350,6 +408,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
       auto& up_stream = s.upstream->stream;
       up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
       auto [wec, wn] = co_await http::async_write(up_stream, up, use_tuple);
+      ctx.request_sent = clock::now();
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // bodies are relayed, never held
       parser.header_limit(64 * 1024);

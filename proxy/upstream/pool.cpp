@@ -26,14 +26,15 @@ bool still_usable(beast::tcp_stream& stream) {
 }  // namespace
 
 pool::pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
-           std::shared_ptr<net::ssl::context> tls_context)
+           std::shared_ptr<net::ssl::context> tls_context, metrics::counter* idle_gauge)
     : executor_(std::move(executor)), settings_(settings), url_(std::move(url)),
-      tls_context_(std::move(tls_context)) {}
+      tls_context_(std::move(tls_context)), idle_gauge_(idle_gauge) {}
 
 net::awaitable<acquire_result> pool::acquire() {
   while (!idle_.empty()) {
     auto conn = std::move(idle_.back());  // most recently used: least likely to be stale
     idle_.pop_back();
+    if (idle_gauge_) idle_gauge_->sub();
     if (still_usable(conn->stream.tcp())) {
       conn->reused = true;
       co_return acquire_result{std::move(conn)};
@@ -92,6 +93,7 @@ void pool::release(std::unique_ptr<connection> conn) {
   if (!conn || idle_.size() >= settings_.pool_size) return;  // dropping it closes it
   conn->stream.tcp().expires_never();
   idle_.push_back(std::move(conn));
+  if (idle_gauge_) idle_gauge_->add();
 }
 
 }  // namespace tokengate::upstream

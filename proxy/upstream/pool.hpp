@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "metrics/counters.hpp"
 #include "server/any_stream.hpp"
 #include "upstream/target_url.hpp"
 
@@ -30,7 +31,7 @@ struct acquire_result {
 class pool {
  public:
   pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
-       std::shared_ptr<net::ssl::context> tls_context);
+       std::shared_ptr<net::ssl::context> tls_context, metrics::counter* idle_gauge = nullptr);
 
   const config::upstream& settings() const { return settings_; }
   const target_url& url() const { return url_; }
@@ -50,6 +51,7 @@ class pool {
   target_url url_;
   std::shared_ptr<net::ssl::context> tls_context_;
   std::deque<std::unique_ptr<connection>> idle_;
+  metrics::counter* idle_gauge_;  // the worker's "pooled connections" gauge
 };
 
 }  // namespace tokengate::upstream

@@ -135,3 +135,25 @@ TEST(Streaming, ModelsAndEmbeddingsPassThrough) {
 
 }  // namespace
 }  // namespace tokengate::test
+
+namespace tokengate::test {
+namespace {
+
+TEST(Streaming, PipelinedRequestsAreAnsweredInOrder) {
+  proxy_fixture f;
+  http_client c(f.port());
+  // Three requests in one write: the proxy must keep the bytes that arrive
+  // while it relays the first answer.
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})") +
+         post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":2})") +
+         post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":3})"));
+  for (int expected_tokens = 1; expected_tokens <= 3; ++expected_tokens) {
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "response " << expected_tokens;
+    EXPECT_EQ(boost::json::parse(r.body).at("usage").at("completion_tokens").as_int64(), expected_tokens);
+    c.consume(r.body_offset + r.body.size());
+  }
+}
+
+}  // namespace
+}  // namespace tokengate::test

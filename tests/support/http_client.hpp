@@ -42,6 +42,12 @@ class http_client {
     raw_.clear();
     arrivals_.clear();
   }
+  // Forgets the first `n` bytes read (one response), keeping what follows.
+  void consume(std::size_t n) {
+    raw_.erase(0, n);
+    arrivals_.clear();
+    arrivals_.push_back({clock::now(), raw_.size()});
+  }
 
   void close();  // FIN
   void reset();  // RST (SO_LINGER 0)

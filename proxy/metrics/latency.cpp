@@ -1,0 +1,198 @@
+#include "metrics/latency.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace tokengate::metrics {
+
+std::int64_t windowed_histogram::epoch_of(clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count() / slot_seconds;
+}
+
+void windowed_histogram::record(std::uint64_t micros, clock::time_point now) {
+  all_.record(micros);
+  auto epoch = epoch_of(now);
+  auto& s = slots_[static_cast<std::size_t>(epoch % slot_count)];
+  if (s.epoch.load(std::memory_order_relaxed) != epoch) {
+    s.values.clear();  // a slot from an older lap of the ring
+    s.epoch.store(epoch, std::memory_order_relaxed);
+  }
+  s.values.record(micros);
+}
+
+void windowed_histogram::read(merged_histogram& last_minute, merged_histogram& last_five, merged_histogram& all,
+                              clock::time_point now) const {
+  auto current = epoch_of(now);
+  all.add(all_);
+  for (const auto& s : slots_) {
+    auto age = current - s.epoch.load(std::memory_order_relaxed);
+    if (age < 0) continue;
+    if (age < 60 / slot_seconds) last_minute.add(s.values);
+    if (age < 300 / slot_seconds) last_five.add(s.values);
+  }
+}
+
+series& latency_shard::series_for(std::string_view route, std::string_view model, std::string_view upstream) {
+  thread_local std::string key;
+  key.assign(route).append(1, '\x1f').append(model).append(1, '\x1f').append(upstream);
+  if (auto it = series_.find(key); it != series_.end()) return *it->second;  // the only writer: no lock to read
+  std::lock_guard lock(insert_mutex_);
+  auto& slot = series_[key];
+  slot = std::make_unique<series>(std::string(route), std::string(model), std::string(upstream));
+  return *slot;
+}
+
+route_windows& latency_shard::windows_for(std::string_view route) {
+  if (auto it = routes_.find(route); it != routes_.end()) return *it->second;
+  std::lock_guard lock(insert_mutex_);
+  auto& slot = routes_[std::string(route)];
+  slot = std::make_unique<route_windows>();
+  return *slot;
+}
+
+namespace {
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string format_bound(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", b);
+  return buf;
+}
+
+struct histogram_family {
+  const char* name;
+  const char* help;
+  fixed_histogram series::*member;
+};
+
+const histogram_family histogram_families[] = {
+    {"tokengate_time_to_first_token_seconds", "Request fully read to first generated token written to the client.",
+     &series::ttft},
+    {"tokengate_upstream_time_to_first_token_seconds",
+     "Request sent upstream to the first generated token received from it.", &series::upstream_ttft},
+    {"tokengate_upstream_time_to_first_byte_seconds", "Request sent upstream to its response head.",
+     &series::upstream_first_byte},
+    {"tokengate_inter_token_latency_seconds", "Gaps between successive token events of a stream.",
+     &series::inter_token},
+    {"tokengate_time_per_output_token_seconds", "(last token - first token) / (output tokens - 1), per stream.",
+     &series::time_per_output_token},
+    {"tokengate_request_duration_seconds", "Request fully read to the last byte sent.", &series::duration},
+};
+
+}  // namespace
+
+std::string render_latency_prometheus(const std::vector<const latency_shard*>& shards) {
+  // Sum label sets across workers.
+  struct merged {
+    std::string labels;
+    std::vector<std::vector<std::uint64_t>> buckets;  // per family
+    std::vector<std::uint64_t> counts, sums;
+    std::array<std::uint64_t, outcome_names.size()> requests{};
+    std::uint64_t input = 0, output = 0;
+  };
+  std::map<std::string, merged> sets;
+  for (const auto* shard : shards)
+    shard->each_series([&](const series& s) {
+      auto labels = "route=\"" + escape_label(s.route) + "\",model=\"" + escape_label(s.model) + "\",upstream=\"" +
+                    escape_label(s.upstream) + "\"";
+      auto& m = sets[labels];
+      m.labels = labels;
+      m.buckets.resize(std::size(histogram_families));
+      m.counts.resize(std::size(histogram_families));
+      m.sums.resize(std::size(histogram_families));
+      for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
+        const auto& h = s.*(histogram_families[f].member);
+        m.buckets[f].resize(h.bounds().size() + 1);
+        for (std::size_t b = 0; b <= h.bounds().size(); ++b) m.buckets[f][b] += h.bucket(b);
+        m.counts[f] += h.count();
+        m.sums[f] += h.sum_micros();
+      }
+      for (std::size_t o = 0; o < outcome_names.size(); ++o) m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
+      m.input += s.input_tokens.load(std::memory_order_relaxed);
+      m.output += s.output_tokens.load(std::memory_order_relaxed);
+    });
+
+  std::ostringstream out;
+  for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
+    const auto& fam = histogram_families[f];
+    out << "# HELP " << fam.name << ' ' << fam.help << "\n# TYPE " << fam.name << " histogram\n";
+    std::span<const double> bounds = f == 3 || f == 4 ? std::span<const double>(inter_token_bounds)
+                                     : f == 5          ? std::span<const double>(duration_bounds)
+                                                       : std::span<const double>(ttft_bounds);
+    for (const auto& [key, m] : sets) {
+      std::uint64_t cumulative = 0;
+      for (std::size_t b = 0; b < bounds.size(); ++b) {
+        cumulative += m.buckets[f][b];
+        out << fam.name << "_bucket{" << m.labels << ",le=\"" << format_bound(bounds[b]) << "\"} " << cumulative << '\n';
+      }
+      cumulative += m.buckets[f][bounds.size()];
+      out << fam.name << "_bucket{" << m.labels << ",le=\"+Inf\"} " << cumulative << '\n';
+      out << fam.name << "_sum{" << m.labels << "} " << static_cast<double>(m.sums[f]) / 1e6 << '\n';
+      out << fam.name << "_count{" << m.labels << "} " << m.counts[f] << '\n';
+    }
+  }
+  out << "# HELP tokengate_requests_total Requests by route, model, upstream and outcome.\n"
+         "# TYPE tokengate_requests_total counter\n";
+  for (const auto& [key, m] : sets)
+    for (std::size_t o = 0; o < outcome_names.size(); ++o)
+      out << "tokengate_requests_total{" << m.labels << ",outcome=\"" << outcome_names[o] << "\"} " << m.requests[o] << '\n';
+  out << "# HELP tokengate_tokens_total Tokens by type, from the upstreams' usage (counted events where none).\n"
+         "# TYPE tokengate_tokens_total counter\n";
+  for (const auto& [key, m] : sets) {
+    out << "tokengate_tokens_total{" << m.labels << ",type=\"input\"} " << m.input << '\n';
+    out << "tokengate_tokens_total{" << m.labels << ",type=\"output\"} " << m.output << '\n';
+  }
+  return out.str();
+}
+
+std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
+  namespace json = boost::json;
+  using clock = windowed_histogram::clock;
+  auto now = clock::now();
+  struct route_read {
+    merged_histogram minute[4], five[4], all[4];
+  };
+  std::map<std::string, route_read> routes;
+  for (const auto* shard : shards)
+    shard->each_route([&](const std::string& name, const route_windows& w) {
+      auto& r = routes[name];
+      const windowed_histogram* hs[4] = {&w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration};
+      for (int i = 0; i < 4; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
+    });
+  auto summary = [](const merged_histogram& h) {
+    auto ms = [](double us) { return std::round(us) / 1000.0; };
+    return json::object{{"count", h.total()},
+                        {"p50", ms(h.quantile(0.50))},
+                        {"p95", ms(h.quantile(0.95))},
+                        {"p99", ms(h.quantile(0.99))},
+                        {"max", ms(static_cast<double>(h.max()))}};
+  };
+  static constexpr const char* names[4] = {"ttft_ms", "inter_token_ms", "time_per_output_token_ms", "duration_ms"};
+  json::object out_routes;
+  for (const auto& [name, r] : routes) {
+    json::object route;
+    for (int i = 0; i < 4; ++i)
+      route[names[i]] = json::object{{"last_1m", summary(r.minute[i])}, {"last_5m", summary(r.five[i])},
+                                     {"since_start", summary(r.all[i])}};
+    out_routes[name] = std::move(route);
+  }
+  return json::serialize(json::object{{"routes", std::move(out_routes)}});
+}
+
+}  // namespace tokengate::metrics
