@@ -175,15 +175,16 @@ std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
       const windowed_histogram* hs[4] = {&w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration};
       for (int i = 0; i < 4; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
     });
+  // Integer microseconds: exact to read, and no exponent notation.
   auto summary = [](const merged_histogram& h) {
-    auto ms = [](double us) { return std::round(us) / 1000.0; };
+    auto us = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
     return json::object{{"count", h.total()},
-                        {"p50", ms(h.quantile(0.50))},
-                        {"p95", ms(h.quantile(0.95))},
-                        {"p99", ms(h.quantile(0.99))},
-                        {"max", ms(static_cast<double>(h.max()))}};
+                        {"p50", us(h.quantile(0.50))},
+                        {"p95", us(h.quantile(0.95))},
+                        {"p99", us(h.quantile(0.99))},
+                        {"max", h.max()}};
   };
-  static constexpr const char* names[4] = {"ttft_ms", "inter_token_ms", "time_per_output_token_ms", "duration_ms"};
+  static constexpr const char* names[4] = {"ttft_us", "inter_token_us", "time_per_output_token_us", "duration_us"};
   json::object out_routes;
   for (const auto& [name, r] : routes) {
     json::object route;

@@ -43,9 +43,10 @@ struct exchange_state {
 
 // Watches every event of the stream: timestamps tokens (TTFT, every gap
 // between tokens), counts output, finds where to cut when an upstream
-// overruns the limit, and which bytes to hold back (the usage chunk we asked
-// for on the client's behalf). It runs before the chunk is forwarded,
-// synchronously: it never delays a byte, it only decides which to forward.
+// overruns the limit, and which events to hold back from the client (the
+// usage chunk we asked for on its behalf). Offsets are absolute positions
+// in the upstream body. It runs synchronously on each chunk before the
+// chunk is forwarded.
 class stream_accounting final : public stream::sse_sink {
  public:
   stream_accounting(request_context& ctx, const stream::sse_parser& parser, std::optional<long long> limit,
@@ -54,17 +55,11 @@ class stream_accounting final : public stream::sse_sink {
     drops_.reserve(4);
   }
 
-  void begin_chunk(clock::time_point arrived) {
-    boundary_ = 0;
-    boundary_known_ = parser_.at_event_boundary();  // else the first event began in an earlier chunk
-    arrived_ = arrived;
-    drops_.clear();
-  }
+  void begin_chunk(clock::time_point arrived) { arrived_ = arrived; }
   bool cut() const { return cut_; }
-  std::size_t cut_offset() const { return cut_offset_; }
-  bool cut_mid_event() const { return cut_ && !cut_boundary_known_; }
-  // Byte ranges of the current chunk not to forward, in order.
-  const std::vector<std::pair<std::size_t, std::size_t>>& drops() const { return drops_; }
+  std::uint64_t cut_at() const { return cut_at_; }
+  // Absolute ranges not to forward, in order; the relay removes those it has used.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops() { return drops_; }
   const stream::stream_facts& facts() const { return observer_.facts(); }
 
   void on_event(const stream::sse_event& event) override {
@@ -75,8 +70,7 @@ class stream_accounting final : public stream::sse_sink {
     if (kinds & stream::content_kinds) {
       if (limit_ && produced() > *limit_) {
         cut_ = true;  // this event is one too many: forward up to its start
-        cut_offset_ = boundary_;
-        cut_boundary_known_ = boundary_known_;
+        cut_at_ = parser_.boundary();
         return;
       }
       if (ctx_.content_events++ == 0) {
@@ -90,10 +84,7 @@ class stream_accounting final : public stream::sse_sink {
       ctx_.last_token = arrived_;
     }
     // The usage-only chunk (choices: []) the client did not ask for.
-    if (ctx_.usage_injected && kinds == stream::kind_usage && boundary_known_)
-      drops_.emplace_back(boundary_, parser_.chunk_offset());
-    boundary_ = parser_.chunk_offset();
-    boundary_known_ = true;
+    if (ctx_.usage_injected && kinds == stream::kind_usage) drops_.emplace_back(parser_.boundary(), parser_.position());
   }
 
  private:
@@ -112,12 +103,64 @@ class stream_accounting final : public stream::sse_sink {
   metrics::route_windows& windows_;
   stream::stream_observer observer_;
   clock::time_point arrived_;
-  std::size_t boundary_ = 0;
-  bool boundary_known_ = true;
   bool cut_ = false;
-  bool cut_boundary_known_ = true;
-  std::size_t cut_offset_ = 0;
-  std::vector<std::pair<std::size_t, std::size_t>> drops_;
+  std::uint64_t cut_at_ = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> drops_;
+};
+
+// Event streams are forwarded whole events at a time: the bytes of an event
+// not yet complete wait here (an SSE client cannot act on half an event, so
+// no event reaches it later), which lets the proxy cut or hold back whole
+// events exactly. An unfinished event larger than the bound is forwarded as
+// it comes.
+class event_aligner {
+ public:
+  static constexpr std::size_t max_held = 64 * 1024;
+
+  // Which bytes of [forwarded, upto) to send now, minus the dropped ranges;
+  // `chunk` holds the stream from absolute offset `chunk_at`.
+  void plan(std::string_view chunk, std::uint64_t chunk_at, std::uint64_t upto,
+            std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops, std::vector<net::const_buffer>& out) {
+    out.clear();
+    auto emit = [&](std::uint64_t from, std::uint64_t to) {
+      // [from, to) lies in held_ (before chunk_at) and/or in chunk.
+      if (from >= to) return;
+      if (from < chunk_at) {
+        auto held_to = std::min(to, chunk_at);
+        out.emplace_back(held_.data() + (from - held_at_), held_to - from);
+        from = held_to;
+      }
+      if (from < to) out.emplace_back(chunk.data() + (from - chunk_at), to - from);
+    };
+    auto at = forwarded_;
+    for (const auto& [from, to] : drops) {
+      if (from < at || from >= upto) continue;  // already partly sent, or not complete yet
+      emit(at, from);
+      at = to;
+    }
+    emit(at, upto);
+    std::erase_if(drops, [&](const auto& d) { return d.second <= upto; });
+    if (upto > forwarded_) forwarded_ = upto;
+  }
+
+  // After the write: keep [forwarded, chunk end) for later.
+  void keep_rest(std::string_view chunk, std::uint64_t chunk_at) {
+    auto end = chunk_at + chunk.size();
+    std::string rest;
+    if (forwarded_ < chunk_at) rest.assign(held_, forwarded_ - held_at_);
+    auto from = std::max(forwarded_, chunk_at);
+    if (from < end) rest.append(chunk.substr(from - chunk_at));
+    held_ = std::move(rest);
+    held_at_ = forwarded_;
+  }
+
+  bool holding_too_much() const { return held_.size() > max_held; }
+  std::uint64_t forwarded() const { return forwarded_; }
+
+ private:
+  std::string held_;
+  std::uint64_t held_at_ = 0;  // absolute offset of held_[0]
+  std::uint64_t forwarded_ = 0;
 };
 
 // Reads from the client while the response is produced. A read that fails
@@ -233,17 +276,23 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   }
   ctx.bytes_to_client += hn;
 
-  bool first_token_pending = false;
   stream::sse_parser sse;
   auto& series = s.w.latency().series_for(ctx.route, ctx.model_label, r.settings.name);
   auto& windows = s.w.latency().windows_for(ctx.route);
   // The limit is only enforced where cutting leaves a well-formed stream.
   stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt, series, windows);
+  event_aligner aligner;
+  bool cut_mid_event = false;
   if (ctx.streamed) s.w.metrics().stream_active.add();
   auto buffer = std::make_unique<char[]>(limits.stream_buffer_bytes);
   std::vector<net::const_buffer> pieces;
   pieces.reserve(4);
   error_code failure;
+  auto send = [&](std::vector<net::const_buffer>& what) -> net::awaitable<bool> {
+    if (what.empty()) co_return true;
+    if (chunked) co_return co_await write_client(s, http::make_chunk(what), limits.client_write_timeout);
+    co_return co_await write_client(s, what, limits.client_write_timeout);
+  };
   while (!parser.is_done()) {
     parser.get().body().data = buffer.get();
     parser.get().body().size = limits.stream_buffer_bytes;
@@ -253,34 +302,29 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     std::size_t got = limits.stream_buffer_bytes - parser.get().body().size;
     if (got > 0) {
       std::string_view bytes(buffer.get(), got);
-      pieces.clear();
       if (ctx.streamed) {
+        auto chunk_at = sse.fed();
         accounting.begin_chunk(clock::now());
         bool had_token = ctx.content_events > 0;
         sse.feed(bytes, accounting);
-        if (accounting.cut()) bytes = bytes.substr(0, accounting.cut_offset());
-        std::size_t at = 0;
-        for (auto [from, to] : accounting.drops()) {
-          if (from >= bytes.size()) break;
-          if (from > at) pieces.emplace_back(bytes.data() + at, from - at);
-          at = std::min(to, bytes.size());
+        auto upto = accounting.cut() ? accounting.cut_at() : sse.boundary();
+        cut_mid_event = accounting.cut() && upto < aligner.forwarded();
+        aligner.plan(bytes, chunk_at, std::max(upto, aligner.forwarded()), accounting.drops(), pieces);
+        if (!co_await send(pieces)) break;
+        if (!had_token && ctx.content_events > 0) ctx.first_token_written = clock::now();
+        if (accounting.cut()) break;
+        aligner.keep_rest(bytes, chunk_at);
+        if (aligner.holding_too_much()) {
+          // One huge event (vLLM once sent the whole prompt's token ids):
+          // forward it as it comes rather than hold megabytes.
+          aligner.plan(bytes, chunk_at, chunk_at + got, accounting.drops(), pieces);
+          if (!co_await send(pieces)) break;
+          aligner.keep_rest(bytes, chunk_at);
         }
-        if (at < bytes.size()) pieces.emplace_back(bytes.data() + at, bytes.size() - at);
-        if (!had_token && ctx.content_events > 0) first_token_pending = true;
       } else {
-        pieces.emplace_back(bytes.data(), bytes.size());
+        pieces.assign(1, net::const_buffer(bytes.data(), bytes.size()));
+        if (!co_await send(pieces)) break;
       }
-      if (!pieces.empty()) {
-        bool ok = false;
-        if (chunked) ok = co_await write_client(s, http::make_chunk(pieces), limits.client_write_timeout);
-        else ok = co_await write_client(s, pieces, limits.client_write_timeout);
-        if (!ok) break;
-        if (first_token_pending) {
-          ctx.first_token_written = clock::now();
-          first_token_pending = false;
-        }
-      }
-      if (accounting.cut()) break;
     }
     if (ctx.client_gone) break;
     if (ec) {
@@ -303,13 +347,19 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     s.upstream->stream.close();
     s.upstream.reset();
     auto tail = stream::make_limit_final_events(ctx.dialect, *r.plan.output_limit);
-    if (accounting.cut_mid_event()) tail.insert(0, "\n\n");  // end the half-sent event first
+    if (cut_mid_event) tail.insert(0, "\n\n");  // end the half-sent event first
     if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
     if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
     co_return client_keep_alive;
   }
 
   if (!failure) {
+    if (ctx.streamed && aligner.forwarded() < sse.fed()) {
+      // The body ended inside an event: pass the tail on as it was sent (a
+      // client discards an unfinished event, as the spec says).
+      aligner.plan({}, sse.fed(), sse.fed(), accounting.drops(), pieces);
+      if (!co_await send(pieces)) co_return false;
+    }
     if (chunked && !co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
     s.finished = true;  // from here on the watcher must not touch the connection
     if (parser.keep_alive()) r.pool.release(std::move(s.upstream));
@@ -328,9 +378,9 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   s.upstream->stream.close();
   if (!ctx.streamed || !chunked) co_return false;  // a cut connection is the only honest signal left
 
-  std::string tail;
-  if (sse.inside_line()) tail = "\n\n";            // close the cut line and the cut event
-  else if (!sse.at_event_boundary()) tail = "\n";  // close the cut event
+  // Whole events only reached the client, unless one huge event was being
+  // passed through: then close it first.
+  std::string tail = aligner.forwarded() > sse.boundary() ? "\n\n" : "";
   tail += stream::make_error_event(ctx.dialect, "upstream_error",
                                    failure == beast::error::timeout ? "upstream_timeout" : "upstream_disconnected",
                                    reason.message);

@@ -17,6 +17,11 @@ std::size_t find_line_end(std::string_view s, std::size_t from) {
 }  // namespace
 
 void sse_parser::feed(std::string_view bytes, sse_sink& sink) {
+  feed_lines(bytes, sink);
+  fed_ += bytes.size();
+}
+
+void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
   std::size_t i = 0;
   if (skip_lf_ && !bytes.empty()) {
     skip_lf_ = false;
@@ -43,6 +48,7 @@ void sse_parser::feed(std::string_view bytes, sse_sink& sink) {
       line_.clear();
     }
     in_line_ = false;
+    if (data_.empty() && type_.empty()) boundary_ = fed_ + chunk_offset_;
     i = end + 1;
     if (bytes[end] == '\r') {
       if (i < bytes.size()) {

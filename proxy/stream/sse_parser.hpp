@@ -4,6 +4,7 @@
 // between the CR and LF of a CRLF), and calls the sink once per dispatched
 // event. It only observes: the relay has already forwarded the bytes.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -42,15 +43,20 @@ class sse_parser {
   // The body ended inside an event: that tail is discarded, as the spec says.
   bool has_incomplete_event() const { return in_line_ || !data_.empty() || !type_.empty(); }
 
-  // During a sink callback: the offset in the chunk being fed just past the
-  // blank line that dispatched the event (where the next event begins).
-  std::size_t chunk_offset() const { return chunk_offset_; }
+  // Absolute stream offsets (bytes since the first feed). During a sink
+  // callback, the event occupies [boundary(), position()). After a feed,
+  // boundary() is where the bytes stop being whole events: what follows is
+  // the start of an event (or line) still to be completed.
+  std::uint64_t boundary() const { return boundary_; }
+  std::uint64_t position() const { return fed_ + chunk_offset_; }
+  std::uint64_t fed() const { return fed_; }
 
   std::size_t events_dispatched() const { return events_; }
   std::size_t oversized_events() const { return oversized_; }
   const std::string& last_event_id() const { return last_id_; }
 
  private:
+  void feed_lines(std::string_view bytes, sse_sink& sink);
   void process_line(std::string_view line, sse_sink& sink);
   void dispatch(sse_sink& sink);
 
@@ -66,6 +72,8 @@ class sse_parser {
   std::size_t events_ = 0;
   std::size_t oversized_ = 0;
   std::size_t chunk_offset_ = 0;
+  std::uint64_t fed_ = 0;       // bytes fed before the current chunk
+  std::uint64_t boundary_ = 0;  // just past the last line that left no event pending
 };
 
 }  // namespace tokengate::stream

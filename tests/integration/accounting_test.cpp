@@ -1,0 +1,138 @@
+// What the metrics report, against a demo engine with known timing.
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "stream/observer.hpp"
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test {
+namespace {
+
+namespace json = boost::json;
+
+fixture_options routed() {
+  fixture_options o;
+  o.top_extra = "routes:\n  - {name: chat, models: [demo], targets: [{upstream: demo}]}\n";
+  return o;
+}
+
+stream::stream_facts observe(const std::string& body) {
+  stream::stream_observer o(true);
+  stream::sse_parser p;
+  p.feed(body, o);
+  return o.facts();
+}
+
+// The value of one sample line in the exposition, or -1.
+double sample(const std::string& metrics, const std::string& prefix) {
+  auto pos = metrics.find("\n" + prefix + " ");
+  if (pos == std::string::npos) return -1;
+  return std::stod(metrics.substr(pos + prefix.size() + 2));
+}
+
+TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
+  proxy_fixture f(routed());
+  for (int i = 0; i < 3; ++i) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"messages":[{"role":"user","content":")" + std::string(400, 'x') +
+                         R"("}],"demo":{"ttft_ms":120,"interval_ms":30,"tokens":8}})"));
+    ASSERT_TRUE(read_response(c).complete);
+  }
+  auto stats = json::parse(http_get(f.admin_port(), "/stats").body).at("routes").at("chat").as_object();
+  auto at = [&](const char* metric, const char* field) {
+    return static_cast<double>(stats.at(metric).at("since_start").at(field).to_number<std::int64_t>()) / 1000.0;
+  };
+  EXPECT_EQ(stats.at("ttft_us").at("since_start").at("count").to_number<std::uint64_t>(), 3u);
+  EXPECT_NEAR(at("ttft_us", "p50"), 120, 8);
+  EXPECT_NEAR(at("inter_token_us", "p50"), 30, 4);
+  EXPECT_NEAR(at("time_per_output_token_us", "p50"), 30, 4);
+  EXPECT_NEAR(at("duration_us", "p50"), 120 + 7 * 30, 15);
+  EXPECT_EQ(stats.at("inter_token_us").at("last_1m").at("count").to_number<std::uint64_t>(), 3u * 7);
+
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  const std::string labels = R"(route="chat",model="demo",upstream="demo")";
+  // Exact counts: 8 output tokens each, input as the engine estimated it (400 bytes / 4 + 1).
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 24);
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"input\"}"), 3 * 101);
+  EXPECT_EQ(sample(metrics, "tokengate_requests_total{" + labels + ",outcome=\"success\"}"), 3);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_count{" + labels + "}"), 3);
+  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 21);
+  // All three TTFTs (~120 ms) fall between the 0.1 and 0.25 bucket bounds.
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 0);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.25\"}"), 3);
+}
+
+TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
+  proxy_fixture f(routed());
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete);
+    auto facts = observe(r.body);
+    EXPECT_EQ(facts.usage_events, 0u) << "a client that did not ask gets no usage chunk";
+    EXPECT_TRUE(facts.ended_properly());
+    EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
+    auto sent = json::parse(f.engine_last_request().at("body").as_string());
+    EXPECT_TRUE(sent.at("stream_options").at("include_usage").as_bool()) << "but the upstream was asked";
+  }
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":4,"stream_options":{"include_usage":true}})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete);
+    auto facts = observe(r.body);
+    EXPECT_EQ(facts.usage_events, 1u) << "the client that asked gets exactly one";
+    EXPECT_EQ(facts.output_tokens, 4);
+  }
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_EQ(sample(metrics, R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})"), 8);
+}
+
+TEST(Accounting, OutcomesAreCountedByKind) {
+  proxy_fixture f(routed());
+  { http_client c(f.port()); c.send(post_json("/v1/chat/completions", R"({"model":"nope"})")); read_response(c); }
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":5,"interval_ms":5,"reset_after":2}})"));
+    read_response(c);
+  }
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":500,"interval_ms":10}})"));
+    ASSERT_TRUE(wait_until([&] { c.read_some(10ms); return c.raw().find("\"content\":\"The\"") != std::string::npos; }, 3s, "a token"));
+    c.close();
+  }
+  ASSERT_TRUE(wait_until([&] {
+    return sample(http_get(f.admin_port(), "/metrics").body,
+                  R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="cancelled"})") == 1;
+  }, 2s, "the cancellation to be counted"));
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_EQ(sample(metrics, R"(tokengate_requests_total{route="none",model="none",upstream="",outcome="client_error"})"), 1);
+  EXPECT_EQ(sample(metrics, R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="stream_failed"})"), 1);
+}
+
+TEST(Accounting, ExpositionPassesPromtool) {
+  proxy_fixture f(routed());
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
+  ASSERT_TRUE(read_response(c).complete);
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  auto path = testing::TempDir() + "tokengate-metrics.txt";
+  std::ofstream(path) << metrics;
+  ASSERT_EQ(std::system("command -v promtool > /dev/null"), 0) << "promtool missing: run scripts/setup";
+  auto rc = std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
+  std::ifstream out(path + ".out");
+  std::string report((std::istreambuf_iterator<char>(out)), {});
+  EXPECT_EQ(rc, 0) << report;
+  EXPECT_NE(metrics.find("# TYPE tokengate_time_to_first_token_seconds histogram"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tokengate::test
