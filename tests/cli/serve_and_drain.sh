@@ -37,15 +37,19 @@ sed -i "s|127.0.0.1:0/v1|127.0.0.1:$engine_port/v1|; /^demo_engine/d" "$work/goo
 
 "$bin" serve -c "$work/good.yaml" > "$work/log" 2>&1 &
 server_pid=$!
-for _ in $(seq 100); do grep -q "listening on http://127.0.0.1:[1-9]" "$work/log" && break; sleep 0.05; done
+for _ in $(seq 100); do grep -q "metrics at" "$work/log" && break; sleep 0.05; done
 port=$(grep -o "listening on http://127.0.0.1:[0-9]*" "$work/log" | head -1 | grep -o '[0-9]*$')
-[[ -n $port ]] || fail "proxy did not start"
+admin=$(grep -o "metrics at http://127.0.0.1:[0-9]*" "$work/log" | grep -o '[0-9]*$')
+[[ -n $port && -n $admin ]] || fail "proxy did not start"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]] || fail "not ready after start"
 
 body='{"model":"demo","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
 curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' -d "$body" > "$work/stream.out" &
 curl_pid=$!
 sleep 0.2
 kill -TERM "$server_pid"   # mid-stream: 10 tokens at 20/s take 0.5 s
+sleep 0.1
+[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 503 ]] || fail "still ready while draining"
 wait "$curl_pid" || fail "curl failed during drain"
 grep -q 'data: \[DONE\]' "$work/stream.out" || fail "stream was cut by the drain: $(cat "$work/stream.out")"
 wait "$server_pid"; rc=$?
