@@ -6,13 +6,17 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <unistd.h>
+
 #include <charconv>
+#include <sstream>
 #include <filesystem>
 #include <functional>
 #include <csignal>
 #include <iostream>
 #include <optional>
 
+#include "bench/bench.hpp"
 #include "config/config.hpp"
 #include "engine/demo_engine.hpp"
 #include "routing/policy.hpp"
@@ -30,6 +34,10 @@ constexpr const char* usage =
     "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
     "              [--output-tokens N]       run the simulated LLM on its own\n"
+    "  bench --url URL [--api openai|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
+    "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
+    "        [--extra-body JSON] [--timeout SECONDS] [--json]\n"
+    "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
     "  version                               print the version\n";
 
 struct options {
@@ -241,8 +249,60 @@ int hash_key(const std::vector<std::string>& args) {
 
 }  // namespace
 
+std::vector<int> int_list(const std::string& name, const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc{} || p != item.data() + item.size() || v < 1)
+      throw std::runtime_error("--" + name + ": expected positive integers separated by commas, got '" + text + "'");
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::runtime_error("--" + name + " is empty");
+  return out;
+}
+
+int bench_command(const std::vector<std::string>& args) {
+  bench::options o;
+  o.progress = ::isatty(STDERR_FILENO) != 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--json") {
+      o.json = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) throw std::runtime_error("option " + a + " needs a value");
+    const auto& v = args[++i];
+    if (a == "--url") o.url = v;
+    else if (a == "--api") o.api = v;
+    else if (a == "--model") o.model = v;
+    else if (a == "--key-env") o.key_env = v;
+    else if (a == "--requests") o.requests = int_list("requests", v).front();
+    else if (a == "--concurrency") o.concurrency = int_list("concurrency", v);
+    else if (a == "--prompt-tokens") o.prompt_tokens = int_list("prompt-tokens", v);
+    else if (a == "--max-tokens") o.max_tokens = int_list("max-tokens", v).front();
+    else if (a == "--extra-body") o.extra_body = v;
+    else if (a == "--timeout") o.timeout = std::chrono::seconds(int_list("timeout", v).front());
+    else throw std::runtime_error("unknown bench option " + a);
+  }
+  if (o.json) o.progress = false;
+  auto results = bench::run(o);
+  std::cout << (o.json ? bench::render_json(results) + "\n" : bench::render_table(results)) << std::flush;
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "hash-key") return hash_key(args);
+  if (!args.empty() && args[0] == "bench") {
+    try {
+      return bench_command(args);
+    } catch (const std::exception& e) {
+      std::cerr << "tokengate bench: " << e.what() << '\n';
+      return 2;
+    }
+  }
   std::string error;
   auto o = parse(args, error);
   if (!o) {

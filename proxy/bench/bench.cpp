@@ -1,0 +1,339 @@
+#include "bench/bench.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json.hpp>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "server/any_stream.hpp"
+#include "server/tls_context.hpp"
+#include "stream/observer.hpp"
+#include "upstream/target_url.hpp"
+
+namespace tokengate::bench {
+namespace {
+
+namespace json = boost::json;
+using clock = std::chrono::steady_clock;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+struct sample {
+  std::string error;  // empty: success
+  double ttft_ms = 0, duration_ms = 0, tpot_ms = 0, tokens_per_second = 0;
+  std::vector<double> gaps_ms;
+  int tokens = 0;
+};
+
+// Timestamps token events as the observer recognises them.
+class token_clock final : public stream::sse_sink {
+ public:
+  explicit token_clock(sample& s) : s_(s) {}
+  void at(clock::time_point now) { now_ = now; }
+  void on_event(const stream::sse_event& e) override {
+    observer_.on_event(e);
+    if (!(observer_.last_kinds() & stream::content_kinds)) return;
+    if (s_.tokens++ == 0) first_ = now_;
+    else s_.gaps_ms.push_back(ms(now_ - last_));
+    last_ = now_;
+  }
+  const stream::stream_facts& facts() const { return observer_.facts(); }
+  clock::time_point first() const { return first_; }
+  clock::time_point last() const { return last_; }
+  static double ms(clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+ private:
+  sample& s_;
+  stream::stream_observer observer_;
+  clock::time_point now_, first_, last_;
+};
+
+// About four bytes per token, as engines estimate English text (the demo
+// engine does exactly that), so --prompt-tokens means what it says.
+std::string synthetic_prompt(int tokens) {
+  static constexpr std::string_view words[] = {"the ", "cat ", "sat ", "and ", "ran ", "far ", "but ", "not "};
+  std::string out;
+  out.reserve(static_cast<std::size_t>(tokens) * 4);
+  for (int i = 0; i < tokens; ++i) out += words[(i * 7 + i / 8) % 8];
+  return out;
+}
+
+std::string request_body(const options& o, int prompt_tokens) {
+  json::object body{{"model", o.model},
+                    {"stream", true},
+                    {"max_tokens", o.max_tokens},
+                    {"messages", json::array{json::object{{"role", "user"}, {"content", synthetic_prompt(prompt_tokens)}}}}};
+  if (!o.extra_body.empty()) {
+    auto extra = json::parse(o.extra_body);
+    if (!extra.is_object()) throw std::runtime_error("--extra-body must be a JSON object");
+    for (const auto& [k, v] : extra.get_object()) body[k] = v;
+  }
+  return json::serialize(body);
+}
+
+struct point_state {
+  const options& o;
+  const upstream::target_url& url;
+  std::shared_ptr<net::ssl::context> tls;
+  std::string path, body, key;
+  int next = 0, done = 0;
+  std::vector<sample> samples;
+};
+
+net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string& error) {
+  auto ex = co_await net::this_coro::executor;
+  tcp::resolver resolver(ex);
+  auto [rec, endpoints] = co_await resolver.async_resolve(st.url.host, st.url.port, use_tuple);
+  if (rec) {
+    error = "resolve";
+    co_return nullptr;
+  }
+  beast::tcp_stream tcp_stream(ex);
+  tcp_stream.expires_after(std::chrono::seconds(10));
+  auto [cec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
+  if (cec) {
+    error = "connect";
+    co_return nullptr;
+  }
+  tcp_stream.socket().set_option(tcp::no_delay(true));
+  if (!st.url.tls) co_return std::make_unique<any_stream>(std::move(tcp_stream));
+  auto tls = std::make_unique<any_stream::tls_stream>(std::move(tcp_stream), *st.tls);
+  SSL_set_tlsext_host_name(tls->native_handle(), st.url.host.c_str());
+  tls->set_verify_callback(net::ssl::host_name_verification(st.url.host));
+  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
+  if (hec) {
+    error = "tls";
+    co_return nullptr;
+  }
+  co_return std::make_unique<any_stream>(std::move(tls));
+}
+
+// One request on `conn` (opened if needed); fills `s`.
+net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& conn, sample& s) {
+  if (!conn) {
+    conn = co_await connect(st, s.error);
+    if (!conn) co_return;
+  }
+  http::request<http::string_body> req{http::verb::post, st.path, 11};
+  req.set(http::field::host, st.url.host_header);
+  req.set(http::field::content_type, "application/json");
+  req.set(http::field::accept, "text/event-stream");
+  if (st.o.api == "anthropic") {
+    req.set("anthropic-version", "2023-06-01");
+    if (!st.key.empty()) req.set("x-api-key", st.key);
+  } else if (!st.key.empty()) {
+    req.set(http::field::authorization, "Bearer " + st.key);
+  }
+  req.body() = st.body;
+  req.prepare_payload();
+  conn->tcp().expires_after(st.o.timeout);
+  auto start = clock::now();
+  auto [wec, wn] = co_await http::async_write(*conn, req, use_tuple);
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);
+  error_code ec = wec;
+  if (!ec) {
+    auto [hec, hn] = co_await http::async_read_header(*conn, buffer, parser, use_tuple);
+    ec = hec;
+  }
+  if (ec) {
+    s.error = ec == beast::error::timeout ? "timeout" : "connect";
+    conn.reset();
+    co_return;
+  }
+  bool ok_status = parser.get().result_int() == 200;
+  if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
+  stream::sse_parser sse;
+  token_clock tokens(s);
+  std::array<char, 16384> chunk;
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    auto [rec, rn] = co_await http::async_read_some(*conn, buffer, parser, use_tuple);
+    if (rec == http::error::need_buffer) rec = {};
+    auto got = chunk.size() - parser.get().body().size;
+    if (got > 0 && ok_status) {
+      tokens.at(clock::now());
+      sse.feed(std::string_view(chunk.data(), got), tokens);
+    }
+    if (rec) {
+      if (s.error.empty()) s.error = rec == beast::error::timeout ? "timeout" : "stream_cut";
+      conn.reset();
+      co_return;
+    }
+  }
+  auto end = clock::now();
+  if (!parser.keep_alive()) conn.reset();
+  if (!s.error.empty()) co_return;
+  if (tokens.facts().error) s.error = "stream_error";
+  else if (s.tokens == 0) s.error = "no_tokens";
+  if (!s.error.empty()) co_return;
+  s.ttft_ms = token_clock::ms(tokens.first() - start);
+  s.duration_ms = token_clock::ms(end - start);
+  if (s.tokens > 1) {
+    auto span = token_clock::ms(tokens.last() - tokens.first());
+    s.tpot_ms = span / (s.tokens - 1);
+    s.tokens_per_second = span > 0 ? (s.tokens - 1) * 1000.0 / span : 0;
+  }
+}
+
+void draw_progress(const point_state& st, int concurrency, int prompt) {
+  int width = 30;
+  int filled = st.o.requests ? st.done * width / st.o.requests : width;
+  std::fprintf(stderr, "\r  concurrency %-4d prompt %-6d [%s%s] %d/%d", concurrency, prompt,
+               std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), st.done, st.o.requests);
+  if (st.done == st.o.requests) std::fprintf(stderr, "\n");
+}
+
+net::awaitable<void> client_loop(point_state& st, int concurrency, int prompt) {
+  std::unique_ptr<any_stream> conn;
+  while (st.next < st.o.requests) {
+    auto index = static_cast<std::size_t>(st.next++);
+    co_await one_request(st, conn, st.samples[index]);
+    ++st.done;
+    if (st.o.progress) draw_progress(st, concurrency, prompt);
+  }
+}
+
+percentiles summarise(std::vector<double> v) {
+  percentiles p;
+  p.count = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {  // nearest rank: a value that was really seen
+    auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+  };
+  p.p50 = at(0.50);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  p.max = v.back();
+  return p;
+}
+
+point_result run_point(const options& o, const upstream::target_url& url, std::shared_ptr<net::ssl::context> tls,
+                       const std::string& key, int concurrency, int prompt) {
+  point_state st{o, url, std::move(tls), url.upstream_path(o.api == "anthropic" ? "/v1/messages" : "/v1/chat/completions"),
+                 request_body(o, prompt), key};
+  st.samples.resize(static_cast<std::size_t>(o.requests));
+  net::io_context io(1);
+  auto start = clock::now();
+  for (int c = 0; c < concurrency; ++c) net::co_spawn(io, client_loop(st, concurrency, prompt), net::detached);
+  io.run();
+  point_result r;
+  r.concurrency = concurrency;
+  r.prompt_tokens = prompt;
+  r.requests = o.requests;
+  r.wall_seconds = std::chrono::duration<double>(clock::now() - start).count();
+  std::vector<double> ttft, gaps, tpot, rate, duration;
+  for (const auto& s : st.samples) {
+    if (!s.error.empty()) {
+      ++r.errors[s.error];
+      continue;
+    }
+    ++r.ok;
+    ttft.push_back(s.ttft_ms);
+    gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+    if (s.tokens > 1) {
+      tpot.push_back(s.tpot_ms);
+      rate.push_back(s.tokens_per_second);
+    }
+    duration.push_back(s.duration_ms);
+    r.output_tokens_total += s.tokens;
+  }
+  r.ttft = summarise(ttft);
+  r.inter_token = summarise(gaps);
+  r.time_per_output_token = summarise(tpot);
+  r.tokens_per_second = summarise(rate);
+  r.duration = summarise(duration);
+  return r;
+}
+
+}  // namespace
+
+std::vector<point_result> run(const options& o) {
+  auto url = upstream::parse_target_url(o.url);
+  if (!url) throw std::runtime_error("--url must be an http:// or https:// base URL, e.g. http://127.0.0.1:8080/v1");
+  if (o.api != "openai" && o.api != "anthropic") throw std::runtime_error("--api must be openai or anthropic");
+  std::string key;
+  if (!o.key_env.empty()) {
+    const char* v = std::getenv(o.key_env.c_str());
+    if (!v) throw std::runtime_error("environment variable " + o.key_env + " is not set");
+    key = v;
+  }
+  auto tls = url->tls ? make_client_tls_context("") : nullptr;
+  std::vector<point_result> results;
+  for (int prompt : o.prompt_tokens)
+    for (int c : o.concurrency) results.push_back(run_point(o, *url, tls, key, c, prompt));
+  return results;
+}
+
+std::string render_table(const std::vector<point_result>& results) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-5s %-7s %-9s %-24s %-22s %-16s %-10s %-10s %-22s %s\n", "conc", "prompt",
+                "ok/total", "TTFT ms p50/p95/p99", "ITL ms p50/p95/p99", "TPOT ms p50/p95", "tok/s p50",
+                "total t/s", "duration ms p50/p95/p99", "errors");
+  out << line;
+  for (const auto& r : results) {
+    std::string errors;
+    for (const auto& [kind, n] : r.errors) errors += kind + ":" + std::to_string(n) + " ";
+    auto triple = [](const percentiles& p) {
+      char b[64];
+      std::snprintf(b, sizeof(b), "%.1f/%.1f/%.1f", p.p50, p.p95, p.p99);
+      return std::string(b);
+    };
+    char tpot[48], ok[24];
+    std::snprintf(tpot, sizeof(tpot), "%.1f/%.1f", r.time_per_output_token.p50, r.time_per_output_token.p95);
+    std::snprintf(ok, sizeof(ok), "%d/%d", r.ok, r.requests);
+    std::snprintf(line, sizeof(line), "%-5d %-7d %-9s %-24s %-22s %-16s %-10.1f %-10.1f %-22s %s\n", r.concurrency,
+                  r.prompt_tokens, ok, triple(r.ttft).c_str(), triple(r.inter_token).c_str(), tpot,
+                  r.tokens_per_second.p50, r.throughput_tokens_per_second(), triple(r.duration).c_str(),
+                  errors.empty() ? "-" : errors.c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+std::string render_json(const std::vector<point_result>& results) {
+  json::array out;
+  auto pct = [](const percentiles& p) {
+    return json::object{{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}};
+  };
+  for (const auto& r : results) {
+    json::object errors;
+    for (const auto& [kind, n] : r.errors) errors[kind] = n;
+    out.push_back(json::object{{"concurrency", r.concurrency},
+                               {"prompt_tokens", r.prompt_tokens},
+                               {"requests", r.requests},
+                               {"ok", r.ok},
+                               {"errors", errors},
+                               {"ttft_ms", pct(r.ttft)},
+                               {"inter_token_ms", pct(r.inter_token)},
+                               {"time_per_output_token_ms", pct(r.time_per_output_token)},
+                               {"tokens_per_second", pct(r.tokens_per_second)},
+                               {"duration_ms", pct(r.duration)},
+                               {"output_tokens", r.output_tokens_total},
+                               {"wall_seconds", r.wall_seconds},
+                               {"throughput_tokens_per_second", r.throughput_tokens_per_second()}});
+  }
+  return json::serialize(out);
+}
+
+}  // namespace tokengate::bench

@@ -1,0 +1,53 @@
+#pragma once
+// `tokengate bench`: measures any OpenAI-compatible or Anthropic endpoint
+// the way LLM latency should be measured: time to first token, every gap
+// between tokens, time per output token, tokens per second and duration, at
+// p50 / p95 / p99 (never the average), with errors by kind. Token events
+// are recognised by the same observer the proxy uses.
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tokengate::bench {
+
+struct options {
+  std::string url = "http://127.0.0.1:8080/v1";  // base URL, as an SDK takes it
+  std::string api = "openai";                     // openai (chat completions) | anthropic (messages)
+  std::string model = "demo";
+  std::string key_env;                            // environment variable holding the API key
+  int requests = 20;                              // per sweep point
+  std::vector<int> concurrency{1};
+  std::vector<int> prompt_tokens{100};
+  int max_tokens = 64;
+  std::string extra_body;                         // JSON members added to each request body
+  std::chrono::seconds timeout{300};              // per request
+  bool json = false;
+  bool progress = false;                          // a progress bar on stderr
+};
+
+struct percentiles {
+  std::uint64_t count = 0;
+  double p50 = 0, p95 = 0, p99 = 0, max = 0;  // milliseconds (tokens/s for rates)
+};
+
+struct point_result {
+  int concurrency = 0;
+  int prompt_tokens = 0;
+  int requests = 0;
+  int ok = 0;
+  std::map<std::string, int> errors;  // by kind: connect, http_429, stream_error, timeout, …
+  percentiles ttft, inter_token, time_per_output_token, tokens_per_second, duration;
+  double output_tokens_total = 0;
+  double wall_seconds = 0;
+  double throughput_tokens_per_second() const { return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0; }
+};
+
+// Runs every (concurrency, prompt length) point; throws std::runtime_error
+// on a bad URL or a missing key variable.
+std::vector<point_result> run(const options& o);
+
+std::string render_table(const std::vector<point_result>& results);
+std::string render_json(const std::vector<point_result>& results);
+
+}  // namespace tokengate::bench

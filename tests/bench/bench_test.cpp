@@ -1,0 +1,51 @@
+// `tokengate bench` must recover the demo engine's known timings through
+// the real proxy: prefill grows with the prompt, decode gaps match the rate,
+// and concurrency raises throughput while per-request latency holds.
+#include <gtest/gtest.h>
+
+#include "bench/bench.hpp"
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test {
+namespace {
+
+TEST(Bench, RecoversTheDemoEnginesTimings) {
+  fixture_options fo;
+  fo.decode_tokens_per_second = 50;  // 20 ms between tokens; prefill: 5 ms + 10 ms per 1k prompt tokens
+  proxy_fixture f(fo);
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  o.requests = 8;
+  o.max_tokens = 10;
+  o.prompt_tokens = {100, 4000};
+  o.concurrency = {1, 4};
+  auto results = bench::run(o);
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.ok, 8) << "errors at concurrency " << r.concurrency;
+    EXPECT_EQ(r.output_tokens_total, 80);
+    EXPECT_NEAR(r.inter_token.p50, 20, 3);
+    EXPECT_NEAR(r.time_per_output_token.p50, 20, 3);
+  }
+  const auto& short_prompt = results[0];
+  const auto& long_prompt = results[2];
+  EXPECT_NEAR(short_prompt.ttft.p50, 5 + 1, 4);
+  EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 6) << "prefill: 10 ms per 1k prompt tokens";
+  // Batching: four at once finish in about the time of one.
+  EXPECT_GT(results[1].throughput_tokens_per_second(), 3 * results[0].throughput_tokens_per_second());
+  EXPECT_NEAR(results[1].ttft.p50, short_prompt.ttft.p50, 4);
+}
+
+TEST(Bench, CountsErrorsByKind) {
+  bench::options o;
+  o.url = "http://127.0.0.1:1/v1";
+  o.requests = 3;
+  auto results = bench::run(o);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].ok, 0);
+  EXPECT_EQ(results[0].errors.at("connect"), 3);
+  EXPECT_NE(bench::render_table(results).find("connect:3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tokengate::test
