@@ -1,0 +1,196 @@
+// Side-by-side benchmark: direct to the source, through nginx, through
+// tokengate, in alternating rounds on this machine, in one run. Prints
+// medians and ratios to nginx; writes build/bench-results.json.
+//
+// Usage: node tests/bench/compare.mjs BIN [ROUNDS]
+// The proxy under test (nginx or tokengate) is pinned to core 0; the source
+// (the demo engine in zero-delay mode) and the load (`tokengate bench`) to
+// core 1. Every run is bounded; everything started is stopped at the end.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const bin = process.argv[2];
+const rounds = Number(process.argv[3] ?? 3);
+if (!bin) throw new Error("usage: compare.mjs TOKENGATE_BIN [ROUNDS]");
+const work = mkdtempSync(join(tmpdir(), "tokengate-bench-"));
+const children = [];
+const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function start(cmd, args, ready) {
+  const child = spawn("taskset", ["-c", cmd.core, cmd.path, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let seen = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd.path} did not start:\n${seen}`)), 10000);
+    const onData = (d) => {
+      seen += d;
+      if (!ready || ready.test(seen)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    if (!ready) setTimeout(() => onData(""), 300);
+  });
+}
+
+// CPU seconds (user + system) of a process and its children: nginx's
+// master does no proxying, its worker does.
+function cpuSeconds(pid) {
+  const own = (p) => {
+    const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  };
+  let total = own(pid);
+  let children = "";
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8");
+  } catch {}
+  for (const c of children.trim().split(/\s+/).filter(Boolean)) total += cpuSeconds(Number(c));
+  return total;
+}
+
+function bench(url, args) {
+  const out = execFileSync("taskset", ["-c", "1", bin, "bench", "--url", url, "--json", ...args], {
+    timeout: 120000,
+    maxBuffer: 1 << 26,
+  });
+  return JSON.parse(out.toString())[0];
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+};
+
+async function main() {
+  const enginePort = await freePort();
+  await start({ core: "1", path: bin }, ["demo-engine", "--port", String(enginePort)], /PORT \d+/);
+
+  const nginxPort = await freePort();
+  writeFileSync(
+    join(work, "nginx.conf"),
+    `worker_processes 1;
+pid ${work}/nginx.pid;
+error_log ${work}/nginx-error.log warn;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  client_body_buffer_size 8m;
+  client_max_body_size 16m;
+  upstream source { server 127.0.0.1:${enginePort}; keepalive 128; }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://source;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`,
+  );
+  const nginx = await start({ core: "0", path: "/usr/sbin/nginx" }, ["-c", join(work, "nginx.conf"), "-g", "daemon off;"]);
+
+  const tgPort = await freePort();
+  const adminPort = await freePort();
+  writeFileSync(
+    join(work, "tokengate.yaml"),
+    `log_level: warn     # no access log, as nginx runs with access_log off
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: ${tgPort}}]
+upstreams:
+  source: {base_url: "http://127.0.0.1:${enginePort}/v1", pool_size: 256}
+routes:       # the policy is on: routing by model, a max-token clamp, full accounting
+  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
+     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
+admin: {address: 127.0.0.1, port: ${adminPort}}
+`,
+  );
+  const tokengate = await start({ core: "0", path: bin }, ["serve", "-c", join(work, "tokengate.yaml")], /Send requests to/);
+
+  const targets = {
+    direct: { url: `http://127.0.0.1:${enginePort}/v1`, pid: null },
+    nginx: { url: `http://127.0.0.1:${nginxPort}/v1`, pid: nginx.pid },
+    tokengate: { url: `http://127.0.0.1:${tgPort}/v1`, pid: tokengate.pid },
+  };
+  const fast = (tokens) => JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 0, tokens } });
+  const scenarios = {
+    "1 added latency (1 connection, 20 tokens)": ["--model", "bench", "--requests", "300", "--concurrency", "1",
+      "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
+    "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
+      "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
+    "6 long prompts (64 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "128", "--concurrency", "64",
+      "--max-tokens", "20", "--prompt-tokens", "50000", "--extra-body", fast(20)],
+  };
+
+  const results = {};
+  for (const [name, args] of Object.entries(scenarios)) {
+    results[name] = {};
+    for (const t of Object.keys(targets)) results[name][t] = [];
+    bench(targets.direct.url, args);  // warm-up: connections, caches
+    for (let round = 0; round < rounds; round++) {
+      for (const [t, target] of Object.entries(targets)) {
+        const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
+        const r = bench(target.url, args);
+        const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
+        results[name][t].push({
+          ok: r.ok, requests: r.requests, errors: r.errors,
+          ttft_p50: r.ttft_ms.p50, ttft_p99: r.ttft_ms.p99,
+          events_per_s: r.throughput_tokens_per_second,
+          cpu_s_per_million: r.output_tokens ? (cpu / r.output_tokens) * 1e6 : 0,
+        });
+      }
+    }
+  }
+
+  const lines = [];
+  const fmt = (x, d = 2) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(d));
+  for (const [name, per] of Object.entries(results)) {
+    lines.push(`\n== scenario ${name}; medians of ${rounds} alternating rounds`);
+    lines.push("target      ok        TTFT p50 ms  TTFT p99 ms  added p50  added p99  events/s    CPU s/M events");
+    const m = {};
+    for (const [t, runs] of Object.entries(per)) {
+      m[t] = {
+        ttft50: median(runs.map((r) => r.ttft_p50)), ttft99: median(runs.map((r) => r.ttft_p99)),
+        eps: median(runs.map((r) => r.events_per_s)), cpu: median(runs.map((r) => r.cpu_s_per_million)),
+        ok: runs.reduce((a, r) => a + r.ok, 0), n: runs.reduce((a, r) => a + r.requests, 0),
+      };
+    }
+    for (const [t, v] of Object.entries(m)) {
+      const added50 = v.ttft50 - m.direct.ttft50, added99 = v.ttft99 - m.direct.ttft99;
+      lines.push(`${t.padEnd(11)} ${`${v.ok}/${v.n}`.padEnd(9)} ${fmt(v.ttft50).padStart(11)}  ${fmt(v.ttft99).padStart(11)}  ` +
+        `${t === "direct" ? "        -" : fmt(added50, 3).padStart(9)}  ${t === "direct" ? "        -" : fmt(added99, 3).padStart(9)}  ` +
+        `${fmt(v.eps, 0).padStart(10)}  ${t === "direct" ? "-" : fmt(v.cpu, 2)}`);
+    }
+    const a = m.tokengate, b = m.nginx;
+    lines.push(`ratio tokengate/nginx: added TTFT p50 ${fmt((a.ttft50 - m.direct.ttft50) / (b.ttft50 - m.direct.ttft50))}, ` +
+      `added TTFT p99 ${fmt((a.ttft99 - m.direct.ttft99) / (b.ttft99 - m.direct.ttft99))}, ` +
+      `events/s ${fmt(a.eps / b.eps)}, CPU per event ${fmt(a.cpu / b.cpu)}`);
+  }
+  const report = lines.join("\n");
+  console.log(report);
+  writeFileSync(join(process.cwd(), "build", "bench-results.json"), JSON.stringify(results, null, 2));
+}
+
+try {
+  await main();
+} finally {
+  for (const c of children) c.kill("SIGTERM");
+  rmSync(work, { recursive: true, force: true });
+}
