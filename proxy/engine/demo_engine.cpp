@@ -107,8 +107,8 @@ json::object openai_usage(const plan& p, std::size_t produced) {
 
 class generator {
  public:
-  generator(tcp::socket& socket, const plan& p, std::uint64_t id)
-      : socket_(socket), plan_(p), id_("demo-" + std::to_string(id)),
+  generator(tcp::socket& socket, const plan& p, std::uint64_t id, demo_stats& stats)
+      : socket_(socket), plan_(p), stats_(stats), id_("demo-" + std::to_string(id)),
         created_(std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
@@ -245,6 +245,7 @@ class generator {
     int n = std::snprintf(size.data(), size.size(), "%zx\r\n", payload.size());
     std::array<net::const_buffer, 3> parts{net::buffer(size.data(), n), net::buffer(payload), net::buffer("\r\n", 2)};
     co_await net::async_write(socket_, parts, net::use_awaitable);
+    stats_.bytes_streamed += payload.size();
   }
 
   void reset_connection() {
@@ -255,6 +256,7 @@ class generator {
 
   tcp::socket& socket_;
   const plan& plan_;
+  demo_stats& stats_;
   std::string id_;
   std::int64_t created_;
 };
@@ -325,7 +327,7 @@ json::object stats_json(const demo_engine::state& st) {
 net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const plan& p) {
   using namespace net::experimental::awaitable_operators;
   auto& stats = *st.stats;
-  generator gen(socket, p, st.next_id++);
+  generator gen(socket, p, st.next_id++, stats);
   stats.active++;
   bool keep = true;
   try {

@@ -28,6 +28,7 @@ struct demo_stats {
   std::atomic<std::uint64_t> resets{0};
   std::atomic<std::int64_t> active{0};
   std::atomic<std::int64_t> last_cancel_ns{0};  // steady_clock (CLOCK_MONOTONIC) time
+  std::atomic<std::uint64_t> bytes_streamed{0};  // event bytes written: shows backpressure
 };
 
 class demo_engine {

@@ -4,6 +4,8 @@
 #include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 namespace tokengate {
 namespace {
 
@@ -12,6 +14,14 @@ namespace {
 std::int64_t us_between(clock::time_point from, clock::time_point to) {
   if (from == clock::time_point{} || to == clock::time_point{}) return -1;
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+// Decode speed as the client saw it: token events after the first, over the
+// time they took.
+double tokens_per_second(const request_context& ctx) {
+  if (ctx.content_events < 2) return 0;
+  auto seconds = std::chrono::duration<double>(ctx.last_token - ctx.first_token).count();
+  return seconds > 0 ? std::round(static_cast<double>(ctx.content_events - 1) / seconds * 10) / 10 : 0;
 }
 
 }  // namespace
@@ -31,11 +41,13 @@ void log_access(const request_context& ctx) {
       {"streamed", ctx.streamed},
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},
       {"upstream_ttft_us", us_between(ctx.request_sent, ctx.first_token)},
+      {"upstream_connect_us", us_between(ctx.request_read, ctx.upstream_connected)},
       {"upstream_first_byte_us", us_between(ctx.request_sent, ctx.upstream_headers)},
       {"duration_us", us_between(ctx.request_read, ctx.finished)},
       {"input_tokens", optional_int(ctx.input_tokens)},
       {"output_tokens", optional_int(ctx.output_tokens)},
       {"token_events", ctx.content_events},
+      {"output_tokens_per_second", tokens_per_second(ctx)},
       {"sse_events", ctx.sse_events},
       {"bytes_out", ctx.bytes_to_client},
       {"limit", ctx.limit_clamped ? "clamped" : ctx.limit_injected ? "injected" : ctx.limit_enforced ? "enforced" : ""},

@@ -21,6 +21,7 @@ struct request_context {
 
   clock::time_point received;       // request head arrived
   clock::time_point request_read;   // body read
+  clock::time_point upstream_connected;  // connection ready, TLS included (pooled: when taken)
   clock::time_point request_sent;   // to the upstream (the last attempt)
   clock::time_point upstream_headers;
   clock::time_point first_event;    // first SSE event relayed

@@ -453,6 +453,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
         break;
       }
       s.upstream = std::move(acquired.conn);
+      ctx.upstream_connected = clock::now();
       if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
 
       auto& up_stream = s.upstream->stream;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iostream>
+#include <thread>
 
 #include "support/proxy_fixture.hpp"
 
@@ -153,6 +155,37 @@ TEST(Streaming, PipelinedRequestsAreAnsweredInOrder) {
     EXPECT_EQ(boost::json::parse(r.body).at("usage").at("completion_tokens").as_int64(), expected_tokens);
     c.consume(r.body_offset + r.body.size());
   }
+}
+
+}  // namespace
+}  // namespace tokengate::test
+
+namespace tokengate::test {
+namespace {
+
+TEST(Streaming, ASlowClientStopsTheUpstreamInsteadOfGrowingMemory) {
+  proxy_fixture f;
+  http_client c(f.port());
+  // About 100 MB of events as fast as the engine can write them, to a client
+  // that reads nothing. With backpressure the engine's writes stall once the
+  // socket buffers on the way are full; a proxy that buffered would let it
+  // write everything.
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"demo":{"tokens":600000,"interval_ms":0,"ttft_ms":0}})"));
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  std::uint64_t last = 0;
+  ASSERT_TRUE(wait_until([&] {
+    std::this_thread::sleep_for(300ms);
+    auto now = f.engine_stats().bytes_streamed.load();
+    bool stalled = now > 0 && now == last;
+    last = now;
+    return stalled;
+  }, 20s, "the engine's writes to stall"));
+  EXPECT_LT(last, 80u << 20) << "the engine wrote " << (last >> 20) << " MiB before it was held back";
+  EXPECT_EQ(f.engine_stats().completed.load(), 0u);
+  std::cout << "[ measure ] upstream held back after " << (last >> 10) << " KiB in socket buffers\n";
+  c.close();
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
 }
 
 }  // namespace
