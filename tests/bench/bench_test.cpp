@@ -24,13 +24,13 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   for (const auto& r : results) {
     EXPECT_EQ(r.ok, 8) << "errors at concurrency " << r.concurrency;
     EXPECT_EQ(r.output_tokens_total, 80);
-    EXPECT_NEAR(r.inter_token.p50, 20, 3);
-    EXPECT_NEAR(r.time_per_output_token.p50, 20, 3);
+    EXPECT_NEAR(r.inter_token.p50, 20, 4);
+    EXPECT_NEAR(r.time_per_output_token.p50, 20, 4);
   }
   const auto& short_prompt = results[0];
   const auto& long_prompt = results[2];
   EXPECT_NEAR(short_prompt.ttft.p50, 5 + 1, 4);
-  EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 6) << "prefill: 10 ms per 1k prompt tokens";
+  EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 8) << "prefill: 10 ms per 1k prompt tokens";
   // Batching: four at once finish in about the time of one.
   EXPECT_GT(results[1].throughput_tokens_per_second(), 3 * results[0].throughput_tokens_per_second());
   EXPECT_NEAR(results[1].ttft.p50, short_prompt.ttft.p50, 4);
