@@ -8,7 +8,7 @@
 // core 1. Every run is bounded; everything started is stopped at the end.
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -159,7 +159,58 @@ admin: {address: 127.0.0.1, port: ${adminPort}}
     }
   }
 
+  // Scenario 4: the client aborts after 5 tokens; how long until the source
+  // sees its connection close? The demo engine stamps each close with the
+  // monotonic clock, which process.hrtime shares on Linux.
+  const engineStats = async () => (await (await fetch(`http://127.0.0.1:${enginePort}/demo/stats`)).json());
+  const abortOnce = (port) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ model: "bench", stream: true, max_tokens: 200,
+        demo: { ttft_ms: 0, interval_ms: 2, tokens: 200 } });
+      const sock = connect(port, "127.0.0.1", () => {
+        sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      });
+      let seen = "";
+      sock.on("data", (d) => {
+        seen += d;
+        if ((seen.match(/"content":"[^"]/g) || []).length >= 5) {
+          const closedAt = process.hrtime.bigint();
+          sock.destroy();
+          resolve(closedAt);
+        }
+      });
+      sock.on("error", reject);
+      setTimeout(() => reject(new Error("no tokens")), 5000);
+    });
+  const cancelName = "4 cancellation (abort after 5 tokens): source sees the close after, ms";
+  const cancel = {};
+  for (const t of Object.keys(targets)) cancel[t] = [];
+  const ports = { direct: enginePort, nginx: nginxPort, tokengate: tgPort };
+  for (let round = 0; round < rounds; round++) {
+    for (const t of Object.keys(targets)) {
+      for (let i = 0; i < 20; i++) {
+        const before = (await engineStats()).cancelled;
+        const closedAt = await abortOnce(ports[t]);
+        let stats = await engineStats();
+        for (let w = 0; w < 200 && stats.cancelled === before; w++) {
+          await new Promise((r) => setTimeout(r, 5));
+          stats = await engineStats();
+        }
+        if (stats.cancelled !== before) cancel[t].push(Number(BigInt(stats.last_cancel_ns) - closedAt) / 1e6);
+      }
+    }
+  }
+
   const lines = [];
+  const pctl = (xs, q) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length ? s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] : NaN;
+  };
+  lines.push(`\n== scenario ${cancelName}; ${rounds} alternating rounds of 20`);
+  lines.push("target      seen      median ms  p99 ms");
+  for (const [t, xs] of Object.entries(cancel))
+    lines.push(`${t.padEnd(11)} ${String(xs.length).padEnd(9)} ${pctl(xs, 0.5).toFixed(3).padStart(9)}  ${pctl(xs, 0.99).toFixed(3).padStart(6)}`);
   const fmt = (x, d = 2) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(d));
   for (const [name, per] of Object.entries(results)) {
     lines.push(`\n== scenario ${name}; medians of ${rounds} alternating rounds`);
@@ -185,7 +236,7 @@ admin: {address: 127.0.0.1, port: ${adminPort}}
   }
   const report = lines.join("\n");
   console.log(report);
-  writeFileSync(join(process.cwd(), "build", "bench-results.json"), JSON.stringify(results, null, 2));
+  writeFileSync(join(process.cwd(), "build", "bench-results.json"), JSON.stringify({ ...results, [cancelName]: cancel }, null, 2));
 }
 
 try {
