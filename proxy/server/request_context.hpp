@@ -24,7 +24,6 @@ struct request_context {
   clock::time_point upstream_connected;  // connection ready, TLS included (pooled: when taken)
   clock::time_point request_sent;   // to the upstream (the last attempt)
   clock::time_point upstream_headers;
-  clock::time_point first_event;    // first SSE event relayed
   clock::time_point first_token;    // first event carrying generated content, as read (upstream TTFT)
   clock::time_point first_token_written;  // … and as written to the client (client TTFT)
   clock::time_point last_token;

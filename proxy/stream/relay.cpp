@@ -65,7 +65,7 @@ class stream_accounting final : public stream::sse_sink {
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
     observer_.on_event(event);
-    if (ctx_.sse_events++ == 0) ctx_.first_event = arrived_;
+    ++ctx_.sse_events;
     auto kinds = observer_.last_kinds();
     if (kinds & stream::content_kinds) {
       if (limit_ && produced() > *limit_) {

@@ -46,8 +46,11 @@ admin=$(grep -o "metrics at http://127.0.0.1:[0-9]*" "$work/log" | grep -o '[0-9
 body='{"model":"demo","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
 curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' -d "$body" > "$work/stream.out" &
 curl_pid=$!
-sleep 0.2
-kill -TERM "$server_pid"   # mid-stream: 10 tokens at 20/s take 0.5 s
+# Wait for the first token, so that the drain starts mid-stream (10 tokens
+# at 20/s take 0.5 s).
+for _ in $(seq 200); do grep -q '"content":"The"' "$work/stream.out" 2>/dev/null && break; sleep 0.01; done
+grep -q '"content":"The"' "$work/stream.out" || fail "no first token"
+kill -TERM "$server_pid"
 sleep 0.1
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 503 ]] || fail "still ready while draining"
 wait "$curl_pid" || fail "curl failed during drain"
