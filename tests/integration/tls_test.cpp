@@ -62,6 +62,25 @@ TEST(Tls, ListenerServesAStreamOverTls) {
   EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
 }
 
+TEST(Tls, KeepAliveSurvivesTheClientWatcher) {
+  // Each exchange cancels a read pending under TLS when it ends; the
+  // connection must carry the next request all the same.
+  fixture_options o;
+  o.listener_extra = tls_listener_yaml();
+  proxy_fixture f(o);
+  client_context tls(certificate().cert);
+  http_client c(f.port(), tls.ctx);
+  for (int i = 1; i <= 3; ++i) {
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":)" + std::to_string(i) + "}"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
+    c.clear();  // the whole response was read
+  }
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_downstream_cx_total 1\n"), std::string::npos);
+}
+
 TEST(Tls, ListenerRejectsPlainHttp) {
   fixture_options o;
   o.listener_extra = tls_listener_yaml();
