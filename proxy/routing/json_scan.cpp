@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 namespace tokengate::routing {
 namespace {
@@ -124,9 +126,28 @@ class scanner {
   }
 
   // Validates a string: escapes, no raw control characters, valid UTF-8.
+  // Skips plain string bytes eight at a time: prompts are mostly ASCII text,
+  // and this loop is where a 200 KB conversation spends its scan.
+  void skip_plain_bytes() {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    auto has_zero_byte = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    while (i_ + 8 <= s_.size()) {
+      std::uint64_t w;
+      std::memcpy(&w, s_.data() + i_, 8);
+      // Any byte that is non-ASCII, a control character, a quote or a
+      // backslash sends us to the byte-by-byte checks below.
+      std::uint64_t special = (w & highs) | ((w - ones * 0x20) & ~w & highs) | has_zero_byte(w ^ (ones * '"')) |
+                              has_zero_byte(w ^ (ones * '\\'));
+      if (special) return;
+      i_ += 8;
+    }
+  }
+
   bool string() {
     ++i_;  // opening quote
     while (i_ < s_.size()) {
+      skip_plain_bytes();
+      if (i_ >= s_.size()) break;
       auto c = static_cast<unsigned char>(s_[i_]);
       if (c == '"') {
         ++i_;

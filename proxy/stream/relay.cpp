@@ -284,7 +284,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   event_aligner aligner;
   bool cut_mid_event = false;
   if (ctx.streamed) s.w.metrics().stream_active.add();
-  auto buffer = std::make_unique<char[]>(limits.stream_buffer_bytes);
+  // Not zeroed: every byte is written by the parser before it is read.
+  auto buffer = std::make_unique_for_overwrite<char[]>(limits.stream_buffer_bytes);
   std::vector<net::const_buffer> pieces;
   pieces.reserve(4);
   error_code failure;

@@ -53,6 +53,21 @@ TEST(JsonScan, AgreesWithBoostJsonOnValidity) {
   }
 }
 
+TEST(JsonScan, WordAtATimeSkipAgreesWithBoostJsonAtEveryOffset) {
+  // The string scan skips eight plain bytes at a time; a special byte at any
+  // offset of the word must still be seen.
+  const std::vector<std::string> specials{"\x01", "\\n", "\\u00e9", "\xc3\xa9", "\xff", "\"", "\\", "\x7f", " "};
+  for (const auto& special : specials)
+    for (std::size_t at = 0; at < 40; ++at) {
+      std::string text(40, 'x');
+      text.replace(at, 1, special);
+      std::string body = "{\"a\":\"" + text + "\",\"b\":1}";
+      boost::system::error_code ec;
+      boost::json::parse(body, ec);
+      EXPECT_EQ(static_cast<bool>(scan(body)), !ec) << "special " << special << " at " << at;
+    }
+}
+
 TEST(JsonScan, IntegerValueIsExact) {
   std::string body = R"({"a":1e309,"b":"100","c":18446744073709551616,"d":-1,"e":2.0,"f":7})";
   auto o = scan(body);
