@@ -467,7 +467,9 @@ net::awaitable<void> accept_loop(tcp::acceptor& acceptor, std::shared_ptr<demo_e
 
 demo_engine::demo_engine(config::demo_engine_settings settings)
     : settings_(std::move(settings)), stats_(std::make_shared<demo_stats>()) {
-  state_ = std::make_shared<state>(state{settings_, stats_});
+  state_ = std::make_shared<state>();
+  state_->settings = settings_;
+  state_->stats = stats_;
 }
 
 demo_engine::~demo_engine() { stop(); }

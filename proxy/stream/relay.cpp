@@ -20,8 +20,9 @@
 #include "stream/error_event.hpp"
 #include "stream/final_event.hpp"
 #include "stream/observer.hpp"
+#include "stream/accounting.hpp"
+#include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
-#include "metrics/latency.hpp"
 
 namespace tokengate {
 namespace {
@@ -39,128 +40,6 @@ struct exchange_state {
   worker& w;
   std::unique_ptr<upstream::connection> upstream;
   bool finished = false;  // the exchange is over: the watcher must stop
-};
-
-// Watches every event of the stream: timestamps tokens (TTFT, every gap
-// between tokens), counts output, finds where to cut when an upstream
-// overruns the limit, and which events to hold back from the client (the
-// usage chunk we asked for on its behalf). Offsets are absolute positions
-// in the upstream body. It runs synchronously on each chunk before the
-// chunk is forwarded.
-class stream_accounting final : public stream::sse_sink {
- public:
-  stream_accounting(request_context& ctx, const stream::sse_parser& parser, std::optional<long long> limit,
-                    metrics::series& series, metrics::route_windows& windows)
-      : ctx_(ctx), parser_(parser), limit_(limit), series_(series), windows_(windows) {
-    drops_.reserve(4);
-  }
-
-  void begin_chunk(clock::time_point arrived) { arrived_ = arrived; }
-  bool cut() const { return cut_; }
-  std::uint64_t cut_at() const { return cut_at_; }
-  // Absolute ranges not to forward, in order; the relay removes those it has used.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops() { return drops_; }
-  const stream::stream_facts& facts() const { return observer_.facts(); }
-
-  void on_event(const stream::sse_event& event) override {
-    if (cut_) return;
-    observer_.on_event(event);
-    ++ctx_.sse_events;
-    auto kinds = observer_.last_kinds();
-    if (kinds & stream::content_kinds) {
-      if (limit_ && produced() > *limit_) {
-        cut_ = true;  // this event is one too many: forward up to its start
-        cut_at_ = parser_.boundary();
-        return;
-      }
-      if (ctx_.content_events++ == 0) {
-        ctx_.first_token = arrived_;
-      } else {
-        auto gap = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(arrived_ - ctx_.last_token).count());
-        series_.inter_token.record_micros(gap);
-        windows_.inter_token.record(gap, arrived_);
-      }
-      ctx_.last_token = arrived_;
-    }
-    // The usage-only chunk (choices: []) the client did not ask for.
-    if (ctx_.usage_injected && kinds == stream::kind_usage) drops_.emplace_back(parser_.boundary(), parser_.position());
-  }
-
- private:
-  // Content events, or the upstream's own live count where it reports one
-  // (vLLM's continuous usage), whichever is larger.
-  long long produced() const {
-    auto events = static_cast<long long>(observer_.facts().content_events);
-    long long reported = observer_.facts().output_tokens.value_or(0);
-    return std::max(events, reported);
-  }
-
-  request_context& ctx_;
-  const stream::sse_parser& parser_;
-  std::optional<long long> limit_;
-  metrics::series& series_;
-  metrics::route_windows& windows_;
-  stream::stream_observer observer_;
-  clock::time_point arrived_;
-  bool cut_ = false;
-  std::uint64_t cut_at_ = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> drops_;
-};
-
-// Event streams are forwarded whole events at a time: the bytes of an event
-// not yet complete wait here (an SSE client cannot act on half an event, so
-// no event reaches it later), which lets the proxy cut or hold back whole
-// events exactly. An unfinished event larger than the bound is forwarded as
-// it comes.
-class event_aligner {
- public:
-  static constexpr std::size_t max_held = 64 * 1024;
-
-  // Which bytes of [forwarded, upto) to send now, minus the dropped ranges;
-  // `chunk` holds the stream from absolute offset `chunk_at`.
-  void plan(std::string_view chunk, std::uint64_t chunk_at, std::uint64_t upto,
-            std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops, std::vector<net::const_buffer>& out) {
-    out.clear();
-    auto emit = [&](std::uint64_t from, std::uint64_t to) {
-      // [from, to) lies in held_ (before chunk_at) and/or in chunk.
-      if (from >= to) return;
-      if (from < chunk_at) {
-        auto held_to = std::min(to, chunk_at);
-        out.emplace_back(held_.data() + (from - held_at_), held_to - from);
-        from = held_to;
-      }
-      if (from < to) out.emplace_back(chunk.data() + (from - chunk_at), to - from);
-    };
-    auto at = forwarded_;
-    for (const auto& [from, to] : drops) {
-      if (from < at || from >= upto) continue;  // already partly sent, or not complete yet
-      emit(at, from);
-      at = to;
-    }
-    emit(at, upto);
-    std::erase_if(drops, [&](const auto& d) { return d.second <= upto; });
-    if (upto > forwarded_) forwarded_ = upto;
-  }
-
-  // After the write: keep [forwarded, chunk end) for later.
-  void keep_rest(std::string_view chunk, std::uint64_t chunk_at) {
-    auto end = chunk_at + chunk.size();
-    std::string rest;
-    if (forwarded_ < chunk_at) rest.assign(held_, forwarded_ - held_at_);
-    auto from = std::max(forwarded_, chunk_at);
-    if (from < end) rest.append(chunk.substr(from - chunk_at));
-    held_ = std::move(rest);
-    held_at_ = forwarded_;
-  }
-
-  bool holding_too_much() const { return held_.size() > max_held; }
-  std::uint64_t forwarded() const { return forwarded_; }
-
- private:
-  std::string held_;
-  std::uint64_t held_at_ = 0;  // absolute offset of held_[0]
-  std::uint64_t forwarded_ = 0;
 };
 
 // Reads from the client while the response is produced. A read that fails
@@ -280,8 +159,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   auto& series = s.w.latency().series_for(ctx.route, ctx.model_label, r.settings.name);
   auto& windows = s.w.latency().windows_for(ctx.route);
   // The limit is only enforced where cutting leaves a well-formed stream.
-  stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt, series, windows);
-  event_aligner aligner;
+  stream::stream_accounting accounting(ctx, sse, ctx.streamed && chunked ? r.plan.output_limit : std::nullopt, series, windows);
+  stream::event_aligner aligner;
   bool cut_mid_event = false;
   if (ctx.streamed) s.w.metrics().stream_active.add();
   // Not zeroed: every byte is written by the parser before it is read.

@@ -43,7 +43,14 @@ TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
                          R"("}],"demo":{"ttft_ms":120,"interval_ms":30,"tokens":8}})"));
     ASSERT_TRUE(read_response(c).complete);
   }
-  auto stats = json::parse(http_get(f.admin_port(), "/stats").body).at("routes").at("chat").as_object();
+  // A request is recorded just after its last byte is written: wait for the third.
+  json::object stats;
+  ASSERT_TRUE(wait_until([&] {
+    auto all = json::parse(http_get(f.admin_port(), "/stats").body).at("routes").as_object();
+    if (!all.contains("chat")) return false;
+    stats = all.at("chat").as_object();
+    return stats.at("duration_us").at("since_start").at("count").to_number<std::uint64_t>() == 3;
+  }, 2s, "three requests to be recorded"));
   auto at = [&](const char* metric, const char* field) {
     return static_cast<double>(stats.at(metric).at("since_start").at(field).to_number<std::int64_t>()) / 1000.0;
   };
@@ -91,8 +98,10 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     EXPECT_EQ(facts.usage_events, 1u) << "the client that asked gets exactly one";
     EXPECT_EQ(facts.output_tokens, 4);
   }
-  auto metrics = http_get(f.admin_port(), "/metrics").body;
-  EXPECT_EQ(sample(metrics, R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})"), 8);
+  EXPECT_TRUE(wait_until([&] {
+    return sample(http_get(f.admin_port(), "/metrics").body,
+                  R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})") == 8;
+  }, 2s, "both requests' output tokens to be counted"));
 }
 
 TEST(Accounting, OutcomesAreCountedByKind) {
@@ -113,9 +122,11 @@ TEST(Accounting, OutcomesAreCountedByKind) {
     return sample(http_get(f.admin_port(), "/metrics").body,
                   R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="cancelled"})") == 1;
   }, 2s, "the cancellation to be counted"));
-  auto metrics = http_get(f.admin_port(), "/metrics").body;
-  EXPECT_EQ(sample(metrics, R"(tokengate_requests_total{route="none",model="none",upstream="",outcome="client_error"})"), 1);
-  EXPECT_EQ(sample(metrics, R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="stream_failed"})"), 1);
+  EXPECT_TRUE(wait_until([&] {
+    auto metrics = http_get(f.admin_port(), "/metrics").body;
+    return sample(metrics, R"(tokengate_requests_total{route="none",model="none",upstream="",outcome="client_error"})") == 1 &&
+           sample(metrics, R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="stream_failed"})") == 1;
+  }, 2s, "the 404 and the failed stream to be counted"));
 }
 
 TEST(Accounting, ExpositionPassesPromtool) {
