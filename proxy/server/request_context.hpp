@@ -30,7 +30,6 @@ struct request_context {
   clock::time_point finished;
 
   unsigned status = 0;              // what the client was sent (0: nothing)
-  bool response_started = false;    // a byte reached the client: no retry from here on
   bool client_gone = false;
   bool upstream_failed_midstream = false;
   bool streamed = false;            // text/event-stream

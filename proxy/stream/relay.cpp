@@ -147,7 +147,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   http::response_serializer<http::empty_body> serializer{out};
   s.client.tcp().expires_after(limits.client_write_timeout);
   ctx.status = head.result_int();
-  ctx.response_started = true;
   auto [hec, hn] = co_await http::async_write_header(s.client, serializer, use_tuple);
   if (hec) {
     ctx.client_gone = true;
@@ -440,7 +439,6 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
   res.keep_alive(keep_alive);
   res.prepare_payload();
   ctx.status = res.result_int();
-  ctx.response_started = true;
   client.tcp().expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await http::async_write(client, res, use_tuple);
   if (ec) ctx.client_gone = true;

@@ -40,21 +40,20 @@ TEST(Cancellation, MidStreamCloseReachesTheEngine) {
   EXPECT_EQ(f.engine_stats().completed.load(), 0u);
 }
 
-TEST(Cancellation, CloseDuringPrefillReachesTheEngine) {
+// A request waiting on a long prefill (10 s to the first token), closed by
+// its client once the engine has it.
+void close_while_waiting(bool stream, const char* path_name) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"ttft_ms":10000}})"));
+  c.send(post_json("/v1/chat/completions", std::string(R"({"model":"demo","stream":)") + (stream ? "true" : "false") +
+                                               R"(,"demo":{"ttft_ms":10000}})"));
   ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the request to reach the engine"));
-  expect_engine_sees_close(f, c, false, "during prefill");
+  expect_engine_sees_close(f, c, false, path_name);
 }
 
-TEST(Cancellation, CloseOfNonStreamingRequestReachesTheEngine) {
-  proxy_fixture f;
-  http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":false,"demo":{"ttft_ms":10000}})"));
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the request to reach the engine"));
-  expect_engine_sees_close(f, c, false, "non-streaming");
-}
+TEST(Cancellation, CloseDuringPrefillReachesTheEngine) { close_while_waiting(true, "during prefill"); }
+
+TEST(Cancellation, CloseOfNonStreamingRequestReachesTheEngine) { close_while_waiting(false, "non-streaming"); }
 
 TEST(Cancellation, ResetOfAnthropicStreamReachesTheEngine) {
   proxy_fixture f;

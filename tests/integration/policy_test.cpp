@@ -148,29 +148,29 @@ TEST(Policy, UpstreamGetsTheSpellingItHonours) {
   EXPECT_EQ(json::parse(r.body).at("usage").at("completion_tokens").as_int64(), 3);
 }
 
-TEST(Policy, StreamIsCutWhenTheUpstreamIgnoresTheLimit) {
+// An engine that ignores the limit (it sends 40 tokens): the proxy must end
+// the stream itself, properly, and close the upstream.
+stream::stream_facts cut_off_stream(const std::string& path, const std::string& model, int limit) {
   proxy_fixture f(with_routes());
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"gpt-4o-mini","stream":true,"max_tokens":4,"demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
+  c.send(post_json(path, R"({"model":")" + model + R"(","stream":true,"max_tokens":)" + std::to_string(limit) +
+                             R"(,"demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
   auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  EXPECT_TRUE(r.complete);
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
+  return observe(r.body);
+}
+
+TEST(Policy, StreamIsCutWhenTheUpstreamIgnoresTheLimit) {
+  auto facts = cut_off_stream("/v1/chat/completions", "gpt-4o-mini", 4);
   EXPECT_EQ(facts.content_events, 4u);
   EXPECT_EQ(facts.finish_reason, "length");
   EXPECT_EQ(facts.terminator, "data: [DONE]");
   EXPECT_TRUE(facts.ended_properly());
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
 }
 
 TEST(Policy, AnthropicStreamIsCutWithMessageStop) {
-  proxy_fixture f(with_routes());
-  http_client c(f.port());
-  c.send(post_json("/v1/messages",
-                   R"({"model":"claude-x","stream":true,"max_tokens":3,"demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
-  auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = cut_off_stream("/v1/messages", "claude-x", 3);
   EXPECT_EQ(facts.content_events, 3u);
   EXPECT_EQ(facts.finish_reason, "max_tokens");
   EXPECT_EQ(facts.terminator, "event: message_stop");

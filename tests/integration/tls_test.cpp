@@ -39,6 +39,13 @@ std::string tls_listener_yaml() {
   return "    tls:\n      cert_file: " + certificate().cert.string() + "\n      key_file: " + certificate().key.string() + "\n";
 }
 
+// A fixture whose listener speaks TLS with the test certificate.
+fixture_options tls_listener() {
+  fixture_options o;
+  o.listener_extra = tls_listener_yaml();
+  return o;
+}
+
 struct client_context {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   explicit client_context(const fs::path& ca) {
@@ -49,9 +56,7 @@ struct client_context {
 };
 
 TEST(Tls, ListenerServesAStreamOverTls) {
-  fixture_options o;
-  o.listener_extra = tls_listener_yaml();
-  proxy_fixture f(o);
+  proxy_fixture f(tls_listener());
   client_context tls(certificate().cert);
   http_client c(f.port(), tls.ctx);
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
@@ -65,9 +70,7 @@ TEST(Tls, ListenerServesAStreamOverTls) {
 TEST(Tls, KeepAliveSurvivesTheClientWatcher) {
   // Each exchange cancels a read pending under TLS when it ends; the
   // connection must carry the next request all the same.
-  fixture_options o;
-  o.listener_extra = tls_listener_yaml();
-  proxy_fixture f(o);
+  proxy_fixture f(tls_listener());
   client_context tls(certificate().cert);
   http_client c(f.port(), tls.ctx);
   for (int i = 1; i <= 3; ++i) {
@@ -82,9 +85,7 @@ TEST(Tls, KeepAliveSurvivesTheClientWatcher) {
 }
 
 TEST(Tls, ListenerRejectsPlainHttp) {
-  fixture_options o;
-  o.listener_extra = tls_listener_yaml();
-  proxy_fixture f(o);
+  proxy_fixture f(tls_listener());
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo"})"));
   auto r = read_response(c, 3s);
@@ -93,9 +94,7 @@ TEST(Tls, ListenerRejectsPlainHttp) {
 }
 
 TEST(Tls, UntrustedHttpsUpstreamIsRefused) {
-  fixture_options tls_side;
-  tls_side.listener_extra = tls_listener_yaml();
-  proxy_fixture https_upstream(tls_side);  // a TLS endpoint in front of a demo engine
+  proxy_fixture https_upstream(tls_listener());  // a TLS endpoint in front of a demo engine
 
   fixture_options o;
   o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
@@ -110,9 +109,7 @@ TEST(Tls, UntrustedHttpsUpstreamIsRefused) {
 }
 
 TEST(Tls, HttpsUpstreamTrustedThroughCaFileWorks) {
-  fixture_options tls_side;
-  tls_side.listener_extra = tls_listener_yaml();
-  proxy_fixture https_upstream(tls_side);
+  proxy_fixture https_upstream(tls_listener());  // a TLS endpoint in front of a demo engine
 
   fixture_options o;
   o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
