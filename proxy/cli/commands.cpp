@@ -19,6 +19,7 @@
 #include "bench/bench.hpp"
 #include "config/config.hpp"
 #include "engine/demo_engine.hpp"
+#include "cli/probe.hpp"
 #include "routing/policy.hpp"
 #include "server/server.hpp"
 
@@ -38,6 +39,7 @@ constexpr const char* usage =
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
     "        [--extra-body JSON] [--timeout SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
+    "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s deadline)\n"
     "  version                               print the version\n";
 
 struct options {
@@ -295,6 +297,13 @@ int bench_command(const std::vector<std::string>& args) {
 
 int run(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "hash-key") return hash_key(args);
+  if (!args.empty() && args[0] == "probe") {
+    if (args.size() != 2) {
+      std::cerr << "usage: tokengate probe http://HOST:PORT/PATH\n";
+      return 2;
+    }
+    return probe(args[1], std::chrono::seconds(3));
+  }
   if (!args.empty() && args[0] == "bench") {
     try {
       return bench_command(args);

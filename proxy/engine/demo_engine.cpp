@@ -1,5 +1,7 @@
 #include "engine/demo_engine.hpp"
 
+#include <stdexcept>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -479,7 +481,11 @@ void demo_engine::start() {
   acceptor_ = std::make_unique<tcp::acceptor>(io_);
   acceptor_->open(endpoint.protocol());
   acceptor_->set_option(tcp::acceptor::reuse_address(true));
-  acceptor_->bind(endpoint);
+  error_code ec;
+  acceptor_->bind(endpoint, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + settings_.address + ":" + std::to_string(settings_.port) +
+                             " (demo engine): " + ec.message());
   acceptor_->listen(net::socket_base::max_listen_connections);
   port_ = acceptor_->local_endpoint().port();
   net::co_spawn(io_, accept_loop(*acceptor_, state_), net::detached);

@@ -32,6 +32,7 @@ const family families[] = {
     {"tokengate_upstream_cx_connect_fail_total", "counter", "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},
     {"tokengate_upstream_cx_reused_total", "counter", "Requests sent on a pooled keep-alive connection.", &shard::upstream_cx_reused},
     {"tokengate_upstream_rq_fallback_total", "counter", "Attempts on a further target after a failure (fallback).", &shard::upstream_rq_fallback},
+    {"tokengate_upstream_ejections_total", "counter", "Times a worker ejected an upstream after consecutive failures.", &shard::upstream_ejections},
     {"tokengate_limit_injected_total", "counter", "Requests given the default output-token limit.", &shard::limit_injected},
     {"tokengate_limit_clamped_total", "counter", "Requests whose output-token limit was lowered to the ceiling.", &shard::limit_clamped},
     {"tokengate_limit_rejected_total", "counter", "Requests refused for asking more output tokens than allowed.", &shard::limit_rejected},

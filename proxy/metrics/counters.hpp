@@ -30,6 +30,7 @@ struct shard {
   counter upstream_cx_connect_fail;
   counter upstream_rq_timeout;
   counter upstream_cx_reused;
+  counter upstream_ejections;              // an upstream taken out of rotation by passive health
   counter upstream_rq_fallback;             // attempts on a further target after a failure
   counter limit_injected, limit_clamped, limit_rejected, limit_enforced;
   counter stream_events_total;              // SSE events relayed

@@ -10,6 +10,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <stdexcept>
+
 #include "server/json_error.hpp"
 
 namespace tokengate {
@@ -67,7 +69,13 @@ admin_listener::admin_listener(net::io_context& io, const std::string& address, 
   tcp::endpoint endpoint(net::ip::make_address(address), port);
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(tcp::acceptor::reuse_address(true));
-  acceptor_.bind(endpoint);
+  // Like the proxy listeners: a new process can start beside a draining one
+  // (a binary upgrade without a gap, docs/operations.md).
+  acceptor_.set_option(net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
+  error_code ec;
+  acceptor_.bind(endpoint, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + " (admin): " + ec.message());
   acceptor_.listen();
   port_ = acceptor_.local_endpoint().port();
 }

@@ -6,6 +6,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
+
 #include "server/any_stream.hpp"
 #include "server/session.hpp"
 #include "server/tls_context.hpp"
@@ -47,7 +49,11 @@ std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
   acceptor->open(endpoint.protocol());
   acceptor->set_option(tcp::acceptor::reuse_address(true));
   acceptor->set_option(net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
-  acceptor->bind(endpoint);
+  error_code ec;
+  acceptor->bind(endpoint, ec);
+  if (ec)  // an operator's mistake: say which listener, not where in Asio
+    throw std::runtime_error("cannot listen on " + settings.address + ":" + std::to_string(port) + " (listener '" +
+                             settings.name + "'): " + ec.message());
   acceptor->listen(net::socket_base::max_listen_connections);
   auto bound = acceptor->local_endpoint().port();
   listeners_.push_back(bound_listener{&settings, std::move(tls), std::move(acceptor)});

@@ -97,6 +97,16 @@ struct upstream_failure {
   std::string message;
 };
 
+// Passive health: a connect error, timeout or 5xx counts against the
+// upstream; the failure that ejects it is counted and logged once.
+void note_upstream_failure(exchange_state& s, const config::upstream& u, const config::config& policy) {
+  if (!s.w.health().record_failure(u.name, policy.health, clock::now())) return;
+  s.w.metrics().upstream_ejections.add();
+  spdlog::warn("upstream '{}' ejected for {} ms after {} consecutive failures (this worker)", u.name,
+               std::chrono::duration_cast<std::chrono::milliseconds>(policy.health.cooldown).count(),
+               policy.health.eject_after);
+}
+
 upstream_failure describe_upstream_error(const error_code& ec, const config::upstream& u, bool waiting_first_byte) {
   if (ec == beast::error::timeout) {
     if (waiting_first_byte)
@@ -335,7 +345,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
       if (ctx.client_gone) co_return;
       if (!acquired.conn) {
         s.w.metrics().upstream_cx_connect_fail.add();
-        s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+        note_upstream_failure(s, settings, *plan.config);
         bool timeout = acquired.failure == upstream::connect_failure::timeout;
         spdlog::warn("request {}: {}", ctx.request_id, acquired.message);
         last_failure = attempt_failure{timeout ? 504u : 502u, timeout ? "upstream_timeout" : "upstream_unavailable",
@@ -368,7 +378,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
         s.upstream.reset();
         if (stale) continue;
         if (ec == beast::error::timeout) s.w.metrics().upstream_rq_timeout.add();
-        s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+        note_upstream_failure(s, settings, *plan.config);
         auto failure = describe_upstream_error(ec, settings, true);
         spdlog::warn("request {}: {}", ctx.request_id, failure.message);
         last_failure = attempt_failure{failure.status, failure.code, failure.message};
@@ -376,7 +386,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
       }
 
       unsigned status = parser.get().result_int();
-      if (status >= 500) s.w.health().record_failure(settings.name, plan.config->health, clock::now());
+      if (status >= 500) note_upstream_failure(s, settings, *plan.config);
       else s.w.health().record_success(settings.name);
       if ((status >= 500 || status == 429) && !last) {
         // Nothing was sent to the client yet: this answer can be replaced.

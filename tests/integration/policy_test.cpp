@@ -282,6 +282,13 @@ TEST(Fallback, EjectedTargetIsSkipped) {
   auto fallbacks = std::stoi(metrics.substr(pos + sample.size()));
   EXPECT_LE(fallbacks, 4);
   EXPECT_GE(fallbacks, 2);
+  // Each worker that saw eject_after failures ejected the upstream once.
+  const std::string ejections = "\ntokengate_upstream_ejections_total ";
+  pos = metrics.find(ejections);
+  ASSERT_NE(pos, std::string::npos);
+  auto ejected = std::stoi(metrics.substr(pos + ejections.size()));
+  EXPECT_GE(ejected, 1);
+  EXPECT_LE(ejected, 2);
 }
 
 TEST(Policy, WeightsSpreadTraffic) {

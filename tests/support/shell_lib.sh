@@ -1,0 +1,35 @@
+# Shared by the shell tests: a scratch folder, failure reporting, and
+# starting the real binary on a config whose ports are rewritten to 0.
+work=$(mktemp -d)
+server_pid=""
+cleanup() { [[ -n $server_pid ]] && { kill -9 "$server_pid" 2>/dev/null || true; }; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [[ -f $work/log ]] && { echo "--- server log"; cat "$work/log"; }; exit 1; }
+
+# start_server CONFIG [COMMAND PREFIX...]: runs `tokengate serve -c CONFIG`
+# (optionally under a prefix such as setpriv) and sets $port and $admin.
+start_server() {
+  local config=$1; shift
+  "$@" "$bin" serve -c "$config" > "$work/log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do grep -q "metrics at" "$work/log" && break; sleep 0.05; done
+  port=$(sed -n 's|.*info tokengate .* listening on https*://[0-9.]*:\([0-9]*\)/v1 .*|\1|p' "$work/log" | head -1)
+  admin=$(grep -o "metrics at http://[0-9.]*:[0-9]*" "$work/log" | grep -o '[0-9]*$')
+  [[ -n $port && -n $admin ]] || fail "tokengate did not start on $config"
+}
+
+stop_server() {
+  kill -TERM "$server_pid"
+  local rc=0
+  wait "$server_pid" || rc=$?
+  server_pid=""
+  [[ $rc -eq 0 ]] || fail "serve exited $rc after SIGTERM"
+}
+
+# Every port in a config to 0 (ephemeral), so tests never collide; but the
+# in-process demo engine's port is named in an upstream's base_url too, so it
+# moves to a random high port instead.
+ephemeral_ports() {
+  local demo=$((20000 + RANDOM % 30000))
+  sed -E "/port: 9901/! s/^( *)port: [0-9]+/\1port: 0/; s/9901/$demo/" "$1"
+}
