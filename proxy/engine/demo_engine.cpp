@@ -44,6 +44,8 @@ struct plan {
   std::chrono::microseconds ttft{0};
   std::chrono::microseconds interval{0};
   long reset_after = -1;
+  std::chrono::milliseconds drip{0};  // write the stream one byte at a time, this far apart
+  bool garbage = false;               // a 200 event stream whose body is not SSE at all
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -93,6 +95,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
                                                      : 1000.0 / settings.decode_tokens_per_second;
   p.interval = std::chrono::microseconds(static_cast<std::int64_t>(1000 * interval_ms));
   p.reset_after = json_int(knobs, "reset_after", -1);
+  p.drip = std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
+  if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   return p;
 }
 
@@ -121,6 +125,11 @@ class generator {
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\n\r\n");
     co_await sleep(plan_.ttft);
+    if (plan_.garbage) {  // a broken engine: bytes that are no event stream
+      co_await write_chunk(std::string("\x89PNG\r\n\x1a\n<html>upstream exploded</html>\x00\xff", 45));
+      co_await write_raw("0\r\n\r\n");
+      co_return true;
+    }
     std::string events = opening_events();
     for (std::size_t i = 0; i < plan_.output_tokens; ++i) {
       if (plan_.reset_after >= 0 && static_cast<long>(i) == plan_.reset_after) {
@@ -243,6 +252,15 @@ class generator {
   }
 
   net::awaitable<void> write_chunk(const std::string& payload) {
+    if (plan_.drip.count() > 0) {  // a trickling engine: one byte per chunk
+      for (char c : payload) {
+        std::string one = std::string("1\r\n") + c + "\r\n";
+        co_await net::async_write(socket_, net::buffer(one), net::use_awaitable);
+        co_await sleep(plan_.drip);
+      }
+      stats_.bytes_streamed += payload.size();
+      co_return;
+    }
     std::array<char, 32> size;
     int n = std::snprintf(size.data(), size.size(), "%zx\r\n", payload.size());
     std::array<net::const_buffer, 3> parts{net::buffer(size.data(), n), net::buffer(payload), net::buffer("\r\n", 2)};

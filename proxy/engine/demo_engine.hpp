@@ -9,6 +9,8 @@
 //   tokens                 answer length before a natural stop
 //   reset_after            send N tokens, then reset the connection (RST)
 //   status                 answer with this HTTP status and an error body
+//   drip_ms                stream one byte at a time, this many ms apart
+//   garbage                answer 200 text/event-stream with bytes that are not SSE
 //   ignore_limit           generate `tokens` whatever max_tokens says (an
 //                          engine that overruns: the proxy must cut it)
 #include <atomic>

@@ -56,6 +56,14 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   if (cfg->routes.empty()) {
     ctx.route = "listener:" + listener.name;
     ctx.model_label = "*";
+    // No policy to apply, but malformed JSON (bad syntax, invalid UTF-8,
+    // lone surrogates, runaway nesting) still stops here, not upstream.
+    routing::scan_error invalid;
+    if (is_post_api && !routing::scan_object(request.body(), invalid)) {
+      co_await send_json_error(stream, 400, "request body is not a valid JSON object: " + invalid.message,
+                               "invalid_request_error", "invalid_json", keep_alive, ctx);
+      co_return keep_alive;
+    }
     auto plan = passthrough_plan(cfg, listener, request);
     co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
   }

@@ -25,7 +25,13 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
   std::size_t i = 0;
   if (skip_lf_ && !bytes.empty()) {
     skip_lf_ = false;
-    if (bytes[0] == '\n') i = 1;
+    if (bytes[0] == '\n') {
+      i = 1;
+      // The LF completes the CRLF that ended the previous chunk: if that line
+      // left us between events, the boundary moves past it too, exactly as
+      // when the pair arrives in one chunk (found by tests/fuzz/sse_fuzz).
+      if (boundary_ == fed_) boundary_ = fed_ + 1;
+    }
   }
   while (i < bytes.size()) {
     auto end = find_line_end(bytes, i);

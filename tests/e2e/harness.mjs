@@ -47,6 +47,8 @@ export async function startProxy({ upstreamKeyEnv } = {}) {
   const port = await waitForLine(proxy, /listening on http:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
+    port: Number(port),
+    pid: proxy.pid,
     engineURL: `http://127.0.0.1:${enginePort}`,
     async stop() {
       for (const child of [proxy, engine]) {

@@ -97,5 +97,16 @@ TEST(JsonScan, SplicesKeepEverythingElseByteForByte) {
   EXPECT_EQ(apply_splices(empty, {add_member(empty, *e, "max_tokens", "5")}), R"({"max_tokens":5})");
 }
 
+// Found by tests/fuzz/policy_fuzz: a lone UTF-16 surrogate escape is refused,
+// as Boost.JSON (and strict parsers upstream) refuse it; a pair is fine.
+TEST(JsonScan, SurrogateEscapesMustPair) {
+  scan_error e;
+  EXPECT_TRUE(scan_object(R"({"a":"\ud83d\ude00"})", e));
+  EXPECT_FALSE(scan_object(R"({"a":"\ud83d"})", e));
+  EXPECT_FALSE(scan_object(R"({"a":"\ud83dx"})", e));
+  EXPECT_FALSE(scan_object(R"({"a":"\ude00"})", e));
+  EXPECT_FALSE(scan_object(R"({"a":"\ud83d\u0041"})", e));
+}
+
 }  // namespace
 }  // namespace tokengate::routing

@@ -151,3 +151,18 @@ TEST(SseParser, DropsAnOversizedEventButKeepsParsing) {
 
 }  // namespace
 }  // namespace tokengate::stream
+
+// Found by tests/fuzz/sse_fuzz: a CRLF split between two chunks must move the
+// boundary past the LF, as the same bytes in one chunk do.
+TEST(SseParser, BoundaryCoversACrlfSplitAcrossChunks) {
+  struct none : tokengate::stream::sse_sink {
+    void on_event(const tokengate::stream::sse_event&) override {}
+  } sink;
+  tokengate::stream::sse_parser whole, split;
+  std::string_view bytes = "data: a\r\n\r\nid";
+  whole.feed(bytes, sink);
+  split.feed(bytes.substr(0, 10), sink);  // ends in the CR of the empty line
+  split.feed(bytes.substr(10), sink);
+  EXPECT_EQ(whole.boundary(), 11u);
+  EXPECT_EQ(split.boundary(), whole.boundary());
+}

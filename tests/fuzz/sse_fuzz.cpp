@@ -1,0 +1,74 @@
+// libFuzzer target: the SSE parser and the dialect observer.
+// Oracle: the bytes split at an arbitrary point (taken from the input) must
+// give exactly the events, and the facts, that one whole feed gives; the
+// parser's offsets stay within what was fed.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stream/observer.hpp"
+#include "stream/sse_parser.hpp"
+
+
+// A broken promise: name it, then crash so libFuzzer keeps the input.
+#define check(ok) \
+  do { \
+    if (!(ok)) { \
+      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__); \
+      std::abort(); \
+    } \
+  } while (0)
+
+using namespace tokengate::stream;
+
+namespace {
+
+struct recorder final : sse_sink {
+  const sse_parser* parser = nullptr;
+  std::vector<std::string> events;
+  stream_observer observer{true};
+  void on_event(const sse_event& e) override {
+    if (parser->boundary() > parser->position()) std::abort();
+    events.push_back(std::string(e.type) + '\0' + std::string(e.data));
+    observer.on_event(e);
+  }
+};
+
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  std::size_t split = data[0] % size;  // first byte chooses where to split
+  std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  split = split > body.size() ? body.size() : split;
+
+  sse_parser whole_parser(4096), split_parser(4096);  // small bound: exercise oversized events
+  recorder whole, pieces;
+  whole.parser = &whole_parser;
+  pieces.parser = &split_parser;
+  whole_parser.feed(body, whole);
+  split_parser.feed(body.substr(0, split), pieces);
+  check(split_parser.boundary() <= split_parser.fed() + split);
+  split_parser.feed(body.substr(split), pieces);
+
+  check(whole.events == pieces.events);
+  check(whole_parser.boundary() == split_parser.boundary());
+  check(whole_parser.boundary() <= body.size());
+  check(whole_parser.at_event_boundary() == split_parser.at_event_boundary());
+  const auto& a = whole.observer.facts();
+  const auto& b = pieces.observer.facts();
+  check(a.events == b.events && a.content_events == b.content_events && a.finish_reason == b.finish_reason &&
+        a.output_tokens == b.output_tokens && a.error == b.error && a.text_by_choice == b.text_by_choice);
+
+  // Ollama's NDJSON path, split the same way.
+  stream_observer nd_whole, nd_split;
+  nd_whole.feed_ndjson(body);
+  nd_split.feed_ndjson(body.substr(0, split));
+  nd_split.feed_ndjson(body.substr(split));
+  check(nd_whole.facts().events == nd_split.facts().events);
+  return 0;
+}
