@@ -118,10 +118,9 @@ void reload_policy(server& srv, const std::string& file) {
 
 // Serves until SIGINT/SIGTERM; SIGHUP, or a change of the config file's
 // modification time (checked every second), reloads the policy.
-void run_until_stopped(server& srv, const std::optional<std::string>& file) {
+void run_until_stopped(server& srv, const std::optional<std::string>& file, net::io_context& io,
+                       net::signal_set& signals) {
   namespace fs = std::filesystem;
-  net::io_context io(1);
-  net::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   net::steady_timer watch(io);
   std::error_code fs_error;
   auto last_write = file ? fs::last_write_time(*file, fs_error) : fs::file_time_type{};
@@ -159,6 +158,11 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file) {
 }
 
 int serve(const options& o) {
+  // Signals are caught from the first moment: a SIGHUP or SIGTERM that comes
+  // while listeners are still opening waits for the loop below instead of
+  // killing the process with the default action.
+  net::io_context control(1);
+  net::signal_set signals(control, SIGINT, SIGTERM, SIGHUP);
   auto cfg = load(o);
   setup_logging(o.log_level.value_or(cfg->log_level));
   std::unique_ptr<engine::demo_engine> demo;
@@ -186,7 +190,7 @@ int serve(const options& o) {
             << "/v1/chat/completions -H 'content-type: application/json' "
                "-d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n"
             << std::endl;
-  run_until_stopped(srv, o.config_file);
+  run_until_stopped(srv, o.config_file, control, signals);
   srv.drain_and_stop();
   if (demo) demo->stop();
   spdlog::info("stopped");

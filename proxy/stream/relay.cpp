@@ -260,6 +260,22 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       aligner.plan({}, sse.fed(), sse.fed(), accounting.drops(), pieces);
       if (!co_await send(pieces)) co_return false;
     }
+    if (ctx.streamed && sse.fed() > 0 && sse.events_dispatched() == 0) {
+      // Bytes, but not one event: whatever the upstream sent, it was not an
+      // event stream. Passed on as it came, then said plainly, and counted
+      // as a failed stream rather than a success.
+      ctx.upstream_failed_midstream = true;
+      s.w.metrics().downstream_rq_stream_failed.add();
+      ctx.error = "upstream '" + r.settings.name + "' sent a body that is not an event stream";
+      spdlog::warn("request {}: {}", ctx.request_id, ctx.error);
+      s.upstream->stream.close();
+      if (!chunked) co_return false;
+      std::string tail = "\n\n" + stream::make_error_event(ctx.dialect, "upstream_error", "upstream_invalid_stream", ctx.error);
+      if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
+      if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+      s.finished = true;
+      co_return client_keep_alive;
+    }
     if (chunked && !co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
     s.finished = true;  // from here on the watcher must not touch the connection
     if (parser.keep_alive()) r.pool.release(std::move(s.upstream));

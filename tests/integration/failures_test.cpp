@@ -2,6 +2,9 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -12,6 +15,13 @@ struct collected final : stream::sse_sink {
   void on_event(const stream::sse_event& e) override { events.push_back({std::string(e.type), std::string(e.data)}); }
   std::vector<std::pair<std::string, std::string>> events;
 };
+
+stream::stream_facts observe_body(const std::string& body) {
+  stream::stream_observer o(true);
+  stream::sse_parser p;
+  p.feed(body, o);
+  return o.facts();
+}
 
 collected events_of(const std::string& body) {
   stream::sse_parser p;
@@ -103,6 +113,75 @@ TEST(Failures, UpstreamErrorStatusPassesThroughWithItsHeaders) {
   EXPECT_EQ(r.status, 429);
   EXPECT_EQ(r.headers["retry-after"], "1");
   EXPECT_TRUE(boost::json::parse(r.body).as_object().contains("error"));
+}
+
+// --- Faulty upstreams (issue #6) ----------------------------------------
+
+std::string error_code_of(const http_response& r) {
+  return std::string(boost::json::parse(r.body).at("error").at("code").as_string());
+}
+
+TEST(Faults, DnsFailureOfANamedUpstreamIs502NamingIt) {
+  fixture_options o;
+  o.base_url = "http://no-such-host.invalid/v1";  // .invalid never resolves (RFC 6761)
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo"})"));
+  auto r = read_response(c, 15s);
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(error_code_of(r), "upstream_unavailable");
+  EXPECT_NE(r.body.find("no-such-host.invalid"), std::string::npos) << r.body;
+}
+
+TEST(Faults, TlsHandshakeFailureIs502) {
+  fixture_options o;
+  o.base_url = "https://127.0.0.1:{engine}/v1";  // the engine speaks plain HTTP
+  proxy_fixture f(o);
+  http_client c(f.port());
+  auto start = clock::now();
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo"})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 502);
+  EXPECT_LT(clock::now() - start, 3s);
+  EXPECT_EQ(boost::json::parse(r.body).at("error").at("type").as_string(), "upstream_error");
+}
+
+TEST(Faults, RateLimitIsPassedOnWithRetryAfter) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","demo":{"status":429}})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+}
+
+TEST(Faults, AOneByteTrickleArrivesWholeAndInOrder) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"drip_ms":1}})"));
+  auto r = read_response(c, 20s);
+  EXPECT_EQ(r.status, 200);
+  auto facts = observe_body(r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], "The quick");
+}
+
+TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"garbage":true}})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 200);  // the head was already the upstream's
+  EXPECT_TRUE(r.complete) << "the body must still be framed properly";
+  EXPECT_NE(r.body.find("upstream_invalid_stream"), std::string::npos) << "the client is told";
+  std::string metrics;
+  for (int i = 0; i < 50 && metrics.find("outcome=\"stream_failed\"} 1") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);  // the record is written just after the last byte
+    metrics = http_get(f.admin_port(), "/metrics").body;
+  }
+  EXPECT_NE(metrics.find("outcome=\"stream_failed\"} 1"), std::string::npos);
+  EXPECT_EQ(metrics.find("outcome=\"success\"} 1"), std::string::npos) << "garbage counted as a success";
 }
 
 }  // namespace
