@@ -53,7 +53,10 @@ std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallb
   if (!v) return fallback;
   if (v->is_int64()) return v->get_int64();
   if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
-  if (v->is_double()) return static_cast<std::int64_t>(v->get_double());
+  if (v->is_double()) {  // out of int64's range (or NaN): no integer, and no UB converting it
+    double d = v->get_double();
+    return d > -9.2e18 && d < 9.2e18 ? static_cast<std::int64_t>(d) : fallback;
+  }
   return fallback;
 }
 

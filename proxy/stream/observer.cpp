@@ -31,7 +31,14 @@ std::optional<std::int64_t> integer(const json::object* o, std::string_view key)
   if (!v) return std::nullopt;
   if (v->is_int64()) return v->get_int64();
   if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
-  if (v->is_double()) return static_cast<std::int64_t>(v->get_double());
+  // A double beyond int64 (or NaN) has no integer value: converting it is
+  // undefined behaviour, and an upstream's usage may be anything (found by
+  // tests/fuzz/sse_fuzz under UBSan).
+  if (v->is_double()) {
+    double d = v->get_double();
+    if (!(d > -9.2e18 && d < 9.2e18)) return std::nullopt;
+    return static_cast<std::int64_t>(d);
+  }
   return std::nullopt;
 }
 

@@ -24,6 +24,12 @@ build_pkgs=$(stage_packages 0)
 runtime_pkgs=$(stage_packages 1)
 [[ -n $build_pkgs && -n $runtime_pkgs ]] || fail "could not read the package lists"
 
+# A sanitizer build (scripts/sanitize) links its runtime: not an image binary.
+if ldd "$bin" | grep -qE 'lib(asan|ubsan|tsan)'; then
+  echo "dockerfile_test: sanitizer build, not the image's binary; skipped"
+  exit 77
+fi
+
 # 1. Every linked library is installed in the runtime stage.
 linked=$(ldd "$bin" | awk '/=>/{print $3}' | while read -r lib; do
   dpkg -S "$lib" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null || echo "unknown: $lib"

@@ -93,6 +93,24 @@ TEST(Tls, ListenerRejectsPlainHttp) {
   EXPECT_TRUE(c.eof());
 }
 
+TEST(Tls, Tls10And11AreRefused) {
+  proxy_fixture f(tls_listener());
+  for (int version : {TLS1_VERSION, TLS1_1_VERSION}) {
+    client_context old(certificate().cert);
+    SSL_CTX_set_security_level(old.ctx, 0);  // let this client offer what OpenSSL 3 would not
+    SSL_CTX_set_min_proto_version(old.ctx, version);
+    SSL_CTX_set_max_proto_version(old.ctx, version);
+    EXPECT_THROW(http_client(f.port(), old.ctx), std::runtime_error) << "version " << std::hex << version;
+  }
+  // The same client allowed TLS 1.2 gets through: the refusal was the server's.
+  client_context modern(certificate().cert);
+  SSL_CTX_set_security_level(modern.ctx, 0);
+  SSL_CTX_set_max_proto_version(modern.ctx, TLS1_2_VERSION);
+  http_client c(f.port(), modern.ctx);
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  EXPECT_EQ(read_response(c).status, 200);
+}
+
 TEST(Tls, UntrustedHttpsUpstreamIsRefused) {
   proxy_fixture https_upstream(tls_listener());  // a TLS endpoint in front of a demo engine
 

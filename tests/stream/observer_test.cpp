@@ -126,5 +126,15 @@ TEST(StreamObserver, DoneAfterErrorIsNotAProperEnd) {
   EXPECT_FALSE(o.facts().ended_properly());
 }
 
+// Found by tests/fuzz/sse_fuzz under UBSan: usage numbers beyond int64 (or
+// fractional giants) are no token count, and reading them is not UB.
+TEST(StreamObserver, AbsurdUsageNumbersAreIgnored) {
+  stream_observer o;
+  sse_parser p;
+  p.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1.9e103,\"completion_tokens\":-1e300}}\n\n", o);
+  EXPECT_FALSE(o.facts().input_tokens.has_value());
+  EXPECT_FALSE(o.facts().output_tokens.has_value());
+}
+
 }  // namespace
 }  // namespace tokengate::stream
