@@ -78,6 +78,11 @@ fi
 "$bin" probe "${health_url/9090/$admin}" > /dev/null || fail "HEALTHCHECK command failed"
 reply=$(curl -s "http://127.0.0.1:$port/v1/chat/completions" -d '{"model":"any","max_tokens":2}')
 grep -q '"finish_reason"' <<<"$reply" || fail "no completion through the image's default config: $reply"
+# (The request is recorded just after its last byte: allow a moment.)
+for _ in $(seq 50); do
+  curl -s "http://127.0.0.1:$admin/metrics" | grep -qx 'tokengate_downstream_rq_total 1' && break
+  sleep 0.02
+done
 curl -s "http://127.0.0.1:$admin/metrics" | grep -qx 'tokengate_downstream_rq_total 1' || fail "the request did not pass through tokengate"
 stop_server
 if "$bin" probe "${health_url/9090/$admin}" > /dev/null 2>&1; then fail "HEALTHCHECK passes after stop"; fi
