@@ -103,6 +103,13 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   return p;
 }
 
+// What a broken engine might send instead of events: binary, HTML, a NUL.
+// (A function, not a literal in the coroutine: GCC 12 mishandles arrays there.)
+std::string garbage_bytes() {
+  static constexpr char junk[] = "\x89PNG\r\n\x1a\n<html>upstream exploded</html>\x00\xff";
+  return std::string(junk, sizeof junk - 1);
+}
+
 std::string finish_reason(const plan& p) {
   if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : "end_turn";
   return p.hit_limit ? "length" : "stop";
@@ -129,7 +136,7 @@ class generator {
         "Transfer-Encoding: chunked\r\n\r\n");
     co_await sleep(plan_.ttft);
     if (plan_.garbage) {  // a broken engine: bytes that are no event stream
-      co_await write_chunk(std::string("\x89PNG\r\n\x1a\n<html>upstream exploded</html>\x00\xff", 45));
+      co_await write_chunk(garbage_bytes());
       co_await write_raw("0\r\n\r\n");
       co_return true;
     }
