@@ -14,18 +14,11 @@
 #include <string_view>
 
 #include "config/config.hpp"
+#include "fuzz_check.hpp"
 #include "routing/policy.hpp"
 #include "server/headers.hpp"
 
 
-// A broken promise: name it, then crash so libFuzzer keeps the input.
-#define check(ok) \
-  do { \
-    if (!(ok)) { \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__); \
-      std::abort(); \
-    } \
-  } while (0)
 
 using namespace tokengate;
 

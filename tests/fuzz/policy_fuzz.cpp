@@ -15,18 +15,11 @@
 #include <variant>
 
 #include "config/config.hpp"
+#include "fuzz_check.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
 
 
-// A broken promise: name it, then crash so libFuzzer keeps the input.
-#define check(ok) \
-  do { \
-    if (!(ok)) { \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__); \
-      std::abort(); \
-    } \
-  } while (0)
 
 using namespace tokengate;
 

@@ -9,18 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_check.hpp"
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 
 
-// A broken promise: name it, then crash so libFuzzer keeps the input.
-#define check(ok) \
-  do { \
-    if (!(ok)) { \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__); \
-      std::abort(); \
-    } \
-  } while (0)
 
 using namespace tokengate::stream;
 
