@@ -116,8 +116,10 @@ void reload_policy(server& srv, const std::string& file) {
   }
 }
 
-// Serves until SIGINT/SIGTERM; SIGHUP, or a change of the config file's
-// modification time (checked every second), reloads the policy.
+// Serves until SIGINT/SIGTERM. SIGHUP reloads the policy and every TLS
+// certificate; a change of the config file's modification time reloads the
+// policy, and a change of a certificate or key file that certificate
+// (both checked every second).
 void run_until_stopped(server& srv, const std::optional<std::string>& file, net::io_context& io,
                        net::signal_set& signals) {
   namespace fs = std::filesystem;
@@ -129,22 +131,24 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, net:
     watch.async_wait([&](const error_code& ec) {
       if (ec) return;
       std::error_code e;
-      auto now = fs::last_write_time(*file, e);
-      if (!e && now != last_write) {
+      auto now = file ? fs::last_write_time(*file, e) : fs::file_time_type{};
+      if (file && !e && now != last_write) {
         last_write = now;
         spdlog::info("reload: {} changed", *file);
         reload_policy(srv, *file);
       }
+      srv.reload_certificates(true);
       arm_watch();
     });
   };
-  if (file) arm_watch();
+  arm_watch();
   std::function<void()> arm_signals = [&] {
     signals.async_wait([&](const error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGHUP) {
         if (file) reload_policy(srv, *file);
-        else spdlog::info("SIGHUP: running on the embedded config, nothing to reload");
+        else spdlog::info("SIGHUP: running on the embedded config, no policy to reload");
+        srv.reload_certificates(false);
         arm_signals();
         return;
       }

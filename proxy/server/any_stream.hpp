@@ -20,7 +20,10 @@ class any_stream {
   using tls_stream = net::ssl::stream<beast::tcp_stream>;
 
   explicit any_stream(beast::tcp_stream plain) : plain_(std::move(plain)) {}
-  explicit any_stream(std::unique_ptr<tls_stream> tls) : tls_(std::move(tls)) {}
+  // `context` is kept as long as the stream: a certificate reload may drop
+  // the listener's reference while this connection still uses it.
+  explicit any_stream(std::unique_ptr<tls_stream> tls, std::shared_ptr<net::ssl::context> context = nullptr)
+      : context_(std::move(context)), tls_(std::move(tls)) {}
   any_stream(any_stream&&) = default;
   any_stream& operator=(any_stream&&) = default;
 
@@ -59,6 +62,7 @@ class any_stream {
 
  private:
   std::optional<beast::tcp_stream> plain_;
+  std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
 };
 

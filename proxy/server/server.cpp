@@ -6,7 +6,7 @@
 #include <future>
 
 #include "server/admin.hpp"
-#include "server/tls_context.hpp"
+#include "server/tls_credentials.hpp"
 #include "server/worker.hpp"
 
 namespace tokengate {
@@ -22,8 +22,8 @@ server::~server() { drain_and_stop(); }
 
 void server::start() {
   for (const auto& l : config_->listeners) {
-    std::shared_ptr<net::ssl::context> tls;
-    if (l.tls) tls = make_server_tls_context(l.tls->cert_file, l.tls->key_file);
+    std::shared_ptr<tls_credentials> tls;
+    if (l.tls) certificates_[l.name] = tls = std::make_shared<tls_credentials>(l.tls->cert_file, l.tls->key_file);
     std::uint16_t port = l.port;
     for (auto& w : workers_) port = w->bind(l, port, tls);  // port 0: the first bind picks it
     ports_[l.name] = port;
@@ -64,6 +64,25 @@ void server::reload(std::shared_ptr<const config::config> next) {
   ++reloads_ok_;
 }
 
+std::size_t server::reload_certificates(bool only_changed) {
+  std::size_t failed = 0;
+  for (auto& [listener, credentials] : certificates_) {
+    if (only_changed && !credentials->files_changed()) continue;
+    try {
+      credentials->reload();
+      ++tls_reloads_ok_;
+      spdlog::info("reload: listener '{}' presents the certificate in {} to new connections", listener,
+                   credentials->cert_file());
+    } catch (const std::exception& e) {
+      ++failed;
+      ++tls_reloads_failed_;
+      spdlog::error("certificate reload refused for listener '{}', its current certificate stays: {}", listener,
+                    e.what());
+    }
+  }
+  return failed;
+}
+
 std::shared_ptr<const config::config> server::current_config() const { return store_->snapshot(); }
 
 std::string server::metrics_text() const {
@@ -77,6 +96,16 @@ std::string server::metrics_text() const {
           "# TYPE tokengate_config_reloads_total counter\n"
           "tokengate_config_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_.load()) + "\n"
           "tokengate_config_reloads_total{result=\"failure\"} " + std::to_string(reloads_failed_.load()) + "\n";
+  if (certificates_.empty()) return text;
+  text += "# HELP tokengate_tls_certificate_reloads_total Certificate reloads by result.\n"
+          "# TYPE tokengate_tls_certificate_reloads_total counter\n"
+          "tokengate_tls_certificate_reloads_total{result=\"success\"} " + std::to_string(tls_reloads_ok_.load()) + "\n"
+          "tokengate_tls_certificate_reloads_total{result=\"failure\"} " + std::to_string(tls_reloads_failed_.load()) + "\n"
+          "# HELP tokengate_tls_certificate_expiry_timestamp_seconds When the certificate each listener presents expires.\n"
+          "# TYPE tokengate_tls_certificate_expiry_timestamp_seconds gauge\n";
+  for (const auto& [listener, credentials] : certificates_)
+    text += "tokengate_tls_certificate_expiry_timestamp_seconds{listener=\"" + listener + "\"} " +
+            std::to_string(credentials->not_after()) + "\n";
   return text;
 }
 

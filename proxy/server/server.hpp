@@ -15,6 +15,7 @@ namespace tokengate {
 class worker;
 class admin_listener;
 class config_store;
+class tls_credentials;
 
 class server {
  public:
@@ -39,6 +40,12 @@ class server {
   std::uint64_t reloads_failed() const { return reloads_failed_; }
   void count_failed_reload() { ++reloads_failed_; }
 
+  // Reads every TLS listener's certificate and key again (all of them, or
+  // only those whose files changed since the last attempt). New handshakes
+  // use what loaded; a listener whose files fail keeps its certificate, and
+  // the failure is logged and counted. Returns the number that failed.
+  std::size_t reload_certificates(bool only_changed);
+
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.
   void drain_and_stop();
@@ -51,6 +58,8 @@ class server {
   std::vector<std::thread> threads_;
   std::unique_ptr<admin_listener> admin_;
   std::map<std::string, std::uint16_t> ports_;
+  std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
+  std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
   bool stopped_ = false;
 };
 

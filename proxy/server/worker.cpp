@@ -11,8 +11,18 @@
 #include "server/any_stream.hpp"
 #include "server/session.hpp"
 #include "server/tls_context.hpp"
+#include "server/tls_credentials.hpp"
 
 namespace tokengate {
+namespace {
+
+// The certificate current at accept time serves this connection to its end.
+any_stream tls_stream_for(beast::tcp_stream plain, std::shared_ptr<net::ssl::context> context) {
+  auto tls = std::make_unique<any_stream::tls_stream>(std::move(plain), *context);
+  return any_stream(std::move(tls), std::move(context));
+}
+
+}  // namespace
 
 worker::worker(int index, std::shared_ptr<config_store> store)
     : index_(index), store_(std::move(store)), config_(store_->snapshot()) {
@@ -42,7 +52,7 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
 }
 
 std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
-                           std::shared_ptr<net::ssl::context> tls) {
+                           std::shared_ptr<tls_credentials> tls) {
   auto address = net::ip::make_address(settings.address);
   tcp::endpoint endpoint(address, port);
   auto acceptor = std::make_unique<tcp::acceptor>(io_);
@@ -78,8 +88,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     beast::tcp_stream plain(std::move(socket));
-    auto stream = l.tls ? any_stream(std::make_unique<any_stream::tls_stream>(std::move(plain), *l.tls))
-                        : any_stream(std::move(plain));
+    auto stream = l.tls ? tls_stream_for(std::move(plain), l.tls->current()) : any_stream(std::move(plain));
     net::co_spawn(io_, run_session(std::move(stream), *this, *l.settings), net::detached);
   }
 }

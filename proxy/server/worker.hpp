@@ -21,6 +21,7 @@
 namespace tokengate {
 
 class any_stream;
+class tls_credentials;
 
 // The current config, swapped whole on reload. A request takes a snapshot
 // when it starts and keeps it to the end, so a reload never changes a
@@ -37,7 +38,7 @@ class config_store {
 
 struct bound_listener {
   const config::listener* settings;
-  std::shared_ptr<net::ssl::context> tls;  // null for plain HTTP
+  std::shared_ptr<tls_credentials> tls;  // null for plain HTTP
   std::unique_ptr<tcp::acceptor> acceptor;
 };
 
@@ -65,7 +66,7 @@ class worker {
   // Binds a listener; with port 0 the first worker picks the port and the
   // others pass it here so every worker listens on the same one.
   std::uint16_t bind(const config::listener& settings, std::uint16_t port,
-                     std::shared_ptr<net::ssl::context> tls);
+                     std::shared_ptr<tls_credentials> tls);
   void start_accepting();
 
   // Stop accepting, close idle keep-alive connections; requests in flight

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "support/proxy_fixture.hpp"
 
@@ -14,20 +17,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A self-signed certificate for localhost / 127.0.0.1, made once per run.
-struct test_certificate {
-  fs::path dir, cert, key;
-  test_certificate() {
-    dir = fs::temp_directory_path() / ("tokengate-tls-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    cert = dir / "cert.pem";
-    key = dir / "key.pem";
-    auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-               "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-               key.string() + " -out " + cert.string() + " 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
+// Writes a self-signed certificate for localhost / 127.0.0.1 with the given
+// common name to cert / key.
+void make_certificate(const fs::path& cert, const fs::path& key, const std::string& common_name) {
+  auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + common_name +
+             " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + key.string() + " -out " +
+             cert.string() + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
+}
+
+struct temp_dir {
+  fs::path path;
+  explicit temp_dir(const std::string& name)
+      : path(fs::temp_directory_path() / ("tokengate-" + name + "-" + std::to_string(::getpid()))) {
+    fs::create_directories(path);
   }
-  ~test_certificate() { fs::remove_all(dir); }
+  ~temp_dir() { fs::remove_all(path); }
+};
+
+// The certificate most tests use, made once per run.
+struct test_certificate {
+  temp_dir dir{"tls"};
+  fs::path cert = dir.path / "cert.pem", key = dir.path / "key.pem";
+  test_certificate() { make_certificate(cert, key, "localhost"); }
 };
 
 const test_certificate& certificate() {
@@ -140,6 +152,92 @@ TEST(Tls, HttpsUpstreamTrustedThroughCaFileWorks) {
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("\"content\":\" quick\""), std::string::npos);
   EXPECT_EQ(https_upstream.engine_stats().requests.load(), 1u);
+}
+
+// Replaces a file the way cert-manager and certbot do: write aside, rename over.
+void replace_file(const fs::path& from, const fs::path& to) {
+  fs::copy_file(from, to.string() + ".new", fs::copy_options::overwrite_existing);
+  fs::rename(to.string() + ".new", to);
+}
+
+TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
+  temp_dir dir("rotate");
+  auto cert = dir.path / "cert.pem", key = dir.path / "key.pem";
+  make_certificate(cert, key, "first");
+  make_certificate(dir.path / "second-cert.pem", dir.path / "second-key.pem", "second");
+  {  // the clients trust both, as they would trust one CA that signed both
+    std::ofstream bundle(dir.path / "trust.pem");
+    bundle << std::ifstream(cert).rdbuf() << std::ifstream(dir.path / "second-cert.pem").rdbuf();
+  }
+  fixture_options o;
+  o.listener_extra = "    tls:\n      cert_file: " + cert.string() + "\n      key_file: " + key.string() + "\n";
+  proxy_fixture f(o);
+  client_context tls(dir.path / "trust.pem");
+
+  // A long stream that starts on the old certificate and must finish after
+  // the rotation (200 tokens/s: about a second).
+  http_client long_lived(f.port(), tls.ctx);
+  EXPECT_EQ(long_lived.peer_common_name(), "first");
+  long_lived.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":200})"));
+
+  // Meanwhile, four clients open new connections as fast as they can.
+  std::atomic<bool> stop{false}, rotated{false};
+  std::atomic<int> ok{0}, failed{0}, first_after_rotation{0}, second_seen{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i)
+    clients.emplace_back([&] {
+      while (!stop) {
+        bool after = rotated;  // read before connecting: a later handshake must see the new certificate
+        try {
+          http_client c(f.port(), tls.ctx);
+          auto name = c.peer_common_name();
+          if (after && name == "first") ++first_after_rotation;
+          if (name == "second") ++second_seen;
+          c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
+          auto r = read_response(c);
+          if (r.complete && r.status == 200 && r.body.find("[DONE]") != std::string::npos) ++ok;
+          else ++failed;
+        } catch (const std::exception&) {
+          ++failed;
+        }
+      }
+    });
+  std::this_thread::sleep_for(300ms);
+  replace_file(dir.path / "second-cert.pem", cert);
+  replace_file(dir.path / "second-key.pem", key);
+  EXPECT_EQ(f.proxy().reload_certificates(false), 0u);
+  rotated = true;
+  std::this_thread::sleep_for(300ms);
+
+  // A broken pair (the key does not match) is refused; the good one stays.
+  make_certificate(dir.path / "third-cert.pem", dir.path / "third-key.pem", "third");
+  replace_file(dir.path / "third-cert.pem", cert);
+  EXPECT_EQ(f.proxy().reload_certificates(true), 1u);
+  EXPECT_EQ(f.proxy().reload_certificates(true), 0u) << "the same broken files are not retried every second";
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  for (auto& t : clients) t.join();
+
+  EXPECT_EQ(failed, 0);
+  EXPECT_GT(ok, 20);
+  EXPECT_GT(second_seen, 0);
+  EXPECT_EQ(first_after_rotation, 0);
+  auto r = read_response(long_lived);
+  ASSERT_TRUE(r.complete) << "the stream begun before the rotation was cut";
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(http_client(f.port(), tls.ctx).peer_common_name(), "second");
+
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"success\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"failure\"} 1\n"), std::string::npos);
+  // Made with -days 2: it expires between one and three days from now.
+  auto at = metrics.find("tokengate_tls_certificate_expiry_timestamp_seconds{listener=\"main\"} ");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  auto expiry = std::stoll(metrics.substr(metrics.find("} ", at) + 2));
+  auto now = static_cast<long long>(std::time(nullptr));
+  EXPECT_GT(expiry, now + 86400);
+  EXPECT_LT(expiry, now + 3 * 86400);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,14 @@ http_client::http_client(std::uint16_t port, SSL_CTX* tls, const std::string& se
       throw std::runtime_error("TLS handshake failed");
     }
   }
+}
+
+std::string http_client::peer_common_name() const {
+  X509* cert = ssl_ ? SSL_get0_peer_certificate(ssl_) : nullptr;
+  if (!cert) return "";
+  char name[256] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, name, sizeof(name));
+  return name;
 }
 
 http_client::~http_client() {

@@ -49,6 +49,9 @@ class http_client {
     arrivals_.push_back({clock::now(), raw_.size()});
   }
 
+  // The common name of the certificate the server presented ("" on plain TCP).
+  std::string peer_common_name() const;
+
   void close();  // FIN
   void reset();  // RST (SO_LINGER 0)
 
