@@ -21,6 +21,7 @@
 #include "engine/demo_engine.hpp"
 #include "cli/probe.hpp"
 #include "routing/policy.hpp"
+#include "server/connection_gate.hpp"
 #include "server/server.hpp"
 
 namespace tokengate::cli {
@@ -175,8 +176,12 @@ int serve(const options& o) {
     demo->start();
     spdlog::info("demo engine listening on http://{}:{}/v1", cfg->demo_engine->address, demo->port());
   }
+  auto descriptors = raise_descriptor_limit();
   server srv(cfg);
   srv.start();
+  spdlog::info("at most {} client connections at once (limits.max_connections{}; descriptor limit {})",
+               srv.max_connections(), cfg->limits.max_connections ? "" : ": half the descriptor limit",
+               descriptors);
   for (const auto& l : cfg->listeners) {
     spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', {}, {} workers)", TOKENGATE_VERSION,
                  l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,

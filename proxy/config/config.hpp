@@ -102,6 +102,8 @@ struct limit_settings {
   duration idle_timeout{std::chrono::seconds(60)};  // keep-alive wait between requests
   duration client_write_timeout{std::chrono::seconds(30)};  // a client that stops reading
   std::size_t stream_buffer_bytes = 16 * 1024;  // relay buffer per stream
+  std::size_t max_connections = 0;  // client connections in all; 0 = half the descriptor limit
+  std::size_t max_connections_per_client = 0;  // per client address; 0 = no bound
 };
 
 struct admin_settings {

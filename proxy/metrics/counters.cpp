@@ -25,6 +25,8 @@ struct family {
 const family families[] = {
     {"tokengate_downstream_cx_total", "counter", "Client connections accepted.", &shard::downstream_cx_total},
     {"tokengate_downstream_cx_active", "gauge", "Client connections open now.", &shard::downstream_cx_active},
+    {"tokengate_downstream_cx_refused_per_client_total", "counter", "Connections over limits.max_connections_per_client, answered 429 and closed.", &shard::downstream_cx_refused_per_client},
+    {"tokengate_downstream_cx_accept_paused_total", "counter", "Times a worker stopped accepting at limits.max_connections.", &shard::downstream_cx_accept_paused},
     {"tokengate_downstream_rq_total", "counter", "Client requests received.", &shard::downstream_rq_total},
     {"tokengate_downstream_rq_active", "gauge", "Client requests in progress.", &shard::downstream_rq_active},
     {"tokengate_downstream_rq_client_cancelled_total", "counter", "Requests the client abandoned before the end.", &shard::downstream_rq_client_cancelled},

@@ -22,6 +22,8 @@ class counter {
 struct shard {
   counter downstream_cx_total;
   counter downstream_cx_active;
+  counter downstream_cx_refused_per_client;  // over limits.max_connections_per_client: 429
+  counter downstream_cx_accept_paused;       // a worker stopped accepting at limits.max_connections
   counter downstream_rq_total;
   counter downstream_rq_2xx, downstream_rq_3xx, downstream_rq_4xx, downstream_rq_5xx;
   counter downstream_rq_client_cancelled;   // client went away before the end

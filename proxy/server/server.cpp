@@ -6,6 +6,7 @@
 #include <future>
 
 #include "server/admin.hpp"
+#include "server/connection_gate.hpp"
 #include "server/tls_credentials.hpp"
 #include "server/worker.hpp"
 
@@ -13,9 +14,13 @@ namespace tokengate {
 
 server::server(std::shared_ptr<const config::config> config)
     : config_(std::move(config)), store_(std::make_shared<config_store>(config_)) {
+  const auto& limits = config_->limits;
+  gate_ = std::make_unique<connection_gate>(
+      limits.max_connections ? limits.max_connections : default_max_connections(descriptor_limit()),
+      limits.max_connections_per_client);
   int count = config_->workers > 0 ? config_->workers
                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, store_));
+  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, store_, *gate_));
 }
 
 server::~server() { drain_and_stop(); }
@@ -50,6 +55,8 @@ void server::start() {
 }
 
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
+
+std::size_t server::max_connections() const { return gate_->max_total(); }
 
 std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
 
@@ -92,11 +99,15 @@ std::string server::metrics_text() const {
   std::vector<const metrics::latency_shard*> latency;
   for (const auto& w : workers_) latency.push_back(&w->latency());
   text += metrics::render_latency_prometheus(latency);
+  text += "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once (limits.max_connections).\n"
+          "# TYPE tokengate_downstream_cx_limit gauge\n"
+          "tokengate_downstream_cx_limit " + std::to_string(gate_->max_total()) + "\n";
   text += "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
           "# TYPE tokengate_config_reloads_total counter\n"
           "tokengate_config_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_.load()) + "\n"
           "tokengate_config_reloads_total{result=\"failure\"} " + std::to_string(reloads_failed_.load()) + "\n";
-  if (certificates_.empty()) return text;
+  // Declared even without TLS listeners, so dashboards and rules find the
+  // families; the gauge then has no samples.
   text += "# HELP tokengate_tls_certificate_reloads_total Certificate reloads by result.\n"
           "# TYPE tokengate_tls_certificate_reloads_total counter\n"
           "tokengate_tls_certificate_reloads_total{result=\"success\"} " + std::to_string(tls_reloads_ok_.load()) + "\n"

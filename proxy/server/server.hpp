@@ -16,6 +16,7 @@ class worker;
 class admin_listener;
 class config_store;
 class tls_credentials;
+class connection_gate;
 
 class server {
  public:
@@ -29,6 +30,7 @@ class server {
   std::uint16_t port(const std::string& listener_name) const;
   std::uint16_t admin_port() const;
   std::size_t worker_count() const { return workers_.size(); }
+  std::size_t max_connections() const;  // limits.max_connections, or its default
   std::string metrics_text() const;
   std::string stats_json() const;  // p50/p95/p99/max per route: last minute, five minutes, since start
 
@@ -53,6 +55,7 @@ class server {
  private:
   std::shared_ptr<const config::config> config_;
   std::shared_ptr<config_store> store_;
+  std::unique_ptr<connection_gate> gate_;  // before workers_: they hold a reference
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;

@@ -11,6 +11,7 @@
 
 #include "server/request_record.hpp"
 #include "server/any_stream.hpp"
+#include "server/connection_gate.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
 #include "server/dispatch.hpp"
@@ -74,7 +75,8 @@ std::optional<read_failure> classify_read_error(const error_code& ec, const conf
   return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};
 }
 
-net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::listener& listener) {
+net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::listener& listener,
+                                  bool over_client_limit) {
   const auto& limits = w.config().limits;
   beast::flat_buffer buffer;
   bool first = true;
@@ -127,6 +129,18 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
       co_return;
     }
     ctx.request_read = clock::now();
+    if (over_client_limit) {
+      // Read whole, answered, closed: the client learns why, and the
+      // connection is gone as soon as it would have been idle.
+      w.metrics().downstream_cx_refused_per_client.add();
+      co_await send_json_error(stream, 429,
+                               "too many connections from your address (limit " +
+                                   std::to_string(limits.max_connections_per_client) +
+                                   "); reuse a keep-alive connection or wait for one to close",
+                               "rate_limit_error", "too_many_connections", false, ctx);
+      w.metrics().count_status(429);
+      co_return;
+    }
     auto request = parser.release();
     w.metrics().downstream_rq_total.add();
     w.metrics().downstream_rq_active.add();
@@ -143,7 +157,8 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
 
 }  // namespace
 
-net::awaitable<void> run_session(any_stream stream, worker& w, const config::listener& listener) {
+net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, worker& w,
+                                 const config::listener& listener) {
   w.metrics().downstream_cx_total.add();
   w.metrics().downstream_cx_active.add();
   bool handshake_ok = true;
@@ -156,7 +171,7 @@ net::awaitable<void> run_session(any_stream stream, worker& w, const config::lis
     }
   }
   if (handshake_ok) {
-    co_await session_loop(stream, w, listener);
+    co_await session_loop(stream, w, listener, !ticket.within_client_limit());
     co_await stream.graceful_close();
   } else {
     stream.close();

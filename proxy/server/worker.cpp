@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "server/any_stream.hpp"
+#include "server/connection_gate.hpp"
 #include "server/session.hpp"
 #include "server/tls_context.hpp"
 #include "server/tls_credentials.hpp"
@@ -24,8 +25,8 @@ any_stream tls_stream_for(beast::tcp_stream plain, std::shared_ptr<net::ssl::con
 
 }  // namespace
 
-worker::worker(int index, std::shared_ptr<config_store> store)
-    : index_(index), store_(std::move(store)), config_(store_->snapshot()) {
+worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& gate)
+    : index_(index), store_(std::move(store)), gate_(gate), config_(store_->snapshot()) {
   // Fail at start-up, not on the first request, on a bad URL or CA file.
   for (const auto& [name, settings] : config_->upstreams) pool_for(settings);
 }
@@ -74,8 +75,33 @@ void worker::start_accepting() {
   for (auto& l : listeners_) net::co_spawn(io_, accept_loop(l), net::detached);
 }
 
+net::awaitable<void> worker::wait_for_room(bound_listener& l) {
+  if (!gate_.full()) co_return;
+  // New clients wait in the listen backlog meanwhile, as with HAProxy's
+  // maxconn; a 5 ms poll costs nothing next to thousands of open streams.
+  metrics_.downstream_cx_accept_paused.add();
+  spdlog::warn("listener '{}' (worker {}): {} client connections open, at limits.max_connections; "
+               "new connections wait until one closes", l.settings->name, index_, gate_.open());
+  net::steady_timer pause(io_);
+  while (gate_.full() && l.acceptor->is_open()) {
+    pause.expires_after(std::chrono::milliseconds(5));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l, const net::ip::address& client) {
+  net::steady_timer pause(io_);
+  for (;;) {
+    if (auto ticket = gate_.try_admit(client)) co_return ticket;
+    if (!l.acceptor->is_open()) co_return std::nullopt;
+    pause.expires_after(std::chrono::milliseconds(5));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
 net::awaitable<void> worker::accept_loop(bound_listener& l) {
   for (;;) {
+    co_await wait_for_room(l);
     auto [ec, socket] = co_await l.acceptor->async_accept(net::as_tuple(net::use_awaitable));
     if (ec) {
       if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;
@@ -87,9 +113,11 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    auto ticket = co_await admit(l, gate_.tracks_clients() ? socket.remote_endpoint(ignored).address() : net::ip::address());
+    if (!ticket) co_return;  // draining: the connection closes unserved
     beast::tcp_stream plain(std::move(socket));
     auto stream = l.tls ? tls_stream_for(std::move(plain), l.tls->current()) : any_stream(std::move(plain));
-    net::co_spawn(io_, run_session(std::move(stream), *this, *l.settings), net::detached);
+    net::co_spawn(io_, run_session(std::move(stream), std::move(*ticket), *this, *l.settings), net::detached);
   }
 }
 

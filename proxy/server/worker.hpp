@@ -21,6 +21,8 @@
 namespace tokengate {
 
 class any_stream;
+class connection_gate;
+class connection_ticket;
 class tls_credentials;
 
 // The current config, swapped whole on reload. A request takes a snapshot
@@ -44,7 +46,7 @@ struct bound_listener {
 
 class worker {
  public:
-  worker(int index, std::shared_ptr<config_store> store);
+  worker(int index, std::shared_ptr<config_store> store, connection_gate& gate);
   ~worker();
 
   int index() const { return index_; }
@@ -81,10 +83,16 @@ class worker {
 
  private:
   net::awaitable<void> accept_loop(bound_listener& l);
+  // Waits while the process serves limits.max_connections client connections.
+  net::awaitable<void> wait_for_room(bound_listener& l);
+  // A place in the connection limits for a connection just accepted; nothing
+  // when the listener closed (drain) while it waited.
+  net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l, const net::ip::address& client);
 
   int index_;
   net::io_context io_{1};  // one thread: Asio may skip its internal locking
   std::shared_ptr<config_store> store_;
+  connection_gate& gate_;
   std::shared_ptr<const config::config> config_;
   metrics::shard metrics_;
   metrics::latency_shard latency_;

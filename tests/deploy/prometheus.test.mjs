@@ -154,7 +154,7 @@ test('recording rules give per-route TTFT and inter-token percentiles from live 
   // Alerts are loaded and evaluated; with healthy traffic, none fires.
   const alerts = await (await fetch(`${prometheus}/api/v1/rules?type=alert`)).json();
   const rules = alerts.data.groups.flatMap((g) => g.rules);
-  assert.equal(rules.length, 5);
+  assert.equal(rules.length, 7);
   for (const r of rules) assert.equal(r.health, 'ok', `${r.name}: ${r.lastError}`);
   assert.deepEqual(rules.filter((r) => r.state === 'firing').map((r) => r.name), []);
 });

@@ -26,7 +26,8 @@ function waitForLine(child, pattern, what) {
   });
 }
 
-export async function startProxy({ upstreamKeyEnv } = {}) {
+// topYaml: lines added at the top level of the proxy's config.
+export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
   const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
   const enginePort = await waitForLine(engine, /^PORT (\d+)$/m, "demo engine port");
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
@@ -40,6 +41,7 @@ export async function startProxy({ upstreamKeyEnv } = {}) {
       "  demo:",
       `    base_url: http://127.0.0.1:${enginePort}/v1`,
       upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "",
+      ...topYaml,
       "",
     ].join("\n"),
   );

@@ -82,6 +82,74 @@ TEST(Limits, MalformedRequestIs400) {
   EXPECT_EQ(error_code_of(r), "invalid_request");
 }
 
+// A request that completes shows the proxy has accepted (and counted) the
+// connection: acceptance is asynchronous to the client's connect().
+void complete_one_request(http_client& c) {
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  auto r = read_response(c);
+  ASSERT_EQ(r.status, 200);
+  c.clear();
+}
+
+TEST(Limits, ConnectionsOverTheClientsShareGet429AndOthersStillGetIn) {
+  fixture_options o;
+  o.top_extra = "limits:\n  max_connections_per_client: 2\n";
+  proxy_fixture f(o);
+  http_client first(f.port()), second(f.port());
+  complete_one_request(first);
+  complete_one_request(second);
+
+  http_client third(f.port());
+  third.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  auto r = read_response(third);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(error_code_of(r), "too_many_connections");
+  EXPECT_NE(r.body.find("limit 2"), std::string::npos) << r.body;
+  EXPECT_EQ(r.headers["connection"], "close");
+  third.read_some(2s);
+  EXPECT_TRUE(third.eof()) << "the refused connection is closed";
+
+  // Another address has its own share.
+  http_client elsewhere(f.port(), nullptr, "localhost", "127.0.0.2");
+  complete_one_request(elsewhere);
+
+  // A closed connection gives its place back.
+  first.close();
+  EXPECT_TRUE(wait_until([&] {
+    http_client again(f.port());
+    again.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+    return read_response(again).status == 200;
+  }, 3s, "a new connection from the first address after one closed"));
+  EXPECT_EQ(f.engine_stats().requests.load(), 4u) << "the refused request never went upstream";
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  // (At least one: a retry above may have come before the close was seen.)
+  EXPECT_EQ(metrics.find("tokengate_downstream_cx_refused_per_client_total 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("tokengate_downstream_cx_refused_per_client_total"), std::string::npos) << metrics;
+}
+
+TEST(Limits, AtMaxConnectionsNewClientsWaitUntilOneCloses) {
+  fixture_options o;
+  o.top_extra = "limits:\n  max_connections: 2\n";
+  proxy_fixture f(o);
+  http_client first(f.port()), second(f.port());
+  complete_one_request(first);
+  complete_one_request(second);
+
+  // The kernel completes the connection; the proxy leaves it in the backlog.
+  http_client waiting(f.port());
+  waiting.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  auto early = read_response(waiting, 500ms);
+  EXPECT_EQ(early.status, 0) << "answered beyond max_connections";
+  EXPECT_FALSE(waiting.eof()) << "a waiting client is not turned away";
+
+  first.close();
+  auto r = read_response(waiting, 3s);
+  EXPECT_EQ(r.status, 200) << "not served once a connection closed";
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_downstream_cx_limit 2\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("tokengate_downstream_cx_accept_paused_total 0\n"), std::string::npos) << metrics;
+}
+
 TEST(Limits, AdminEndpointsAnswer) {
   proxy_fixture f;
   EXPECT_EQ(http_get(f.admin_port(), "/healthz").status, 200);

@@ -13,8 +13,17 @@
 
 namespace tokengate::test {
 
-http_client::http_client(std::uint16_t port, SSL_CTX* tls, const std::string& server_name) {
+http_client::http_client(std::uint16_t port, SSL_CTX* tls, const std::string& server_name, const char* source) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (source) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &local.sin_addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+      ::close(fd_);
+      throw std::runtime_error(std::string("cannot bind to ") + source);
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);

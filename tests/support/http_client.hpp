@@ -24,7 +24,10 @@ struct arrival {
 class http_client {
  public:
   // Throws std::runtime_error if the connection (or TLS handshake) fails.
-  explicit http_client(std::uint16_t port, SSL_CTX* tls = nullptr, const std::string& server_name = "localhost");
+  // `source`: the local address to connect from (another loopback address
+  // plays another client).
+  explicit http_client(std::uint16_t port, SSL_CTX* tls = nullptr, const std::string& server_name = "localhost",
+                       const char* source = nullptr);
   ~http_client();
   http_client(const http_client&) = delete;
 
