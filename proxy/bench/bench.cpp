@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,7 @@ struct sample {
   std::string error;  // empty: success
   double ttft_ms = 0, duration_ms = 0, tpot_ms = 0, tokens_per_second = 0;
   std::vector<double> gaps_ms;
+  std::vector<double> transit_ms;  // from the demo engine's stamp to arrival here
   int tokens = 0;
 };
 
@@ -50,6 +52,7 @@ class token_clock final : public stream::sse_sink {
     if (s_.tokens++ == 0) first_ = now_;
     else s_.gaps_ms.push_back(ms(now_ - last_));
     last_ = now_;
+    record_transit(e.data);
   }
   const stream::stream_facts& facts() const { return observer_.facts(); }
   clock::time_point first() const { return first_; }
@@ -57,6 +60,19 @@ class token_clock final : public stream::sse_sink {
   static double ms(clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
  private:
+  // The demo engine's "demo_sent_us" stamp (same monotonic clock, same
+  // machine): how long this event took from the engine's write to here.
+  void record_transit(std::string_view data) {
+    static constexpr std::string_view key = "\"demo_sent_us\":";
+    auto at = data.find(key);
+    if (at == std::string_view::npos) return;
+    auto digits = data.substr(at + key.size());
+    long long sent_us = 0;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), sent_us).ec != std::errc{}) return;
+    auto sent = clock::time_point(std::chrono::microseconds(sent_us));
+    s_.transit_ms.push_back(ms(now_ - sent));
+  }
+
   sample& s_;
   stream::stream_observer observer_;
   clock::time_point now_, first_, last_;
@@ -241,7 +257,7 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   r.prompt_tokens = prompt;
   r.requests = o.requests;
   r.wall_seconds = std::chrono::duration<double>(clock::now() - start).count();
-  std::vector<double> ttft, gaps, tpot, rate, duration;
+  std::vector<double> ttft, gaps, tpot, rate, duration, transit;
   for (const auto& s : st.samples) {
     if (!s.error.empty()) {
       ++r.errors[s.error];
@@ -250,6 +266,7 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
     ++r.ok;
     ttft.push_back(s.ttft_ms);
     gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+    transit.insert(transit.end(), s.transit_ms.begin(), s.transit_ms.end());
     if (s.tokens > 1) {
       tpot.push_back(s.tpot_ms);
       rate.push_back(s.tokens_per_second);
@@ -259,6 +276,7 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   }
   r.ttft = summarise(ttft);
   r.inter_token = summarise(gaps);
+  r.transit = summarise(transit);
   r.time_per_output_token = summarise(tpot);
   r.tokens_per_second = summarise(rate);
   r.duration = summarise(duration);
@@ -326,6 +344,7 @@ std::string render_json(const std::vector<point_result>& results) {
                                {"errors", errors},
                                {"ttft_ms", pct(r.ttft)},
                                {"inter_token_ms", pct(r.inter_token)},
+                               {"transit_ms", pct(r.transit)},  // count 0 unless the source stamps events
                                {"time_per_output_token_ms", pct(r.time_per_output_token)},
                                {"tokens_per_second", pct(r.tokens_per_second)},
                                {"duration_ms", pct(r.duration)},

@@ -38,6 +38,7 @@ struct point_result {
   int ok = 0;
   std::map<std::string, int> errors;  // by kind: connect, http_429, stream_error, timeout, …
   percentiles ttft, inter_token, time_per_output_token, tokens_per_second, duration;
+  percentiles transit;  // event transit from a stamping source (the demo engine with stamp: true)
   double output_tokens_total = 0;
   double wall_seconds = 0;
   double throughput_tokens_per_second() const { return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0; }

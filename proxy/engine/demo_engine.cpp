@@ -46,6 +46,11 @@ struct plan {
   long reset_after = -1;
   std::chrono::milliseconds drip{0};  // write the stream one byte at a time, this far apart
   bool garbage = false;               // a 200 event stream whose body is not SSE at all
+  // Each OpenAI chat token chunk carries "demo_sent_us": the monotonic clock
+  // as it is written, so a client on this machine can tell how long the
+  // event spent in transit (what a proxy adds), apart from the engine's own
+  // timing jitter.
+  bool stamp = false;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -100,6 +105,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   p.reset_after = json_int(knobs, "reset_after", -1);
   p.drip = std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
+  if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   return p;
 }
 
@@ -216,7 +222,11 @@ class generator {
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions)
       return sse("", completion_chunk(token, nullptr));
-    return sse("", chat_chunk({{"content", token}}, nullptr));
+    auto chunk = chat_chunk({{"content", token}}, nullptr);
+    if (plan_.stamp)
+      chunk["demo_sent_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch()).count();
+    return sse("", chunk);
   }
 
   std::string closing_events() {

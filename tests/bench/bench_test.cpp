@@ -36,6 +36,29 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   EXPECT_NEAR(results[1].ttft.p50, short_prompt.ttft.p50, 4);
 }
 
+TEST(Bench, MeasuresEventTransitFromAStampingSource) {
+  proxy_fixture f;
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  o.requests = 4;
+  o.max_tokens = 5;
+  o.prompt_tokens = {10};
+  o.concurrency = {2};
+  auto plain = bench::run(o);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].transit.count, 0u) << "no stamps, no transit figures";
+
+  // The engine sleeps 30 ms between tokens; transit excludes that wait.
+  o.extra_body = R"({"demo":{"ttft_ms":0,"interval_ms":30,"tokens":5,"stamp":true}})";
+  auto stamped = bench::run(o);
+  ASSERT_EQ(stamped.size(), 1u);
+  EXPECT_EQ(stamped[0].ok, 4);
+  EXPECT_EQ(stamped[0].transit.count, 20u) << "one transit per token event";
+  EXPECT_GT(stamped[0].transit.p50, 0.0);
+  EXPECT_LT(stamped[0].transit.p50, 15.0) << "transit includes the 30 ms sleeps";
+  EXPECT_NEAR(stamped[0].inter_token.p50, 30, 15);
+}
+
 TEST(Bench, CountsErrorsByKind) {
   bench::options o;
   o.url = "http://127.0.0.1:1/v1";
