@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What one change bought: CPU per relayed event (and event transit) of two
+# tokengate binaries under the same load, in alternating rounds (A B A B …)
+# so that the noise of a shared machine falls on both. On demand, not a test.
+# Usage: tests/bench/ab_cpu.sh OLD_BIN NEW_BIN [ROUNDS] [STREAMS] [INTERVAL_MS]
+# The proxy runs on core 0; the demo engine (stamping its events) and the
+# load (`tokengate bench`) on core 1.
+set -euo pipefail
+old=$1 new=$2 rounds=${3:-3} streams=${4:-1000} interval=${5:-50}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+engine=$(free_port)
+taskset -c 1 "$new" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
+pids+=($!)
+tokens=100
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms transit_p99_ms"
+  local port; port=$(free_port)
+  cat > "$work/cfg.yaml" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: $port}]
+upstreams: {source: {base_url: "http://127.0.0.1:$engine/v1", pool_size: 256}}
+routes:
+  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
+     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
+YAML
+  taskset -c 0 "$1" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
+  local proxy=$!
+  for _ in $(seq 100); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.05; done
+  local before; before=$(cpu_ticks "$proxy")
+  taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$streams" \
+    --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
+    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true}}" > "$work/r.json"
+  local after; after=$(cpu_ticks "$proxy")
+  kill "$proxy"; wait "$proxy" 2> /dev/null || true
+  python3 - "$work/r.json" $((after - before)) "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+cpu = int(sys.argv[2]) / int(sys.argv[3])
+assert r["ok"] == r["requests"], f"errors: {r['errors']}"
+print(f"{cpu / r['output_tokens'] * 1e6:.1f} {r['transit_ms']['p50']:.3f} {r['transit_ms']['p99']:.3f}")
+PY
+}
+: > "$work/old" ; : > "$work/new"
+for i in $(seq "$rounds"); do
+  one_round "$old" >> "$work/old"
+  one_round "$new" >> "$work/new"
+done
+python3 - "$work/old" "$work/new" "$streams" "$interval" <<'PY'
+import statistics, sys
+rows = {name: [list(map(float, l.split())) for l in open(path)] for name, path in (("old", sys.argv[1]), ("new", sys.argv[2]))}
+print(f"{sys.argv[3]} streams, a token every {sys.argv[4]} ms; medians of {len(rows['old'])} alternating rounds")
+print("binary  CPU s/M events  transit p50 ms  transit p99 ms   (rounds: CPU)")
+med = {}
+for name, rs in rows.items():
+    med[name] = [statistics.median(col) for col in zip(*rs)]
+    print(f"{name:7} {med[name][0]:14.1f}  {med[name][1]:14.3f}  {med[name][2]:14.3f}   {[r[0] for r in rs]}")
+print(f"new/old CPU per event: {med['new'][0] / med['old'][0]:.3f}")
+PY
