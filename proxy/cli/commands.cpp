@@ -139,6 +139,7 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, net:
         reload_policy(srv, *file);
       }
       srv.reload_certificates(true);
+      srv.release_memory_after_burst();
       arm_watch();
     });
   };

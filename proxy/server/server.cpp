@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
+
 #include <future>
 
 #include "server/admin.hpp"
@@ -55,6 +57,19 @@ void server::start() {
 }
 
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
+
+bool server::release_memory_after_burst() {
+  auto open = gate_->open();
+  connections_high_water_ = std::max(connections_high_water_, open);
+  if (connections_high_water_ < open + 1000 || open > connections_high_water_ / 2) return false;
+  connections_high_water_ = open;
+#ifdef __GLIBC__
+  malloc_trim(0);
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::size_t server::max_connections() const { return gate_->max_total(); }
 

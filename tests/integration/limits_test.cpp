@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "server/connection_gate.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -148,6 +149,27 @@ TEST(Limits, AtMaxConnectionsNewClientsWaitUntilOneCloses) {
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   EXPECT_NE(metrics.find("tokengate_downstream_cx_limit 2\n"), std::string::npos) << metrics;
   EXPECT_EQ(metrics.find("tokengate_downstream_cx_accept_paused_total 0\n"), std::string::npos) << metrics;
+}
+
+TEST(Limits, FreedMemoryIsGivenBackOnlyAfterABurstEnds) {
+  // 1,200 connections need 2,400 descriptors in this process (both ends).
+  if (raise_descriptor_limit() < 3000) GTEST_SKIP() << "descriptor limit below 3,000";
+  proxy_fixture f;
+  auto open_now = [&] {
+    auto metrics = http_get(f.admin_port(), "/metrics").body;
+    const std::string sample = "\ntokengate_downstream_cx_active ";
+    return std::stoul(metrics.substr(metrics.find(sample) + sample.size()));
+  };
+  EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "nothing happened yet";
+  {
+    std::vector<std::unique_ptr<http_client>> burst;
+    for (int i = 0; i < 1200; ++i) burst.push_back(std::make_unique<http_client>(f.port()));
+    ASSERT_TRUE(wait_until([&] { return open_now() >= 1200; }, 10s, "1,200 connections accepted"));
+    EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "not while the burst is still open";
+  }
+  ASSERT_TRUE(wait_until([&] { return open_now() <= 1; }, 10s, "the burst closed"));
+  EXPECT_TRUE(f.proxy().release_memory_after_burst()) << "the burst ended";
+  EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "once per burst, not every second";
 }
 
 TEST(Limits, AdminEndpointsAnswer) {
