@@ -80,8 +80,14 @@ net::awaitable<void> worker::wait_for_room(bound_listener& l) {
   // New clients wait in the listen backlog meanwhile, as with HAProxy's
   // maxconn; a 5 ms poll costs nothing next to thousands of open streams.
   metrics_.downstream_cx_accept_paused.add();
-  spdlog::warn("listener '{}' (worker {}): {} client connections open, at limits.max_connections; "
-               "new connections wait until one closes", l.settings->name, index_, gate_.open());
+  // At a sustained limit this pauses once per closed connection: log at most
+  // every 10 s (the counter has every pause).
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_pause_logged_ >= std::chrono::seconds(10)) {
+    last_pause_logged_ = now;
+    spdlog::warn("listener '{}' (worker {}): {} client connections open, at limits.max_connections; "
+                 "new connections wait until one closes", l.settings->name, index_, gate_.open());
+  }
   net::steady_timer pause(io_);
   while (gate_.full() && l.acceptor->is_open()) {
     pause.expires_after(std::chrono::milliseconds(5));

@@ -105,6 +105,7 @@ class worker {
   std::mt19937_64 rng_{std::random_device{}()};
   std::map<std::string, std::size_t> active_streams_;
   std::atomic<bool> draining_{false};
+  std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };
 
 }  // namespace tokengate
