@@ -1,8 +1,8 @@
 #pragma once
 // Bounds on client connections, shared by every worker of the process:
-//  - a total (limits.max_connections): at the limit the workers stop
-//    accepting and new clients wait in the kernel's listen backlog until a
-//    connection closes, rather than the process running out of descriptors
+//  - a total (limits.max_connections): at the limit each worker holds the
+//    connection it just accepted and stops accepting, so new clients wait in
+//    the kernel's listen backlog until a connection closes, rather than the process running out of descriptors
 //    (which would fail upstream connects for streams already accepted);
 //  - a per-address share (limits.max_connections_per_client): a client over
 //    it still gets a clear answer (429 on its first request), then the close.
@@ -44,12 +44,9 @@ class connection_gate {
   connection_gate(std::size_t max_total, std::size_t max_per_client)
       : max_total_(max_total), max_per_client_(max_per_client) {}
 
-  // True while the process serves max_total connections: do not accept.
-  bool full() const { return max_total_ && open_.load(std::memory_order_relaxed) >= max_total_; }
   // Counts a connection just accepted from `client`, or nothing when the
-  // total is reached (each worker's pending accept can complete after the
-  // last place went to another worker: that connection waits for a place).
-  // Any thread.
+  // total is reached (the worker then holds that connection until a place
+  // frees). Any thread.
   std::optional<connection_ticket> try_admit(const net::ip::address& client);
   std::size_t open() const { return open_.load(std::memory_order_relaxed); }
   bool tracks_clients() const { return max_per_client_ > 0; }

@@ -75,10 +75,12 @@ void worker::start_accepting() {
   for (auto& l : listeners_) net::co_spawn(io_, accept_loop(l), net::detached);
 }
 
-net::awaitable<void> worker::wait_for_room(bound_listener& l) {
-  if (!gate_.full()) co_return;
-  // New clients wait in the listen backlog meanwhile, as with HAProxy's
-  // maxconn; a 5 ms poll costs nothing next to thousands of open streams.
+net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l, const net::ip::address& client) {
+  if (auto ticket = gate_.try_admit(client)) co_return ticket;
+  // At limits.max_connections: this connection waits here unserved, and the
+  // accept loop with it, so later clients wait in the listen backlog (as with
+  // HAProxy's maxconn). A 5 ms poll costs nothing next to thousands of open
+  // streams.
   metrics_.downstream_cx_accept_paused.add();
   // At a sustained limit this pauses once per closed connection: log at most
   // every 10 s (the counter has every pause).
@@ -89,25 +91,16 @@ net::awaitable<void> worker::wait_for_room(bound_listener& l) {
                  "new connections wait until one closes", l.settings->name, index_, gate_.open());
   }
   net::steady_timer pause(io_);
-  while (gate_.full() && l.acceptor->is_open()) {
+  for (;;) {
     pause.expires_after(std::chrono::milliseconds(5));
     co_await pause.async_wait(net::as_tuple(net::use_awaitable));
-  }
-}
-
-net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l, const net::ip::address& client) {
-  net::steady_timer pause(io_);
-  for (;;) {
     if (auto ticket = gate_.try_admit(client)) co_return ticket;
     if (!l.acceptor->is_open()) co_return std::nullopt;
-    pause.expires_after(std::chrono::milliseconds(5));
-    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
   }
 }
 
 net::awaitable<void> worker::accept_loop(bound_listener& l) {
   for (;;) {
-    co_await wait_for_room(l);
     auto [ec, socket] = co_await l.acceptor->async_accept(net::as_tuple(net::use_awaitable));
     if (ec) {
       if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;

@@ -83,10 +83,9 @@ class worker {
 
  private:
   net::awaitable<void> accept_loop(bound_listener& l);
-  // Waits while the process serves limits.max_connections client connections.
-  net::awaitable<void> wait_for_room(bound_listener& l);
-  // A place in the connection limits for a connection just accepted; nothing
-  // when the listener closed (drain) while it waited.
+  // A place in the connection limits for a connection just accepted, waiting
+  // for one at limits.max_connections; nothing when the listener closed
+  // (drain) while it waited.
   net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l, const net::ip::address& client);
 
   int index_;

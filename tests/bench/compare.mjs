@@ -50,21 +50,28 @@ function start(cmd, args, ready) {
   });
 }
 
-// CPU seconds (user + system) of a process and its children: nginx's
-// master does no proxying, its worker does.
-function cpuSeconds(pid) {
-  const own = (p) => {
-    const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-  };
+// `own(pid)` summed over a process and its children: nginx's master does no
+// proxying, its worker does.
+function overTree(pid, own) {
   let total = own(pid);
   let children = "";
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8");
   } catch {}
-  for (const c of children.trim().split(/\s+/).filter(Boolean)) total += cpuSeconds(Number(c));
+  for (const c of children.trim().split(/\s+/).filter(Boolean)) total += overTree(Number(c), own);
   return total;
 }
+
+// CPU seconds (user + system).
+const cpuSeconds = (pid) =>
+  overTree(pid, (p) => {
+    const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  });
+
+// Resident memory (kB).
+const rssKb = (pid) =>
+  overTree(pid, (p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0));
 
 function bench(url, args) {
   const out = execFileSync("taskset", ["-c", "1", bin, "bench", "--url", url, "--json", ...args], {
@@ -72,18 +79,6 @@ function bench(url, args) {
     maxBuffer: 1 << 26,
   });
   return JSON.parse(out.toString())[0];
-}
-
-// Resident memory (kB) of a process and its children.
-function rssKb(pid) {
-  const own = (p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
-  let total = own(pid);
-  let kids = "";
-  try {
-    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8");
-  } catch {}
-  for (const c of kids.trim().split(/\s+/).filter(Boolean)) total += rssKb(Number(c));
-  return total;
 }
 
 // Like bench(), but without blocking, so the proxy's memory can be sampled

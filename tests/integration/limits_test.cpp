@@ -8,15 +8,18 @@
 namespace tokengate::test {
 namespace {
 
-fixture_options tight_limits() {
+fixture_options with_limits(const std::string& lines) {
   fixture_options o;
-  o.top_extra =
-      "limits:\n"
+  o.top_extra = "limits:\n" + lines;
+  return o;
+}
+
+fixture_options tight_limits() {
+  return with_limits(
       "  max_body_bytes: 1024\n"
       "  max_head_bytes: 2048\n"
       "  max_header_count: 20\n"
-      "  head_timeout: 300ms\n";
-  return o;
+      "  head_timeout: 300ms\n");
 }
 
 std::string error_code_of(const http_response& r) {
@@ -83,25 +86,32 @@ TEST(Limits, MalformedRequestIs400) {
   EXPECT_EQ(error_code_of(r), "invalid_request");
 }
 
+const std::string one_token_request = post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})");
+
 // A request that completes shows the proxy has accepted (and counted) the
 // connection: acceptance is asynchronous to the client's connect().
 void complete_one_request(http_client& c) {
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  c.send(one_token_request);
   auto r = read_response(c);
   ASSERT_EQ(r.status, 200);
   c.clear();
 }
 
+// Two connections from 127.0.0.1, each with one request done: both counted.
+struct two_connections {
+  http_client first, second;
+  explicit two_connections(std::uint16_t port) : first(port), second(port) {
+    complete_one_request(first);
+    complete_one_request(second);
+  }
+};
+
 TEST(Limits, ConnectionsOverTheClientsShareGet429AndOthersStillGetIn) {
-  fixture_options o;
-  o.top_extra = "limits:\n  max_connections_per_client: 2\n";
-  proxy_fixture f(o);
-  http_client first(f.port()), second(f.port());
-  complete_one_request(first);
-  complete_one_request(second);
+  proxy_fixture f(with_limits("  max_connections_per_client: 2\n"));
+  two_connections held(f.port());
 
   http_client third(f.port());
-  third.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  third.send(one_token_request);
   auto r = read_response(third);
   EXPECT_EQ(r.status, 429);
   EXPECT_EQ(error_code_of(r), "too_many_connections");
@@ -115,10 +125,10 @@ TEST(Limits, ConnectionsOverTheClientsShareGet429AndOthersStillGetIn) {
   complete_one_request(elsewhere);
 
   // A closed connection gives its place back.
-  first.close();
+  held.first.close();
   EXPECT_TRUE(wait_until([&] {
     http_client again(f.port());
-    again.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+    again.send(one_token_request);
     return read_response(again).status == 200;
   }, 3s, "a new connection from the first address after one closed"));
   EXPECT_EQ(f.engine_stats().requests.load(), 4u) << "the refused request never went upstream";
@@ -129,21 +139,17 @@ TEST(Limits, ConnectionsOverTheClientsShareGet429AndOthersStillGetIn) {
 }
 
 TEST(Limits, AtMaxConnectionsNewClientsWaitUntilOneCloses) {
-  fixture_options o;
-  o.top_extra = "limits:\n  max_connections: 2\n";
-  proxy_fixture f(o);
-  http_client first(f.port()), second(f.port());
-  complete_one_request(first);
-  complete_one_request(second);
+  proxy_fixture f(with_limits("  max_connections: 2\n"));
+  two_connections held(f.port());
 
-  // The kernel completes the connection; the proxy leaves it in the backlog.
+  // The kernel completes the connection; the proxy does not serve it.
   http_client waiting(f.port());
-  waiting.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
+  waiting.send(one_token_request);
   auto early = read_response(waiting, 500ms);
   EXPECT_EQ(early.status, 0) << "answered beyond max_connections";
   EXPECT_FALSE(waiting.eof()) << "a waiting client is not turned away";
 
-  first.close();
+  held.first.close();
   auto r = read_response(waiting, 3s);
   EXPECT_EQ(r.status, 200) << "not served once a connection closed";
   auto metrics = http_get(f.admin_port(), "/metrics").body;
