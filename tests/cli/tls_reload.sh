@@ -62,7 +62,7 @@ kill -HUP "$server_pid"
 for _ in $(seq 50); do grep -q "certificate reload refused for listener 'public'" "$work/log" && break; sleep 0.1; done
 grep -q "certificate reload refused for listener 'public'.*key.pem" "$work/log" || fail "a broken key was not refused by name"
 [[ $(presented) == third ]] || fail "a broken key replaced the running certificate"
-curl -sf "http://127.0.0.1:$admin/metrics" | grep -q 'tokengate_tls_certificate_reloads_total{result="failure"} [1-9]' ||
+metrics_match 'tokengate_tls_certificate_reloads_total{result="failure"} [1-9]' ||
   fail "the refused reload was not counted"
 stop_server
 echo "PASS: certificates rotate by file watch and by SIGHUP; a broken one is refused"

@@ -40,7 +40,7 @@ for attempt in $(seq 20); do
   sleep 0.2
   # The two processes share the admin port too, so ask the kernel which one
   # holds the connection.
-  if ss -tnp state established "( sport = :$port )" | grep -q "pid=$old_pid,"; then break; fi
+  if grep -q "pid=$old_pid," <<<"$(ss -tnp state established "( sport = :$port )")"; then break; fi
   wait "$curl_pid"
   curl_pid=""
 done

@@ -25,7 +25,7 @@ runtime_pkgs=$(stage_packages 1)
 [[ -n $build_pkgs && -n $runtime_pkgs ]] || fail "could not read the package lists"
 
 # A sanitizer build (scripts/sanitize) links its runtime: not an image binary.
-if ldd "$bin" | grep -qE 'lib(asan|ubsan|tsan)'; then
+if grep -qE 'lib(asan|ubsan|tsan)' <<<"$(ldd "$bin")"; then
   echo "dockerfile_test: sanitizer build, not the image's binary; skipped"
   exit 77
 fi
@@ -80,10 +80,10 @@ reply=$(curl -s "http://127.0.0.1:$port/v1/chat/completions" -d '{"model":"any",
 grep -q '"finish_reason"' <<<"$reply" || fail "no completion through the image's default config: $reply"
 # (The request is recorded just after its last byte: allow a moment.)
 for _ in $(seq 50); do
-  curl -s "http://127.0.0.1:$admin/metrics" | grep -qx 'tokengate_downstream_rq_total 1' && break
+  metrics_match -x 'tokengate_downstream_rq_total 1' && break
   sleep 0.02
 done
-curl -s "http://127.0.0.1:$admin/metrics" | grep -qx 'tokengate_downstream_rq_total 1' || fail "the request did not pass through tokengate"
+metrics_match -x 'tokengate_downstream_rq_total 1' || fail "the request did not pass through tokengate"
 stop_server
 if "$bin" probe "${health_url/9090/$admin}" > /dev/null 2>&1; then fail "HEALTHCHECK passes after stop"; fi
 echo "dockerfile_test: passed"

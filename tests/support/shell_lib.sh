@@ -20,6 +20,16 @@ start_server() {
   [[ -n $port && -n $admin ]] || fail "tokengate did not start on $config"
 }
 
+# metrics_match GREP-ARGS...: whether the admin /metrics page matches.
+# The page is read whole first: with pipefail, `curl | grep -q` fails when
+# grep stops at its match while curl is still writing (SIGPIPE), which a
+# loaded machine turns into a flaky test.
+metrics_match() {
+  local page
+  page=$(curl -sf "http://127.0.0.1:$admin/metrics") || return 1
+  grep -q "$@" <<<"$page"
+}
+
 stop_server() {
   kill -TERM "$server_pid"
   local rc=0
