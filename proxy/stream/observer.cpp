@@ -7,6 +7,8 @@
 
 #include <array>
 
+#include "stream/chat_chunk.hpp"
+
 namespace tokengate::stream {
 namespace json = boost::json;
 namespace {
@@ -129,9 +131,25 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
     if (record_) facts_.error_json = json::serialize(detail);
   };
 
+  chat_chunk chunk;
   if (data == "[DONE]") {
     kinds |= kind_done;
     facts_.terminator = "data: [DONE]";
+  } else if (fast_path_ && !record_ && event_type != "error" && read_chat_chunk(data, chunk)) {
+    // What the `choices` branch below finds, without building a document
+    // (recording needs the decoded text, so it always takes the full parse).
+    ++fast_path_events_;
+    for (std::size_t i = 0; i < chunk.choice_count; ++i) {
+      const auto& c = chunk.choices[i];
+      if (c.text) kinds |= kind_text;
+      if (c.reasoning) kinds |= kind_reasoning;
+      finish(c.index, c.finish_reason);
+    }
+    if (chunk.usage) {
+      kinds |= kind_usage;
+      facts_.input_tokens = chunk.prompt_tokens;
+      facts_.output_tokens = chunk.completion_tokens;
+    }
   } else {
     json::monotonic_resource scratch(parse_scratch.data(), parse_scratch.size());
     boost::system::error_code ec;

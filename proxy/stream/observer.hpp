@@ -62,7 +62,9 @@ struct stream_facts {
 
 class stream_observer final : public sse_sink {
  public:
-  explicit stream_observer(bool record = false) : record_(record) {}
+  // `fast_path`: read OpenAI chat chunks with the lean reader of
+  // chat_chunk.hpp (off only to compare it with the full parse in tests).
+  explicit stream_observer(bool record = false, bool fast_path = true) : record_(record), fast_path_(fast_path) {}
 
   void on_event(const sse_event& event) override;
   // Ollama's native API streams one JSON object per line, not SSE.
@@ -71,6 +73,8 @@ class stream_observer final : public sse_sink {
   const stream_facts& facts() const { return facts_; }
   // The kinds of the most recent event.
   unsigned last_kinds() const { return last_kinds_; }
+  // Events the lean reader answered for (the rest took the full parse).
+  std::size_t fast_path_events() const { return fast_path_events_; }
 
  private:
   void on_json(std::string_view event_type, std::string_view data);
@@ -78,6 +82,8 @@ class stream_observer final : public sse_sink {
   void append_tool_arguments(std::int64_t key, std::string_view fragment);
 
   bool record_;
+  bool fast_path_;
+  std::size_t fast_path_events_ = 0;
   stream_facts facts_;
   unsigned last_kinds_ = 0;
   std::map<std::int64_t, std::size_t> tool_call_slots_;  // (choice, index) key → tool_calls position

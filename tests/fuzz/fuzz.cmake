@@ -7,7 +7,7 @@ set(FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
 add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp
-  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp
+  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp
   proxy/server/headers.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)

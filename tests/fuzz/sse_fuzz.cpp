@@ -1,7 +1,8 @@
 // libFuzzer target: the SSE parser and the dialect observer.
-// Oracle: the bytes split at an arbitrary point (taken from the input) must
+// Oracles: the bytes split at an arbitrary point (taken from the input) must
 // give exactly the events, and the facts, that one whole feed gives; the
-// parser's offsets stay within what was fed.
+// parser's offsets stay within what was fed; the lean chat-chunk reader
+// (stream/chat_chunk.hpp) gives every event the kinds the full parse gives.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,10 +24,15 @@ struct recorder final : sse_sink {
   const sse_parser* parser = nullptr;
   std::vector<std::string> events;
   stream_observer observer{true};
+  stream_observer lean{false, true}, full{false, false};
   void on_event(const sse_event& e) override {
     if (parser->boundary() > parser->position()) std::abort();
     events.push_back(std::string(e.type) + '\0' + std::string(e.data));
     observer.on_event(e);
+    lean.on_event(e);
+    full.on_event(e);
+    check(lean.last_kinds() == full.last_kinds());
+    check(lean.last_kinds() == observer.last_kinds());
   }
 };
 
@@ -56,6 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& b = pieces.observer.facts();
   check(a.events == b.events && a.content_events == b.content_events && a.finish_reason == b.finish_reason &&
         a.output_tokens == b.output_tokens && a.error == b.error && a.text_by_choice == b.text_by_choice);
+  const auto& lean = whole.lean.facts();
+  const auto& full = whole.full.facts();
+  check(lean.input_tokens == full.input_tokens && lean.output_tokens == full.output_tokens &&
+        lean.finish_by_choice == full.finish_by_choice && lean.finish_reason == full.finish_reason &&
+        lean.usage_events == full.usage_events && lean.content_events == full.content_events);
 
   // Ollama's NDJSON path, split the same way.
   stream_observer nd_whole, nd_split;

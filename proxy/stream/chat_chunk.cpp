@@ -1,0 +1,331 @@
+#include "stream/chat_chunk.hpp"
+
+namespace tokengate::stream {
+namespace {
+
+// Boost.JSON refuses documents nested deeper than 32; we give up well before.
+constexpr int max_depth = 16;
+
+class reader {
+ public:
+  explicit reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  bool object(chat_chunk& out);
+  bool at_end() {
+    skip_space();
+    return p_ == end_;
+  }
+
+ private:
+  void skip_space() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  bool next_is(char c) {
+    skip_space();
+    return p_ < end_ && *p_ == c;
+  }
+  bool take(char c) {
+    if (!next_is(c)) return false;
+    ++p_;
+    return true;
+  }
+
+  bool string(std::string_view& raw, bool& escaped);
+  bool string() {
+    std::string_view raw;
+    bool escaped;
+    return string(raw, escaped);
+  }
+  bool integer(std::optional<std::int64_t>& value);
+  bool number();
+  bool literal(std::string_view word);
+  bool value(int depth);
+  // Members of an object whose '{' was just taken; `member` reads each
+  // value and returns false to give up.
+  template <typename Member>
+  bool members(Member member);
+  bool key(std::string_view& name);
+
+  bool choice(chat_chunk::choice& c);
+  bool delta(chat_chunk::choice& c);
+  bool usage(chat_chunk& out);
+  // A value read only for its type: a string gives its raw bytes, an
+  // integer its value, anything else is validated and skipped.
+  bool string_or_skip(std::string_view& raw, bool& escaped, bool& is_string);
+  bool integer_or_skip(std::optional<std::int64_t>& value);
+
+  const char* p_;
+  const char* end_;
+};
+
+// The length of a valid UTF-8 sequence starting at `s` (Unicode 15, table
+// 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+std::size_t utf8_sequence(const unsigned char* s, const unsigned char* end) {
+  auto in = [&](std::size_t i, unsigned lo, unsigned hi) { return s + i < end && s[i] >= lo && s[i] <= hi; };
+  unsigned b = s[0];
+  if (b >= 0xC2 && b <= 0xDF) return in(1, 0x80, 0xBF) ? 2 : 0;
+  if (b == 0xE0) return in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if (b == 0xED) return in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if (b == 0xF0) return in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  if (b >= 0xF1 && b <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  if (b == 0xF4) return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  return 0;
+}
+
+bool hex4(const char* s, unsigned& v) {
+  v = 0;
+  for (int i = 0; i < 4; ++i) {
+    char c = s[i];
+    unsigned d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return false;
+    v = v * 16 + d;
+  }
+  return true;
+}
+
+bool reader::string(std::string_view& raw, bool& escaped) {
+  if (!take('"')) return false;
+  const char* begin = p_;
+  escaped = false;
+  while (p_ < end_) {
+    auto c = static_cast<unsigned char>(*p_);
+    if (c == '"') {
+      raw = std::string_view(begin, static_cast<std::size_t>(p_ - begin));
+      ++p_;
+      return true;
+    }
+    if (c < 0x20) return false;  // raw control characters are not JSON
+    if (c == '\\') {
+      escaped = true;
+      if (end_ - p_ < 2) return false;
+      char e = p_[1];
+      if (e == 'u') {
+        unsigned code;
+        if (end_ - p_ < 6 || !hex4(p_ + 2, code)) return false;
+        if (code >= 0xD800 && code <= 0xDFFF) return false;  // surrogates: leave pairing to the full parser
+        p_ += 6;
+      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+        p_ += 2;
+      } else {
+        return false;
+      }
+    } else if (c < 0x80) {
+      ++p_;
+    } else {
+      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
+      if (n == 0) return false;
+      p_ += n;
+    }
+  }
+  return false;
+}
+
+// Only the plain integers a chunk's counters use: at most 18 digits (no
+// overflow), no sign, no leading zero. Anything else: not sure.
+bool reader::integer(std::optional<std::int64_t>& value) {
+  skip_space();
+  const char* begin = p_;
+  std::int64_t v = 0;
+  while (p_ < end_ && *p_ >= '0' && *p_ <= '9') v = v * 10 + (*p_++ - '0');
+  auto digits = p_ - begin;
+  if (digits == 0 || digits > 18 || (digits > 1 && *begin == '0')) return false;
+  if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+  value = v;
+  return true;
+}
+
+// Any number this reader can vouch for: an optional minus, up to 18 integer
+// digits without a leading zero, an optional fraction, no exponent (an
+// exponent may overflow, which the full parser refuses).
+bool reader::number() {
+  skip_space();
+  if (p_ < end_ && *p_ == '-') ++p_;
+  const char* begin = p_;
+  while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+  auto digits = p_ - begin;
+  if (digits == 0 || digits > 18 || (digits > 1 && *begin == '0')) return false;
+  if (p_ < end_ && *p_ == '.') {
+    ++p_;
+    const char* fraction = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    if (p_ == fraction || p_ - fraction > 18) return false;
+  }
+  return !(p_ < end_ && (*p_ == 'e' || *p_ == 'E'));
+}
+
+bool reader::literal(std::string_view word) {
+  skip_space();
+  if (static_cast<std::size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word) return false;
+  p_ += word.size();
+  return true;
+}
+
+bool reader::value(int depth) {
+  if (depth > max_depth) return false;
+  skip_space();
+  if (p_ == end_) return false;
+  switch (*p_) {
+    case '"':
+      return string();
+    case '{':
+      ++p_;
+      return members([&](std::string_view) { return value(depth + 1); });
+    case '[':
+      ++p_;
+      if (take(']')) return true;
+      do {
+        if (!value(depth + 1)) return false;
+      } while (take(','));
+      return take(']');
+    case 't':
+      return literal("true");
+    case 'f':
+      return literal("false");
+    case 'n':
+      return literal("null");
+    default:
+      return number();
+  }
+}
+
+bool reader::key(std::string_view& name) {
+  bool escaped;
+  if (!string(name, escaped) || escaped) return false;  // an escaped key might spell one we look for
+  return take(':');
+}
+
+template <typename Member>
+bool reader::members(Member member) {
+  if (take('}')) return true;
+  do {
+    std::string_view name;
+    if (!key(name) || !member(name)) return false;
+  } while (take(','));
+  return take('}');
+}
+
+bool reader::string_or_skip(std::string_view& raw, bool& escaped, bool& is_string) {
+  escaped = false;
+  is_string = next_is('"');
+  if (is_string) return string(raw, escaped);
+  return value(3);
+}
+
+bool reader::integer_or_skip(std::optional<std::int64_t>& value_out) {
+  skip_space();
+  if (p_ < end_ && (*p_ == '-' || (*p_ >= '0' && *p_ <= '9'))) return integer(value_out);
+  value_out.reset();  // not a number: the full parse reads no count either
+  return value(3);
+}
+
+// One member name may appear once: a repeated one is left to the full parser.
+struct seen_once {
+  unsigned bits = 0;
+  bool first(unsigned bit) {
+    if (bits & bit) return false;
+    bits |= bit;
+    return true;
+  }
+};
+
+bool reader::delta(chat_chunk::choice& c) {
+  seen_once seen;
+  return members([&](std::string_view name) {
+    unsigned bit = name == "content" ? 1 : name == "reasoning_content" ? 2 : name == "reasoning" ? 4 : 0;
+    if (name == "tool_calls") return false;  // needs the full parser
+    if (bit == 0) return value(3);
+    if (!seen.first(bit)) return false;
+    std::string_view raw;
+    bool escaped, is_string;
+    if (!string_or_skip(raw, escaped, is_string)) return false;
+    // (An escape decodes to at least one character: empty stays empty.)
+    if (is_string && !raw.empty()) (bit == 1 ? c.text : c.reasoning) = true;
+    return true;
+  });
+}
+
+bool reader::choice(chat_chunk::choice& c) {
+  seen_once seen;
+  return members([&](std::string_view name) {
+    std::string_view raw;
+    bool escaped, is_string;
+    if (name == "index") {
+      std::optional<std::int64_t> index;
+      if (!seen.first(1) || !integer_or_skip(index)) return false;
+      c.index = index.value_or(0);
+      return true;
+    }
+    if (name == "delta") {
+      if (!seen.first(2)) return false;
+      if (take('{')) return delta(c);
+      return value(2);
+    }
+    if (name == "text") {
+      if (!seen.first(4) || !string_or_skip(raw, escaped, is_string)) return false;
+      if (is_string && !raw.empty()) c.text = true;
+      return true;
+    }
+    if (name == "finish_reason") {
+      if (!seen.first(8) || !string_or_skip(raw, escaped, is_string) || escaped) return false;
+      if (is_string) c.finish_reason = raw;
+      return true;
+    }
+    return value(2);
+  });
+}
+
+bool reader::usage(chat_chunk& out) {
+  seen_once seen;
+  return members([&](std::string_view name) {
+    if (name == "prompt_tokens") return seen.first(1) && integer_or_skip(out.prompt_tokens);
+    if (name == "completion_tokens") return seen.first(2) && integer_or_skip(out.completion_tokens);
+    return value(2);
+  });
+}
+
+bool reader::object(chat_chunk& out) {
+  if (!take('{')) return false;
+  seen_once seen;
+  bool has_choices = false;
+  bool ok = members([&](std::string_view name) {
+    // These change how the event is read (errors, Anthropic, Responses).
+    if (name == "type" || name == "error") return false;
+    if (name == "choices") {
+      if (!seen.first(1) || !take('[')) return false;  // choices that are not an array: not this shape
+      has_choices = true;
+      if (take(']')) return true;
+      do {
+        if (!next_is('{')) {
+          if (!value(2)) return false;  // a choice that is not an object is skipped
+          continue;
+        }
+        ++p_;
+        if (out.choice_count == chat_chunk::max_choices) return false;
+        if (!choice(out.choices[out.choice_count++])) return false;
+      } while (take(','));
+      return take(']');
+    }
+    if (name == "usage") {
+      if (!seen.first(2)) return false;
+      if (!take('{')) return value(1);  // null usage: none
+      out.usage = true;
+      return usage(out);
+    }
+    return value(1);
+  });
+  return ok && has_choices;
+}
+
+}  // namespace
+
+bool read_chat_chunk(std::string_view data, chat_chunk& out) {
+  out = chat_chunk{};
+  reader r(data);
+  return r.object(out) && r.at_end();
+}
+
+}  // namespace tokengate::stream

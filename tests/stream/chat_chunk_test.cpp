@@ -1,0 +1,156 @@
+// The lean chat-chunk reader: what it reads, what it leaves to the full
+// parse, and that the observer finds the same facts either way on every
+// fixture (tests/fuzz/sse_fuzz checks the same on arbitrary input).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "stream/chat_chunk.hpp"
+#include "stream/observer.hpp"
+
+namespace tokengate::stream {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Feeds each event to an observer with the lean reader and one without,
+// comparing the kinds they give it as they go.
+struct side_by_side final : sse_sink {
+  stream_observer lean{false, true};
+  stream_observer full{false, false};
+  std::size_t events = 0;
+  void on_event(const sse_event& e) override {
+    lean.on_event(e);
+    full.on_event(e);
+    ++events;
+    EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << "event " << events << ": " << e.data;
+  }
+};
+
+void expect_same_facts(const stream_facts& a, const stream_facts& b) {
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.first_content_event, b.first_content_event);
+  EXPECT_EQ(a.first_text_event, b.first_text_event);
+  EXPECT_EQ(a.content_events, b.content_events);
+  EXPECT_EQ(a.text_events, b.text_events);
+  EXPECT_EQ(a.reasoning_events, b.reasoning_events);
+  EXPECT_EQ(a.tool_call_events, b.tool_call_events);
+  EXPECT_EQ(a.input_tokens, b.input_tokens);
+  EXPECT_EQ(a.output_tokens, b.output_tokens);
+  EXPECT_EQ(a.usage_events, b.usage_events);
+  EXPECT_EQ(a.finish_reason, b.finish_reason);
+  EXPECT_EQ(a.finish_by_choice, b.finish_by_choice);
+  EXPECT_EQ(a.terminator, b.terminator);
+  EXPECT_EQ(a.error, b.error);
+}
+
+TEST(ChatChunk, EveryFixtureGivesTheSameFactsWithOrWithoutTheLeanReader) {
+  std::size_t lean_events = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(TOKENGATE_FIXTURES) / "sse")) {
+    if (e.path().extension() != ".sse") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    side_by_side both;
+    sse_parser parser;
+    parser.feed(read_file(e.path()), both);
+    expect_same_facts(both.lean.facts(), both.full.facts());
+    EXPECT_EQ(both.full.fast_path_events(), 0u);
+    lean_events += both.lean.fast_path_events();
+    if (e.path().filename() == "openai-chat-basic.sse") {
+      // Every token of the plain stream is read the lean way.
+      EXPECT_GT(both.lean.facts().content_events, 0u);
+      EXPECT_EQ(both.lean.fast_path_events() + 1, both.lean.facts().events);  // all but [DONE]
+    }
+  }
+  EXPECT_GT(lean_events, 50u);
+}
+
+TEST(ChatChunk, ReadsTheCommonShapes) {
+  chat_chunk c;
+  ASSERT_TRUE(read_chat_chunk(
+      R"({"id":"x","object":"chat.completion.chunk","created":1796103972,"model":"m","system_fingerprint":null,)"
+      R"("choices":[{"index":0,"delta":{"role":"assistant","content":"h\u00e9 \"\u2603\" 日本"},"logprobs":null,)"
+      R"("finish_reason":null}],"usage":null})",
+      c));
+  ASSERT_EQ(c.choice_count, 1u);
+  EXPECT_TRUE(c.choices[0].text);
+  EXPECT_FALSE(c.choices[0].reasoning);
+  EXPECT_EQ(c.choices[0].finish_reason, "");
+  EXPECT_FALSE(c.usage);
+
+  ASSERT_TRUE(read_chat_chunk(R"( {"choices":[{"index":1,"delta":{"reasoning_content":"hm","content":""},)"
+                              R"("finish_reason":"length"},{"index":0,"text":"t","finish_reason":"stop"}],)"
+                              R"("usage":{"prompt_tokens":12,"completion_tokens":340,"total_tokens":352,)"
+                              R"("prompt_tokens_details":{"cached_tokens":0}}} )",
+                              c));
+  ASSERT_EQ(c.choice_count, 2u);
+  EXPECT_EQ(c.choices[0].index, 1);
+  EXPECT_FALSE(c.choices[0].text);  // empty content is no token
+  EXPECT_TRUE(c.choices[0].reasoning);
+  EXPECT_EQ(c.choices[0].finish_reason, "length");
+  EXPECT_TRUE(c.choices[1].text);
+  EXPECT_EQ(c.choices[1].finish_reason, "stop");
+  EXPECT_TRUE(c.usage);
+  EXPECT_EQ(c.prompt_tokens, 12);
+  EXPECT_EQ(c.completion_tokens, 340);
+
+  // A count that is not a number is no count, as in the full parse.
+  ASSERT_TRUE(read_chat_chunk(R"({"choices":[],"usage":{"prompt_tokens":"12"}})", c));
+  EXPECT_TRUE(c.usage);
+  EXPECT_FALSE(c.prompt_tokens.has_value());
+  EXPECT_FALSE(c.completion_tokens.has_value());
+}
+
+TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
+  const char* declined[] = {
+      R"({"type":"message_start","choices":[]})",                         // Anthropic / Responses shapes
+      R"({"error":null,"choices":[]})",                                   // error members, even falsy
+      R"({"choices":[{"delta":{"tool_calls":[]}}]})",                     // tool calls
+      R"({"ch\u006fices":[]})",                                           // an escaped key
+      R"({"choices":[],"choices":[]})",                                   // duplicate keys
+      R"({"choices":[{"index":0,"index":1}]})",
+      R"({"choices":[{"index":1e0}]})",                                   // exponents
+      R"({"choices":[],"created":1e400})",
+      R"({"choices":[{"index":-1}]})",                                    // signs
+      R"({"choices":[],"n":12345678901234567890})",                       // past 18 digits
+      R"({"choices":[{"delta":{"content":"\ud83d\ude00"}}]})",            // surrogates
+      R"({"choices":[{"finish_reason":"st\u006fp"}]})",                   // an escaped finish reason
+      R"({"choices":{}})",                                                // choices not an array
+      R"({"id":"x"})",                                                    // no choices
+      R"([{"choices":[]}])",                                              // not an object
+      R"({"choices":[]} x)",                                              // trailing bytes
+      R"({"choices":[],})",                                               // trailing comma
+      R"({"choices":[01]})",                                              // leading zero
+      R"({"choices":[tru]})",                                             // a broken literal
+      R"({"choices":[{"delta":{"content":"a)"
+      "\x01"
+      R"("}}]})",                                                         // a raw control character
+      "{\"choices\":[{\"delta\":{\"content\":\"\xC0\xAF\"}}]}",           // overlong UTF-8
+      "{\"choices\":[{\"delta\":{\"content\":\"\xED\xA0\x80\"}}]}",       // a surrogate in UTF-8
+      "{\"choices\":[{\"delta\":{\"content\":\"\xF4\x90\x80\x80\"}}]}",   // past U+10FFFF
+      "{\"choices\":[{\"delta\":{\"content\":\"\xE6\x97\"}}]}",           // a cut sequence
+      R"({"choices":[],"deep":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]})",  // deep nesting
+      R"({"choices":[{"index":0,"delta":{"content":"a"})",                // cut off
+      "",
+  };
+  for (const char* data : declined) {
+    chat_chunk c;
+    EXPECT_FALSE(read_chat_chunk(data, c)) << data;
+  }
+  // Nine choices: more than the reader keeps.
+  std::string many = R"({"choices":[)";
+  for (int i = 0; i < 9; ++i) many += std::string(i ? "," : "") + R"({"index":)" + std::to_string(i) + "}";
+  chat_chunk c;
+  EXPECT_FALSE(read_chat_chunk(many + "]}", c));
+}
+
+}  // namespace
+}  // namespace tokengate::stream
