@@ -208,7 +208,17 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     parser.get().body().data = buffer.get();
     parser.get().body().size = limits.stream_buffer_bytes;
     s.upstream->stream.tcp().expires_after(until(r.deadline, r.settings.timeouts.idle));
+    auto held = up_buffer.size();
     auto [ec, n] = co_await http::async_read_some(s.upstream->stream, up_buffer, parser, use_tuple);
+    if (2 * (n + up_buffer.size() - held) > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {
+      // Beast reads into the buffer's free capacity (at least 512 bytes),
+      // which starts at the size of the response head. A read that filled
+      // half of it means the upstream is ahead of us: grow it so that
+      // catching up takes few reads. With 515-byte reads a loaded proxy made
+      // 1.6x nginx's syscalls per event (strace, 64 fast streams; nginx
+      // reads 4 KiB). Slow streams never fill it and stay small.
+      up_buffer.reserve(std::min(4 * up_buffer.capacity(), limits.stream_buffer_bytes));
+    }
     if (ec == http::error::need_buffer) ec = {};
     // Beast stops after one HTTP chunk. Parse the chunks already received as
     // well (no waiting: only bytes in hand), so that events the upstream sent

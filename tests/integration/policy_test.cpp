@@ -185,6 +185,41 @@ TEST(Policy, PromptTooLargeIs413) {
   EXPECT_EQ(code_of(r), "prompt_too_large");
 }
 
+// Bodies of known length over 16 KiB are read straight into place (not
+// through the parser): sent in pieces, pipelined back to back, they reach the
+// upstream intact, with only the policy's fields changed.
+TEST(Policy, LongPromptsArriveIntactInPiecesAndPipelined) {
+  proxy_fixture f(with_routes());
+  std::string text;
+  for (int i = 0; i < 30000; ++i) text += "token " + std::to_string(i) + " \u00e9 ";  // ~450 KB
+  auto body = [&](int n) {
+    return R"({"model":"gpt-4o-mini","max_tokens":50,"messages":[{"role":"user","content":")" + text + "#" +
+           std::to_string(n) + R"("}]})";
+  };
+  auto both = post_json("/v1/chat/completions", body(1)) + post_json("/v1/chat/completions", body(2));
+  http_client c(f.port());
+  // In pieces that cut heads and bodies at odd places.
+  for (std::size_t at = 0; at < both.size(); at += 99'991) {
+    c.send(both.substr(at, 99'991));
+    std::this_thread::sleep_for(5ms);
+  }
+  auto first = read_response(c);
+  ASSERT_TRUE(first.complete);
+  EXPECT_EQ(first.status, 200);
+  c.consume(first.body_offset + first.body.size());
+  auto second = read_response(c);
+  ASSERT_TRUE(second.complete);
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(f.engine_stats().requests.load(), 2u);
+  auto sent = sent_body(f);  // the second one
+  EXPECT_EQ(sent.at("model").as_string(), "real-mini");
+  EXPECT_EQ(sent.at("max_tokens").as_int64(), 8);  // clamped to the ceiling
+  auto content = sent.at("messages").at(0).at("content").as_string();
+  EXPECT_EQ(content.size(), json::parse("\"" + text + "#2\"").as_string().size());
+  EXPECT_TRUE(content.ends_with("#2"));
+  EXPECT_EQ(content, json::parse("\"" + text + "#2\"").as_string());
+}
+
 TEST(Policy, ClientKeysGateAccessAndNeverReachTheUpstream) {
   ::setenv("TG_POLICY_UPSTREAM_KEY", "sk-provider-1", 1);
   auto o = with_routes("keys:\n  - {name: team, sha256: " + routing::sha256_hex("sk-client-1") +
