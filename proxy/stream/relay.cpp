@@ -26,6 +26,7 @@
 #include "stream/accounting.hpp"
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
+#include "stream/stall_watch.hpp"
 
 namespace tokengate {
 namespace {
@@ -79,12 +80,16 @@ upstream_credentials credentials_for(const config::upstream& u) {
   return c;
 }
 
-// A client write; on failure the client is treated as gone.
+// A client write; on failure the client is treated as gone. Its deadline is
+// `timeout` from now, kept by the stream's stall watch when there is one.
 template <typename Buffers>
-net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::duration timeout) {
+net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::duration timeout,
+                                  stream::stall_watch* watch = nullptr) {
   if (net::buffer_size(buffers) == 0) co_return true;  // (an empty HTTP chunk would end the body)
-  s.client.tcp().expires_after(timeout);  // only arms the write timer: the watcher's read is pending
+  if (watch) watch->client_write(clock::now());
+  else s.client.tcp().expires_after(timeout);  // only arms the write timer: the watcher's read is pending
   auto [ec, n] = co_await net::async_write(s.client, buffers, use_tuple);
+  if (watch) watch->client_write_done();
   if (ec) {
     s.ctx.client_gone = true;
     if (s.upstream) s.upstream->stream.close();
@@ -167,6 +172,13 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     co_return false;
   }
   ctx.bytes_to_client += hn;
+  // From here the stall watch keeps both deadlines (no timer per operation).
+  s.client.tcp().expires_never();
+  s.upstream->stream.tcp().expires_never();
+  stream::stall_watch watch(s.client.get_executor(), limits.client_write_timeout, [&s](stream::stall_watch::side side) {
+    if (side == stream::stall_watch::side::client) s.client.tcp().close();  // its write fails: client gone
+    else if (s.upstream) s.upstream->stream.close();                        // its read fails: a timeout
+  });
 
   stream::sse_parser sse;
   auto& series = s.w.latency().series_for(ctx.route, ctx.model_label, r.settings.name);
@@ -202,14 +214,16 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   };
   // Not a coroutine itself: one coroutine frame fewer per event.
   auto send = [&](const std::vector<net::const_buffer>& what) {
-    return write_client(s, frame(what), limits.client_write_timeout);
+    return write_client(s, frame(what), limits.client_write_timeout, &watch);
   };
   while (!parser.is_done()) {
     parser.get().body().data = buffer.get();
     parser.get().body().size = limits.stream_buffer_bytes;
-    s.upstream->stream.tcp().expires_after(until(r.deadline, r.settings.timeouts.idle));
+    watch.upstream_read(clock::now() + until(r.deadline, r.settings.timeouts.idle));
     auto held = up_buffer.size();
     auto [ec, n] = co_await http::async_read_some(s.upstream->stream, up_buffer, parser, use_tuple);
+    watch.upstream_read_done();
+    if (ec && watch.stalled() == stream::stall_watch::side::upstream) ec = beast::error::timeout;
     if (2 * (n + up_buffer.size() - held) > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {
       // Beast reads into the buffer's free capacity (at least 512 bytes),
       // which starts at the size of the response head. A read that filled

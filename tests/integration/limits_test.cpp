@@ -66,6 +66,23 @@ TEST(Limits, SlowHeadIsCutOff) {
   EXPECT_EQ(r.status, 0);
 }
 
+// A client that stops reading mid-stream: once its socket buffers are full a
+// write waits, and after client_write_timeout the proxy gives up on it and
+// closes the upstream, so the engine stops generating for nobody.
+TEST(Limits, AClientThatStopsReadingIsDroppedAfterTheWriteTimeout) {
+  proxy_fixture f(with_limits("  client_write_timeout: 300ms\n"));
+  http_client c(f.port());
+  // About 30 MB of events: far more than the socket buffers between us hold.
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"interval_ms":0,"tokens":200000}})"));
+  auto start = clock::now();
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 5s, "the upstream to be closed"));
+  EXPECT_GE(clock::now() - start, 300ms);
+  http_client other(f.port());  // and the proxy still serves others
+  other.send(post_json("/v1/chat/completions", R"({"model":"demo","demo":{"tokens":2}})"));
+  EXPECT_EQ(read_response(other).status, 200);
+}
+
 TEST(Limits, UnknownPathWrongMethodAndAbsoluteTarget) {
   proxy_fixture f;
   EXPECT_EQ(http_get(f.port(), "/v2/whatever").status, 404);
