@@ -171,7 +171,7 @@ admin: {address: 127.0.0.1, port: ${adminPort}}
       "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
     "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
-    "6 long prompts (64 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "128", "--concurrency", "64",
+    "6 long prompts (64 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "20", "--prompt-tokens", "50000", "--extra-body", fast(20)],
   };
 
