@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/read_file.hpp"
 #include "stream/chat_chunk.hpp"
 #include "stream/observer.hpp"
 
@@ -15,12 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_file;
 
 // Feeds each event to an observer with the lean reader and one without,
 // comparing the kinds they give it as they go.

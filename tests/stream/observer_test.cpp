@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/read_file.hpp"
 #include "stream/observer.hpp"
 
 namespace tokengate::stream {
@@ -14,12 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_file;
 
 std::string kinds_string(unsigned k) {
   if (k & kind_ignored) return "ignored";

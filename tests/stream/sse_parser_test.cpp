@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/read_file.hpp"
 #include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
@@ -28,12 +29,7 @@ class recorder final : public sse_sink {
   std::vector<recorded> events;
 };
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_file;
 
 struct parsed {
   std::vector<recorded> events;
