@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "utf8.hpp"
+
 namespace tokengate::routing {
 namespace {
 
@@ -192,13 +194,12 @@ class scanner {
         ++i_;
         continue;
       }
-      // UTF-8: lead byte decides the length; continuation bytes are 10xxxxxx.
-      int extra = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
-      if (extra < 0 || c == 0xC0 || c == 0xC1 || c > 0xF4) return failed("invalid UTF-8 in string");
-      if (i_ + extra >= s_.size()) break;
-      for (int k = 1; k <= extra; ++k)
-        if ((static_cast<unsigned char>(s_[i_ + k]) & 0xC0) != 0x80) return failed("invalid UTF-8 in string");
-      i_ += extra + 1;
+      // Strict UTF-8 (no overlong forms or encoded surrogates: upstreams
+      // refuse them; found by tests/fuzz/policy_fuzz against Boost.JSON).
+      auto at = reinterpret_cast<const unsigned char*>(s_.data());
+      auto n = utf8_sequence(at + i_, at + s_.size());
+      if (n == 0) return failed("invalid UTF-8 in string");
+      i_ += n;
     }
     return failed("unterminated string");
   }

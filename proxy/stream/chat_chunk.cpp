@@ -1,5 +1,7 @@
 #include "stream/chat_chunk.hpp"
 
+#include "utf8.hpp"
+
 namespace tokengate::stream {
 namespace {
 
@@ -58,21 +60,6 @@ class reader {
   const char* end_;
 };
 
-// The length of a valid UTF-8 sequence starting at `s` (Unicode 15, table
-// 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
-std::size_t utf8_sequence(const unsigned char* s, const unsigned char* end) {
-  auto in = [&](std::size_t i, unsigned lo, unsigned hi) { return s + i < end && s[i] >= lo && s[i] <= hi; };
-  unsigned b = s[0];
-  if (b >= 0xC2 && b <= 0xDF) return in(1, 0x80, 0xBF) ? 2 : 0;
-  if (b == 0xE0) return in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
-  if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
-  if (b == 0xED) return in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
-  if (b == 0xF0) return in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
-  if (b >= 0xF1 && b <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
-  if (b == 0xF4) return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
-  return 0;
-}
-
 bool hex4(const char* s, unsigned& v) {
   v = 0;
   for (int i = 0; i < 4; ++i) {
@@ -116,7 +103,7 @@ bool reader::string(std::string_view& raw, bool& escaped) {
     } else if (c < 0x80) {
       ++p_;
     } else {
-      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
+      auto n = tokengate::utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
       if (n == 0) return false;
       p_ += n;
     }
@@ -130,7 +117,8 @@ bool reader::integer(std::optional<std::int64_t>& value) {
   skip_space();
   const char* begin = p_;
   std::int64_t v = 0;
-  while (p_ < end_ && *p_ >= '0' && *p_ <= '9') v = v * 10 + (*p_++ - '0');
+  // (Stops at 19 digits: more would overflow, and are declined below.)
+  while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - begin < 19) v = v * 10 + (*p_++ - '0');
   auto digits = p_ - begin;
   if (digits == 0 || digits > 18 || (digits > 1 && *begin == '0')) return false;
   if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;

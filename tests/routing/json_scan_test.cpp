@@ -38,6 +38,12 @@ TEST(JsonScan, RejectsMalformedInput) {
   EXPECT_NE(error_of("{\"a\":\"\x01\"}").find("control"), std::string::npos);
   EXPECT_NE(error_of("{\"a\":\"\xff\"}").find("UTF-8"), std::string::npos);
   EXPECT_NE(error_of("{\"a\":\"\xc3\"}").find("UTF-8"), std::string::npos);
+  // Strictly: no overlong forms, no encoded surrogates, nothing past U+10FFFF
+  // (the first was found by tests/fuzz/policy_fuzz: Boost.JSON refuses it).
+  for (const char* bad : {"\xE0\x96\x91", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF0\x80\x80\x80"})
+    EXPECT_NE(error_of(std::string("{\"a\":\"") + bad + "\"}").find("UTF-8"), std::string::npos) << bad;
+  scan_error none;
+  EXPECT_TRUE(scan_object("{\"a\":\"\xE6\x97\xA5 \xF0\x9F\x98\x80 \xED\x9F\xBF\"}", none)) << none.message;
   EXPECT_NE(error_of(R"({"a":01})").find("expected"), std::string::npos);
   EXPECT_NE(error_of(R"({"a":1} x)").find("after"), std::string::npos);
   EXPECT_NE(error_of(std::string(1, '{') + "\"a\":" + std::string(200, '[') + std::string(200, ']') + "}").find("deeply"),
