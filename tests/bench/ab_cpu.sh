@@ -2,11 +2,14 @@
 # What one change bought: CPU per relayed event (and event transit) of two
 # tokengate binaries under the same load, in alternating rounds (A B A B …)
 # so that the noise of a shared machine falls on both. On demand, not a test.
-# Usage: tests/bench/ab_cpu.sh OLD_BIN NEW_BIN [ROUNDS] [STREAMS] [INTERVAL_MS]
-# The proxy runs on core 0; the demo engine (stamping its events) and the
-# load (`tokengate bench`) on core 1.
+# Usage: tests/bench/ab_cpu.sh OLD_BIN NEW_BIN [ROUNDS] [STREAMS] [INTERVAL_MS] [TOKENS] [REQUESTS]
+#   slow streams (scenario 3 in small): ab_cpu.sh OLD NEW 3 1000 100
+#   fast streams (scenario 2's shape):  ab_cpu.sh OLD NEW 4 64 0 256 1024
+# STREAMS is the concurrency; REQUESTS (default STREAMS) the requests per
+# round. The proxy runs on core 0; the demo engine (stamping its events) and
+# the load (`tokengate bench`) on core 1.
 set -euo pipefail
-old=$1 new=$2 rounds=${3:-3} streams=${4:-1000} interval=${5:-50}
+old=$1 new=$2 rounds=${3:-3} streams=${4:-1000} interval=${5:-50} tokens=${6:-100} requests=${7:-${4:-1000}}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
@@ -16,7 +19,6 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 engine=$(free_port)
 taskset -c 1 "$new" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
-tokens=100
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms transit_p99_ms"
   local port; port=$(free_port)
@@ -33,7 +35,7 @@ YAML
   local proxy=$!
   for _ in $(seq 100); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.05; done
   local before; before=$(cpu_ticks "$proxy")
-  taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$streams" \
+  taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$requests" \
     --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true}}" > "$work/r.json"
   local after; after=$(cpu_ticks "$proxy")
