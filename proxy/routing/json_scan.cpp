@@ -306,8 +306,12 @@ std::optional<long long> integer_value(std::string_view text, const json_member&
   return v;
 }
 
+void sort_splices(std::vector<splice>& edits) {
+  std::stable_sort(edits.begin(), edits.end(), [](const splice& a, const splice& b) { return a.begin < b.begin; });
+}
+
 std::string apply_splices(std::string_view text, std::vector<splice> edits) {
-  std::sort(edits.begin(), edits.end(), [](const splice& a, const splice& b) { return a.begin < b.begin; });
+  sort_splices(edits);
   std::string out;
   std::size_t growth = 0;
   for (const auto& e : edits) growth += e.replacement.size();

@@ -55,6 +55,7 @@ struct splice {
   std::string replacement;
 };
 std::string apply_splices(std::string_view text, std::vector<splice> edits);
+void sort_splices(std::vector<splice>& edits);  // by position, as apply_splices and senders expect
 
 // Edits for common changes.
 splice replace_value(const json_member& m, std::string json_value);

@@ -192,8 +192,9 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
   return out;
 }
 
-std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
-                            const config::route_target& target, const config::upstream& upstream, bool ask_usage) {
+std::vector<splice> edits_for_target(std::string_view body, std::string_view path, const routed_request& request,
+                                     const config::route_target& target, const config::upstream& upstream,
+                                     bool ask_usage) {
   const auto& scan = request.scan;
   std::vector<splice> edits;
   if (!target.model.empty() && target.model != request.model)
@@ -258,8 +259,13 @@ std::string body_for_target(std::string_view body, std::string_view path, const 
       edits.push_back(add_member(body, scan, "stream_options", "{\"include_usage\":true}"));
     }
   }
-  if (edits.empty()) return std::string(body);
-  return apply_splices(body, std::move(edits));
+  sort_splices(edits);
+  return edits;
+}
+
+std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
+                            const config::route_target& target, const config::upstream& upstream, bool ask_usage) {
+  return apply_splices(body, edits_for_target(body, path, request, target, upstream, ask_usage));
 }
 
 std::string models_list_json(const config::config& cfg, const config::client_key* key) {

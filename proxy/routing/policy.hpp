@@ -53,8 +53,14 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
 // The client key from the request headers' values.
 std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key);
 
-// The body for one target. `ask_usage` adds stream_options.include_usage
-// (so that accounting has usage even when the client did not ask).
+// The changes the body needs for one target, in order of position: the
+// relay sends the original bytes around them (no copy of a long prompt).
+// `ask_usage` adds stream_options.include_usage (so that accounting has
+// usage even when the client did not ask).
+std::vector<splice> edits_for_target(std::string_view body, std::string_view path, const routed_request& request,
+                                     const config::route_target& target, const config::upstream& upstream,
+                                     bool ask_usage);
+// The same changes applied: the body as the target receives it.
 std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
                             const config::route_target& target, const config::upstream& upstream,
                             bool ask_usage);

@@ -23,7 +23,7 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
   exchange_plan plan;
   plan.config = std::move(cfg);
   plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
-  plan.body_for = [&request](std::size_t) { return request.body(); };
+  plan.edits_for = [](std::size_t) { return std::vector<routing::splice>(); };
   return plan;
 }
 
@@ -105,9 +105,9 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   exchange_plan plan;
   plan.config = cfg;
   for (const auto* t : order) plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
-  plan.body_for = [&](std::size_t attempt) {
-    return routing::body_for_target(request.body(), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
-                                    ctx.usage_injected);
+  plan.edits_for = [&](std::size_t attempt) {
+    return routing::edits_for_target(request.body(), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
+                                     ctx.usage_injected);
   };
   plan.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;

@@ -27,6 +27,7 @@
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
 #include "stream/stall_watch.hpp"
+#include "upstream/pieces_body.hpp"
 
 namespace tokengate {
 namespace {
@@ -351,6 +352,18 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   co_return client_keep_alive;
 }
 
+// `body` with the (sorted) edits applied, as pieces pointing into both.
+void body_pieces(std::string_view body, const std::vector<routing::splice>& edits,
+                 std::vector<net::const_buffer>& pieces) {
+  std::size_t at = 0;
+  for (const auto& e : edits) {
+    pieces.emplace_back(body.data() + at, e.begin - at);
+    pieces.emplace_back(e.replacement.data(), e.replacement.size());
+    at = e.end;
+  }
+  pieces.emplace_back(body.data() + at, body.size() - at);
+}
+
 // The outcome of one attempt that did not reach the relay.
 struct attempt_failure {
   unsigned status;
@@ -390,10 +403,12 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
 
     auto& pool = s.w.pool_for(settings);
     const auto deadline = ctx.request_read + settings.timeouts.total;
-    http::request<http::string_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
+    // The client's body around the policy's changes, never copied whole.
+    auto edits = plan.edits_for(attempt);
+    http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
     forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
                             credentials_for(settings));
-    up.body() = plan.body_for(attempt);
+    body_pieces(request.body(), edits, up.body());
     up.prepare_payload();
     up.keep_alive(true);
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "routing/json_scan.hpp"
 #include "net.hpp"
 
 namespace tokengate {
@@ -27,7 +28,9 @@ struct request_context;
 struct exchange_plan {
   std::shared_ptr<const config::config> config;      // the snapshot this request runs on
   std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
-  std::function<std::string(std::size_t attempt)> body_for;  // the body to send on attempt i
+  // The changes to the request body for attempt i (routing::edits_for_target);
+  // none means the body goes as the client sent it.
+  std::function<std::vector<routing::splice>(std::size_t attempt)> edits_for;
   std::optional<long long> output_limit;             // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};

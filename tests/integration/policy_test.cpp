@@ -211,6 +211,11 @@ TEST(Policy, LongPromptsArriveIntactInPiecesAndPipelined) {
   ASSERT_TRUE(second.complete);
   EXPECT_EQ(second.status, 200);
   EXPECT_EQ(f.engine_stats().requests.load(), 2u);
+  // Byte for byte: the original around the two changed values.
+  auto expected = body(2);
+  expected.replace(expected.find("gpt-4o-mini"), 11, "real-mini");
+  expected.replace(expected.find("\"max_tokens\":50"), 15, "\"max_tokens\":8");
+  EXPECT_TRUE(f.engine_last_request().at("body").as_string() == expected);
   auto sent = sent_body(f);  // the second one
   EXPECT_EQ(sent.at("model").as_string(), "real-mini");
   EXPECT_EQ(sent.at("max_tokens").as_int64(), 8);  // clamped to the ceiling
