@@ -1,6 +1,9 @@
 #pragma once
-// UTF-8 validation shared by the request-body scanner and the chunk reader.
+// Text checks shared by the request-body scanner and the chunk reader:
+// UTF-8 validation and the code unit of a JSON \u escape.
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 namespace tokengate {
 
@@ -19,6 +22,22 @@ inline std::size_t utf8_sequence(const unsigned char* s, const unsigned char* en
   if (b >= 0xF1 && b <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
   if (b == 0xF4) return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
   return 0;
+}
+
+// The value of the four hex digits that follow "\u", or nothing.
+inline std::optional<unsigned> hex4(std::string_view four) {
+  if (four.size() < 4) return std::nullopt;
+  unsigned value = 0;
+  for (int i = 0; i < 4; ++i) {
+    char c = four[i];
+    unsigned digit;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    else return std::nullopt;
+    value = value * 16 + digit;
+  }
+  return value;
 }
 
 }  // namespace tokengate

@@ -69,16 +69,7 @@ class scanner {
     return std::nullopt;
   }
   // The four hex digits of a \u escape at `at`, or nullopt.
-  std::optional<unsigned> hex4(std::size_t at) const {
-    if (at + 4 > s_.size()) return std::nullopt;
-    unsigned value = 0;
-    for (std::size_t k = at; k < at + 4; ++k) {
-      if (!std::isxdigit(static_cast<unsigned char>(s_[k]))) return std::nullopt;
-      value = value * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(s_[k])) ? s_[k] - '0'
-                                                                                                  : (s_[k] | 0x20) - 'a' + 10);
-    }
-    return value;
-  }
+  std::optional<unsigned> hex4(std::size_t at) const { return tokengate::hex4(s_.substr(std::min(at, s_.size()))); }
   bool failed(std::string message) {
     record(std::move(message));
     return false;

@@ -41,7 +41,7 @@ class reader {
   bool integer(std::optional<std::int64_t>& value);
   bool number();
   bool literal(std::string_view word);
-  bool value(int depth);
+  bool value();  // any JSON value, validated and skipped
   // Members of an object whose '{' was just taken; `member` reads each
   // value and returns false to give up.
   template <typename Member>
@@ -58,21 +58,8 @@ class reader {
 
   const char* p_;
   const char* end_;
+  int depth_ = 0;  // objects and arrays open around the reader
 };
-
-bool hex4(const char* s, unsigned& v) {
-  v = 0;
-  for (int i = 0; i < 4; ++i) {
-    char c = s[i];
-    unsigned d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
-    v = v * 16 + d;
-  }
-  return true;
-}
 
 bool reader::string(std::string_view& raw, bool& escaped) {
   if (!take('"')) return false;
@@ -91,9 +78,9 @@ bool reader::string(std::string_view& raw, bool& escaped) {
       if (end_ - p_ < 2) return false;
       char e = p_[1];
       if (e == 'u') {
-        unsigned code;
-        if (end_ - p_ < 6 || !hex4(p_ + 2, code)) return false;
-        if (code >= 0xD800 && code <= 0xDFFF) return false;  // surrogates: leave pairing to the full parser
+        auto code = hex4(std::string_view(p_ + 2, static_cast<std::size_t>(end_ - p_ - 2)));
+        if (!code) return false;
+        if (*code >= 0xD800 && *code <= 0xDFFF) return false;  // surrogates: leave pairing to the full parser
         p_ += 6;
       } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
         p_ += 2;
@@ -103,7 +90,7 @@ bool reader::string(std::string_view& raw, bool& escaped) {
     } else if (c < 0x80) {
       ++p_;
     } else {
-      auto n = tokengate::utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
+      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
       if (n == 0) return false;
       p_ += n;
     }
@@ -152,8 +139,7 @@ bool reader::literal(std::string_view word) {
   return true;
 }
 
-bool reader::value(int depth) {
-  if (depth > max_depth) return false;
+bool reader::value() {
   skip_space();
   if (p_ == end_) return false;
   switch (*p_) {
@@ -161,14 +147,21 @@ bool reader::value(int depth) {
       return string();
     case '{':
       ++p_;
-      return members([&](std::string_view) { return value(depth + 1); });
-    case '[':
+      return members([&](std::string_view) { return value(); });
+    case '[': {
+      if (depth_ == max_depth) return false;
       ++p_;
-      if (take(']')) return true;
-      do {
-        if (!value(depth + 1)) return false;
-      } while (take(','));
-      return take(']');
+      ++depth_;
+      bool ok = take(']');
+      if (!ok) {
+        do {
+          if (!value()) return false;
+        } while (take(','));
+        ok = take(']');
+      }
+      --depth_;
+      return ok;
+    }
     case 't':
       return literal("true");
     case 'f':
@@ -188,26 +181,32 @@ bool reader::key(std::string_view& name) {
 
 template <typename Member>
 bool reader::members(Member member) {
-  if (take('}')) return true;
-  do {
-    std::string_view name;
-    if (!key(name) || !member(name)) return false;
-  } while (take(','));
-  return take('}');
+  if (depth_ == max_depth) return false;
+  ++depth_;
+  bool ok = take('}');
+  if (!ok) {
+    do {
+      std::string_view name;
+      if (!key(name) || !member(name)) return false;
+    } while (take(','));
+    ok = take('}');
+  }
+  --depth_;
+  return ok;
 }
 
 bool reader::string_or_skip(std::string_view& raw, bool& escaped, bool& is_string) {
   escaped = false;
   is_string = next_is('"');
   if (is_string) return string(raw, escaped);
-  return value(3);
+  return value();
 }
 
 bool reader::integer_or_skip(std::optional<std::int64_t>& value_out) {
   skip_space();
   if (p_ < end_ && (*p_ == '-' || (*p_ >= '0' && *p_ <= '9'))) return integer(value_out);
   value_out.reset();  // not a number: the full parse reads no count either
-  return value(3);
+  return value();
 }
 
 // One member name may appear once: a repeated one is left to the full parser.
@@ -225,7 +224,7 @@ bool reader::delta(chat_chunk::choice& c) {
   return members([&](std::string_view name) {
     unsigned bit = name == "content" ? 1 : name == "reasoning_content" ? 2 : name == "reasoning" ? 4 : 0;
     if (name == "tool_calls") return false;  // needs the full parser
-    if (bit == 0) return value(3);
+    if (bit == 0) return value();
     if (!seen.first(bit)) return false;
     std::string_view raw;
     bool escaped, is_string;
@@ -250,7 +249,7 @@ bool reader::choice(chat_chunk::choice& c) {
     if (name == "delta") {
       if (!seen.first(2)) return false;
       if (take('{')) return delta(c);
-      return value(2);
+      return value();
     }
     if (name == "text") {
       if (!seen.first(4) || !string_or_skip(raw, escaped, is_string)) return false;
@@ -262,7 +261,7 @@ bool reader::choice(chat_chunk::choice& c) {
       if (is_string) c.finish_reason = raw;
       return true;
     }
-    return value(2);
+    return value();
   });
 }
 
@@ -271,7 +270,7 @@ bool reader::usage(chat_chunk& out) {
   return members([&](std::string_view name) {
     if (name == "prompt_tokens") return seen.first(1) && integer_or_skip(out.prompt_tokens);
     if (name == "completion_tokens") return seen.first(2) && integer_or_skip(out.completion_tokens);
-    return value(2);
+    return value();
   });
 }
 
@@ -288,7 +287,7 @@ bool reader::object(chat_chunk& out) {
       if (take(']')) return true;
       do {
         if (!next_is('{')) {
-          if (!value(2)) return false;  // a choice that is not an object is skipped
+          if (!value()) return false;  // a choice that is not an object is skipped
           continue;
         }
         ++p_;
@@ -299,11 +298,11 @@ bool reader::object(chat_chunk& out) {
     }
     if (name == "usage") {
       if (!seen.first(2)) return false;
-      if (!take('{')) return value(1);  // null usage: none
+      if (!take('{')) return value();  // null usage: none
       out.usage = true;
       return usage(out);
     }
-    return value(1);
+    return value();
   });
   return ok && has_choices;
 }

@@ -220,7 +220,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   while (!parser.is_done()) {
     parser.get().body().data = buffer.get();
     parser.get().body().size = limits.stream_buffer_bytes;
-    watch.upstream_read(clock::now() + until(r.deadline, r.settings.timeouts.idle));
+    watch.upstream_read(std::min(r.deadline, clock::now() + r.settings.timeouts.idle));
     auto held = up_buffer.size();
     auto [ec, n] = co_await http::async_read_some(s.upstream->stream, up_buffer, parser, use_tuple);
     watch.upstream_read_done();
