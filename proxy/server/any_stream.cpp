@@ -5,6 +5,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+
 namespace tokengate {
 
 net::awaitable<void> any_stream::graceful_close() {
@@ -15,6 +21,25 @@ net::awaitable<void> any_stream::graceful_close() {
   error_code ignored;
   tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   tcp().close();
+}
+
+std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {
+  ec = {};
+  if (tls_ || !plain_->socket().is_open()) return 0;
+  constexpr std::size_t max_pieces = 64;
+  iovec pieces[max_pieces];
+  std::size_t count = std::min(buffers.size(), max_pieces);
+  for (std::size_t i = 0; i < count; ++i)
+    pieces[i] = iovec{const_cast<void*>(buffers[i].data()), buffers[i].size()};
+  msghdr message{};
+  message.msg_iov = pieces;
+  message.msg_iovlen = count;
+  ssize_t sent;
+  do sent = ::sendmsg(plain_->socket().native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent >= 0) return static_cast<std::size_t>(sent);
+  if (errno != EAGAIN && errno != EWOULDBLOCK) ec = error_code(errno, boost::system::system_category());
+  return 0;
 }
 
 bool is_disconnect(const error_code& ec) {

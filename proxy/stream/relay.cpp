@@ -12,8 +12,10 @@
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <span>
+#include <tuple>
 
 #include "server/any_stream.hpp"
 #include "server/headers.hpp"
@@ -87,10 +89,17 @@ template <typename Buffers>
 net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::duration timeout,
                                   stream::stall_watch* watch = nullptr) {
   if (net::buffer_size(buffers) == 0) co_return true;  // (an empty HTTP chunk would end the body)
-  if (watch) watch->client_write(clock::now());
-  else s.client.tcp().expires_after(timeout);  // only arms the write timer: the watcher's read is pending
-  auto [ec, n] = co_await net::async_write(s.client, buffers, use_tuple);
-  if (watch) watch->client_write_done();
+  error_code ec;
+  std::size_t n;
+  if (watch) {
+    watch->client_write(clock::now());
+    auto client = s.client.untimed();
+    std::tie(ec, n) = co_await net::async_write(client, buffers, use_tuple);
+    watch->client_write_done();
+  } else {
+    s.client.tcp().expires_after(timeout);  // only arms the write timer: the watcher's read is pending
+    std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
+  }
   if (ec) {
     s.ctx.client_gone = true;
     if (s.upstream) s.upstream->stream.close();
@@ -213,38 +222,83 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     framed.emplace_back("\r\n", 2);
     return framed;
   };
-  // Not a coroutine itself: one coroutine frame fewer per event.
-  auto send = [&](const std::vector<net::const_buffer>& what) {
-    return write_client(s, frame(what), limits.client_write_timeout, &watch);
-  };
-  while (!parser.is_done()) {
-    parser.get().body().data = buffer.get();
-    parser.get().body().size = limits.stream_buffer_bytes;
-    watch.upstream_read(std::min(r.deadline, clock::now() + r.settings.timeouts.idle));
-    auto held = up_buffer.size();
-    auto [ec, n] = co_await http::async_read_some(s.upstream->stream, up_buffer, parser, use_tuple);
-    watch.upstream_read_done();
-    if (ec && watch.stalled() == stream::stall_watch::side::upstream) ec = beast::error::timeout;
-    if (2 * (n + up_buffer.size() - held) > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {
-      // Beast reads into the buffer's free capacity (at least 512 bytes),
-      // which starts at the size of the response head. A read that filled
-      // half of it means the upstream is ahead of us: grow it so that
-      // catching up takes few reads. With 515-byte reads a loaded proxy made
-      // 1.6x nginx's syscalls per event (strace, 64 fast streams; nginx
-      // reads 4 KiB). Slow streams never fill it and stay small.
-      up_buffer.reserve(std::min(4 * up_buffer.capacity(), limits.stream_buffer_bytes));
+  // An event's write: handed to the kernel at once when the client's socket
+  // takes it all, the usual case (no asynchronous operation, no suspension;
+  // not a coroutine either: no frame per event). True when nothing is left
+  // to send, or when the client is gone (ctx.client_gone); false leaves the
+  // unsent part in `rest`, for write_client under the stall watch.
+  std::vector<net::const_buffer> rest;
+  auto sent_at_once = [&](const std::vector<net::const_buffer>& what) {
+    auto out = frame(what);
+    auto total = net::buffer_size(out);
+    if (total == 0) return true;
+    error_code ec;
+    auto n = s.client.send_now(out, ec);
+    if (ec) {
+      ctx.client_gone = true;
+      if (s.upstream) s.upstream->stream.close();
+      return true;
     }
-    if (ec == http::error::need_buffer) ec = {};
-    // Beast stops after one HTTP chunk. Parse the chunks already received as
-    // well (no waiting: only bytes in hand), so that events the upstream sent
-    // in separate chunks leave in one write: one syscall per batch, as nginx
-    // does, instead of one per event.
+    ctx.bytes_to_client += n;
+    s.w.metrics().downstream_bytes_sent.add(n);
+    if (n == total) return true;
+    rest.clear();
+    for (const auto& piece : out) {
+      if (n >= piece.size()) n -= piece.size();
+      else {
+        rest.push_back(piece + n);
+        n = 0;
+      }
+    }
+    return false;
+  };
+  auto send_rest = [&]() { return write_client(s, rest, limits.client_write_timeout, &watch); };
+  // The upstream's bytes go through Beast's parser (HTTP framing: chunks or a
+  // length) into `buffer`. Read and parse here rather than through
+  // http::async_read_some: Beast's composed read costs more than the read
+  // itself, and it stops after one HTTP chunk where we want every chunk
+  // already received, so that events the upstream sent in separate chunks
+  // leave in one write (one syscall per batch, as nginx does).
+  auto upstream = s.upstream->stream.untimed();
+  bool upstream_ended = false;  // EOF seen: the parser hears of it once the bytes in hand are parsed
+  auto parse_in_hand = [&](error_code& ec) {
     while (!ec && !parser.is_done() && parser.get().body().size > 0 && up_buffer.size() > 0) {
       error_code pec;
       auto used = parser.put(up_buffer.data(), pec);
       up_buffer.consume(used);
       if (pec == http::error::need_more || pec == http::error::need_buffer || used == 0) break;
       if (pec) ec = pec;
+    }
+  };
+  while (!parser.is_done()) {
+    parser.get().body().data = buffer.get();
+    parser.get().body().size = limits.stream_buffer_bytes;
+    error_code ec;
+    parse_in_hand(ec);
+    bool got_body = parser.get().body().size < limits.stream_buffer_bytes;
+    if (!ec && !got_body && !parser.is_done()) {
+      if (upstream_ended) {
+        parser.put_eof(ec);  // the end of a body that runs to the close; an error anywhere else
+      } else {
+        // Beast's sizing: the buffer's free room, at least 512 bytes.
+        auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
+        watch.upstream_read(std::min(r.deadline, clock::now() + r.settings.timeouts.idle));
+        auto [rec, n] = co_await upstream.async_read_some(up_buffer.prepare(room), use_tuple);
+        watch.upstream_read_done();
+        up_buffer.commit(n);
+        if (2 * n > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {
+          // The buffer starts at the size of the response head. A read that
+          // filled half of it means the upstream is ahead of us: grow it so
+          // that catching up takes few reads. With 515-byte reads a loaded
+          // proxy made 1.6x nginx's syscalls per event (strace, 64 fast
+          // streams; nginx reads 4 KiB). Slow streams never fill it.
+          up_buffer.reserve(std::min(4 * up_buffer.capacity(), limits.stream_buffer_bytes));
+        }
+        if (rec == net::error::eof) upstream_ended = true;
+        else if (rec && watch.stalled() == stream::stall_watch::side::upstream) ec = beast::error::timeout;
+        else ec = rec;
+        parse_in_hand(ec);
+      }
     }
     std::size_t got = limits.stream_buffer_bytes - parser.get().body().size;
     if (got > 0) {
@@ -257,7 +311,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         auto upto = accounting.cut() ? accounting.cut_at() : sse.boundary();
         cut_mid_event = accounting.cut() && upto < aligner.forwarded();
         aligner.plan(bytes, chunk_at, std::max(upto, aligner.forwarded()), accounting.drops(), pieces);
-        if (!co_await send(pieces)) break;
+        if (!sent_at_once(pieces) && !co_await send_rest()) break;
+        if (ctx.client_gone) break;
         if (!had_token && ctx.content_events > 0) ctx.first_token_written = clock::now();
         if (accounting.cut()) break;
         aligner.keep_rest(bytes, chunk_at);
@@ -265,12 +320,13 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
           // One huge event (vLLM once sent the whole prompt's token ids):
           // forward it as it comes rather than hold megabytes.
           aligner.plan(bytes, chunk_at, chunk_at + got, accounting.drops(), pieces);
-          if (!co_await send(pieces)) break;
+          if (!sent_at_once(pieces) && !co_await send_rest()) break;
+          if (ctx.client_gone) break;
           aligner.keep_rest(bytes, chunk_at);
         }
       } else {
         pieces.assign(1, net::const_buffer(bytes.data(), bytes.size()));
-        if (!co_await send(pieces)) break;
+        if (!sent_at_once(pieces) && !co_await send_rest()) break;
       }
     }
     if (ctx.client_gone) break;
@@ -305,7 +361,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       // The body ended inside an event: pass the tail on as it was sent (a
       // client discards an unfinished event, as the spec says).
       aligner.plan({}, sse.fed(), sse.fed(), accounting.drops(), pieces);
-      if (!co_await send(pieces)) co_return false;
+      if (!sent_at_once(pieces) && !co_await send_rest()) co_return false;
+      if (ctx.client_gone) co_return false;
     }
     if (ctx.streamed && sse.fed() > 0 && sse.events_dispatched() == 0) {
       // Bytes, but not one event: whatever the upstream sent, it was not an

@@ -2,6 +2,11 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "stream/observer.hpp"
@@ -173,6 +178,95 @@ TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
   }
   EXPECT_NE(metrics.find("outcome=\"stream_failed\"} 1"), std::string::npos);
   EXPECT_EQ(metrics.find("outcome=\"success\"} 1"), std::string::npos) << "garbage counted as a success";
+}
+
+
+// An upstream that answers one request with fixed bytes and then closes its
+// side (FIN): framings the demo engine never sends.
+class scripted_upstream {
+ public:
+  explicit scripted_upstream(std::string answer) : answer_(std::move(answer)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("scripted upstream: cannot listen");
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {  // the head is enough: the body is small
+        auto n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<std::size_t>(n));
+      }
+      std::this_thread::sleep_for(20ms);  // the body's bytes, if separate, have arrived
+      ::send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+      ::shutdown(fd, SHUT_WR);
+      while (::recv(fd, buf, sizeof buf, 0) > 0) {}  // until the proxy closes
+      ::close(fd);
+    });
+  }
+  ~scripted_upstream() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+
+ private:
+  std::string answer_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+const std::string three_events =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: [DONE]\n\n";
+
+TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
+  scripted_upstream upstream("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
+                             three_events);
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
+  auto r = read_response(c, 5s);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
+  EXPECT_EQ(r.body, three_events);
+  EXPECT_TRUE(observe_body(r.body).ended_properly());
+}
+
+TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
+  // One whole chunk, then a chunk that promises 0x40 bytes and brings 12.
+  std::string first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", first.size());
+  scripted_upstream upstream(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      std::string(size) + "\r\n" + first + "\r\n40\r\ndata: {\"cho");
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
+  auto r = read_response(c, 5s);
+  ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
+  EXPECT_TRUE(r.body.starts_with(first));
+  auto events = events_of(r.body).events;
+  ASSERT_EQ(events.size(), 2u) << r.body;
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "engine/demo_text.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -186,6 +187,44 @@ TEST(Streaming, ASlowClientStopsTheUpstreamInsteadOfGrowingMemory) {
   std::cout << "[ measure ] upstream held back after " << (last >> 10) << " KiB in socket buffers\n";
   c.close();
   EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
+}
+
+
+// A client that reads in sips with pauses makes the proxy's writes fall short
+// (the socket takes part of an event, or nothing): what was not taken must
+// follow in order, whole, and once. Every token of a 17 MB answer is checked.
+TEST(Streaming, ASlowReaderGetsEveryEventInOrderWhenWritesFallShort) {
+  proxy_fixture f;
+  http_client c(f.port());
+  constexpr std::size_t tokens = 100000;
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"max_tokens":100000,)"
+                   R"("demo":{"tokens":100000,"interval_ms":0,"ttft_ms":0}})"));
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
+  auto deadline = clock::now() + 30s;
+  while (!c.raw().ends_with("\r\n0\r\n\r\n") && clock::now() < deadline) {
+    c.read_some(1s);  // at most 16 KiB
+    std::this_thread::sleep_for(1ms);
+  }
+  auto r = read_response(c, 1s);
+  ASSERT_TRUE(r.complete);
+  std::size_t seen = 0, at = 0;
+  bool in_order = true;
+  for (auto line_end = r.body.find('\n'); line_end != std::string::npos; line_end = r.body.find('\n', at)) {
+    std::string_view line(r.body.data() + at, line_end - at);
+    at = line_end + 1;
+    if (!line.starts_with("data: {")) continue;
+    auto event = boost::json::parse(line.substr(6));  // throws on a torn event
+    const auto& delta = event.at("choices").at(0).at("delta").as_object();
+    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
+    in_order = in_order && delta.at("content").as_string() == engine::demo_token(seen);
+    ++seen;
+  }
+  EXPECT_TRUE(in_order) << "a token arrived out of place";
+  EXPECT_EQ(seen, tokens);
+  EXPECT_TRUE(r.body.ends_with("data: [DONE]\n\n"));
+  EXPECT_GT(r.body.size(), 16u << 20);
 }
 
 }  // namespace
