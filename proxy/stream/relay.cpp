@@ -175,14 +175,34 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   out.keep_alive(client_keep_alive);
 
   http::response_serializer<http::empty_body> serializer{out};
-  s.client.tcp().expires_after(limits.client_write_timeout);
+  serializer.split(true);
   ctx.status = head.result_int();
-  auto [hec, hn] = co_await http::async_write_header(s.client, serializer, use_tuple);
-  if (hec) {
-    ctx.client_gone = true;
-    co_return false;
+  // Like the events below, the head goes to the kernel at once when the
+  // socket takes it (plain TCP); Beast writes whatever it did not take.
+  std::vector<net::const_buffer> pieces, framed;
+  if (!s.client.is_tls()) {
+    error_code ec;
+    std::size_t taken = 0;
+    serializer.next(ec, [&](error_code& send_ec, const auto& buffers) {
+      pieces.assign(net::buffer_sequence_begin(buffers), net::buffer_sequence_end(buffers));
+      taken = s.client.send_now(pieces, send_ec);
+    });
+    if (ec) {
+      ctx.client_gone = true;
+      co_return false;
+    }
+    serializer.consume(taken);
+    ctx.bytes_to_client += taken;
   }
-  ctx.bytes_to_client += hn;
+  if (!serializer.is_header_done()) {
+    s.client.tcp().expires_after(limits.client_write_timeout);
+    auto [hec, hn] = co_await http::async_write_header(s.client, serializer, use_tuple);
+    if (hec) {
+      ctx.client_gone = true;
+      co_return false;
+    }
+    ctx.bytes_to_client += hn;
+  }
   // From here the stall watch keeps both deadlines (no timer per operation).
   s.client.tcp().expires_never();
   s.upstream->stream.tcp().expires_never();
@@ -201,7 +221,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   if (ctx.streamed) s.w.metrics().stream_active.add();
   // Not zeroed: every byte is written by the parser before it is read.
   auto buffer = std::make_unique_for_overwrite<char[]>(limits.stream_buffer_bytes);
-  std::vector<net::const_buffer> pieces, framed;
   pieces.reserve(4);
   framed.reserve(8);
   char chunk_header[24];
@@ -229,8 +248,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // to send, or when the client is gone (ctx.client_gone); false leaves the
   // unsent part in `rest`, for write_client under the stall watch.
   std::vector<net::const_buffer> rest;
-  auto sent_at_once = [&](const std::vector<net::const_buffer>& what) {
-    auto out = frame(what);
+  auto sent_at_once = [&](std::span<const net::const_buffer> out) {
     auto total = net::buffer_size(out);
     if (total == 0) return true;
     error_code ec;
@@ -317,7 +335,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         auto upto = accounting.cut() ? accounting.cut_at() : sse.boundary();
         cut_mid_event = accounting.cut() && upto < aligner.forwarded();
         aligner.plan(bytes, chunk_at, std::max(upto, aligner.forwarded()), accounting.drops(), pieces);
-        if (!sent_at_once(pieces) && !co_await send_rest()) break;
+        if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
         if (ctx.client_gone) break;
         if (!had_token && ctx.content_events > 0) ctx.first_token_written = clock::now();
         if (accounting.cut()) break;
@@ -326,13 +344,13 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
           // One huge event (vLLM once sent the whole prompt's token ids):
           // forward it as it comes rather than hold megabytes.
           aligner.plan(bytes, chunk_at, chunk_at + got, accounting.drops(), pieces);
-          if (!sent_at_once(pieces) && !co_await send_rest()) break;
+          if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
           if (ctx.client_gone) break;
           aligner.keep_rest(bytes, chunk_at);
         }
       } else {
         pieces.assign(1, net::const_buffer(bytes.data(), bytes.size()));
-        if (!sent_at_once(pieces) && !co_await send_rest()) break;
+        if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
       }
     }
     if (ctx.client_gone) break;
@@ -367,7 +385,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       // The body ended inside an event: pass the tail on as it was sent (a
       // client discards an unfinished event, as the spec says).
       aligner.plan({}, sse.fed(), sse.fed(), accounting.drops(), pieces);
-      if (!sent_at_once(pieces) && !co_await send_rest()) co_return false;
+      if (!sent_at_once(frame(pieces)) && !co_await send_rest()) co_return false;
       if (ctx.client_gone) co_return false;
     }
     if (ctx.streamed && sse.fed() > 0 && sse.events_dispatched() == 0) {
@@ -386,7 +404,11 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       s.finished = true;
       co_return client_keep_alive;
     }
-    if (chunked && !co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+    if (chunked) {
+      const net::const_buffer last_chunk("0\r\n\r\n", 5);
+      if (!sent_at_once(std::span<const net::const_buffer>(&last_chunk, 1)) && !co_await send_rest()) co_return false;
+      if (ctx.client_gone) co_return false;
+    }
     s.finished = true;  // from here on the watcher must not touch the connection
     if (parser.keep_alive()) r.pool.release(std::move(s.upstream));
     co_return client_keep_alive;
