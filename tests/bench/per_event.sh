@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Where a proxy's time goes per relayed event: its CPU and its syscalls
+# (each kind, and the reads that failed with EAGAIN) divided by the events of
+# one load, for tokengate or for nginx under the same load. On demand, not a
+# test; needs perf (linux-perf) and, for nginx, the nginx package.
+# Usage: tests/bench/per_event.sh tokengate|nginx TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS] [REQUESTS]
+#   slow streams:       per_event.sh nginx build/tokengate 2000 100 100
+#   one connection:     per_event.sh nginx build/tokengate 1 0 20 20000
+#   long prompts:       PROMPT_TOKENS=50000 per_event.sh nginx build/tokengate 64 0 20 512
+# The proxy runs on core 0; the demo engine and the load (`tokengate bench`)
+# on core 1. TOKENGATE_BIN also provides the engine and the load for nginx.
+set -euo pipefail
+target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-100} requests=${6:-${3:-2000}}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+engine=$(free_port) port=$(free_port)
+taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
+pids+=($!)
+if [[ $target == nginx ]]; then
+  cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  upstream source { server 127.0.0.1:$engine; keepalive 128; }
+  server {
+    listen 127.0.0.1:$port;
+    location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; proxy_request_buffering off; }
+  }
+}
+CONF
+  taskset -c 0 /usr/sbin/nginx -c "$work/nginx.conf" -g "daemon off;" &
+  pids+=($!)
+  sleep 0.5
+  proxy=$(pgrep -P "${pids[-1]}" | head -1)  # the worker: the master relays nothing
+  model=demo
+else
+  cat > "$work/cfg.yaml" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: $port}]
+upstreams: {source: {base_url: "http://127.0.0.1:$engine/v1", pool_size: 256}}
+routes:
+  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
+     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
+YAML
+  taskset -c 0 "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
+  proxy=$!
+  pids+=($proxy)
+  for _ in $(seq 100); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.05; done
+  model=bench
+fi
+
+taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
+  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json \
+  --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens}}" > "$work/r.json" &
+load=$!
+events=()
+for call in recvfrom recvmsg read readv sendmsg sendto write writev epoll_wait; do
+  events+=(-e "syscalls:sys_exit_$call")
+done
+events+=(-e syscalls:sys_exit_recvfrom --filter "ret < 0" -e syscalls:sys_exit_recvmsg --filter "ret < 0")
+perf stat -x, -e task-clock "${events[@]}" -p "$proxy" -o "$work/stat.csv" &
+stat=$!
+wait "$load"
+kill -INT "$stat"
+wait "$stat" || true
+python3 - "$work/r.json" "$work/stat.csv" "$target" <<'PY'
+import csv, json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["ok"] == r["requests"], f"errors: {r['errors']}"
+events = r["output_tokens"]
+seen, parts = set(), []
+for row in csv.reader(line for line in open(sys.argv[2]) if line.strip() and not line.startswith("#")):
+    value, name = row[0], row[2]
+    if not value.replace(".", "").isdigit() or float(value) == 0:
+        continue
+    if name == "task-clock":
+        parts.append(f"CPU {float(value) * 1000 / events:.2f} us")
+        continue
+    call = name.split("sys_exit_")[1]
+    label = f"{call} EAGAIN" if call in seen else call  # the filtered copy comes second
+    seen.add(call)
+    parts.append(f"{label} {float(value) / events:.3f}")
+print(f"{sys.argv[3]}: {int(events)} events; per event: " + ", ".join(parts))
+PY
