@@ -14,7 +14,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/bench_lib.sh"
 
 engine=$(free_port)
 taskset -c 1 "$new" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
@@ -22,18 +22,9 @@ pids+=($!)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms transit_p99_ms"
   local port; port=$(free_port)
-  cat > "$work/cfg.yaml" <<YAML
-log_level: warn
-workers: 1
-listeners: [{name: main, address: 127.0.0.1, port: $port}]
-upstreams: {source: {base_url: "http://127.0.0.1:$engine/v1", pool_size: 256}}
-routes:
-  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
-     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
-YAML
-  taskset -c 0 "$1" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
-  local proxy=$!
-  for _ in $(seq 100); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.05; done
+  tokengate_config "$work/cfg.yaml" "$port" "$engine"
+  local proxy
+  start_tokengate "$1" "$work/cfg.yaml" "$work/proxy.log"
   local before; before=$(cpu_ticks "$proxy")
   taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$requests" \
     --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/bench_lib.sh"
 
 engine=$(free_port) port=$(free_port)
 taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
@@ -42,19 +42,9 @@ CONF
   proxy=$(pgrep -P "${pids[-1]}" | head -1)  # the worker: the master relays nothing
   model=demo
 else
-  cat > "$work/cfg.yaml" <<YAML
-log_level: warn
-workers: 1
-listeners: [{name: main, address: 127.0.0.1, port: $port}]
-upstreams: {source: {base_url: "http://127.0.0.1:$engine/v1", pool_size: 256}}
-routes:
-  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
-     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
-YAML
-  taskset -c 0 "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
-  proxy=$!
+  tokengate_config "$work/cfg.yaml" "$port" "$engine"
+  start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
   pids+=($proxy)
-  for _ in $(seq 100); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.05; done
   model=bench
 fi
 

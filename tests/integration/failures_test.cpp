@@ -231,15 +231,20 @@ const std::string three_events =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n"
     "data: [DONE]\n\n";
 
-TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
-  scripted_upstream upstream("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
-                             three_events);
+// One streaming request through a proxy in front of `upstream`.
+http_response stream_through(const scripted_upstream& upstream) {
   fixture_options o;
   o.base_url = upstream.base_url();
   proxy_fixture f(o);
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
-  auto r = read_response(c, 5s);
+  return read_response(c, 5s);
+}
+
+TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
+  scripted_upstream upstream("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
+                             three_events);
+  auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
@@ -255,12 +260,7 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   scripted_upstream upstream(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
       std::string(size) + "\r\n" + first + "\r\n40\r\ndata: {\"cho");
-  fixture_options o;
-  o.base_url = upstream.base_url();
-  proxy_fixture f(o);
-  http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
-  auto r = read_response(c, 5s);
+  auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
   EXPECT_TRUE(r.body.starts_with(first));
   auto events = events_of(r.body).events;

@@ -1,0 +1,26 @@
+# Shared by the on-demand bench scripts (sourced): tokengate in front of a
+# demo engine with the benchmark's policy on (routing by model, a max-token
+# clamp, full accounting), one worker, no access log.
+
+# tokengate_config FILE PORT ENGINE_PORT
+tokengate_config() {
+  cat > "$1" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: $2}]
+upstreams: {source: {base_url: "http://127.0.0.1:$3/v1", pool_size: 256}}
+routes:
+  - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
+     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
+YAML
+}
+
+# start_tokengate BIN CONFIG LOG: starts it on core 0, waits until it listens,
+# and sets $proxy to its pid.
+start_tokengate() {
+  taskset -c 0 "$1" serve -c "$2" > "$3" 2>&1 &
+  proxy=$!
+  for _ in $(seq 100); do grep -q "Send requests" "$3" && break; sleep 0.05; done
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
