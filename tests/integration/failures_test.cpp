@@ -181,11 +181,16 @@ TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
 }
 
 
-// An upstream that answers one request with fixed bytes and then closes its
-// side (FIN): framings the demo engine never sends.
+// An upstream that answers one request with fixed bytes, in parts sent 50 ms
+// apart, and then ends the connection with a FIN or a reset: framings and
+// endings the demo engine never sends. The pause puts the last part and the
+// ending into the same read of the proxy, after a read that waited: a proxy
+// that took that short read to mean "nothing more until epoll says so" never
+// saw the ending (the FIN's or the reset's wakeup had already been used).
 class scripted_upstream {
  public:
-  explicit scripted_upstream(std::string answer) : answer_(std::move(answer)) {
+  enum class ending { fin, reset };
+  scripted_upstream(std::vector<std::string> parts, ending end) : parts_(std::move(parts)), end_(end) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -195,22 +200,7 @@ class scripted_upstream {
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
       throw std::runtime_error("scripted upstream: cannot listen");
     port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] {
-      int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd < 0) return;
-      std::string request;
-      char buf[4096];
-      while (request.find("\r\n\r\n") == std::string::npos) {  // the head is enough: the body is small
-        auto n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        request.append(buf, static_cast<std::size_t>(n));
-      }
-      std::this_thread::sleep_for(20ms);  // the body's bytes, if separate, have arrived
-      ::send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
-      ::shutdown(fd, SHUT_WR);
-      while (::recv(fd, buf, sizeof buf, 0) > 0) {}  // until the proxy closes
-      ::close(fd);
-    });
+    thread_ = std::thread([this] { serve_one(); });
   }
   ~scripted_upstream() {
     ::shutdown(listener_, SHUT_RDWR);
@@ -220,7 +210,32 @@ class scripted_upstream {
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
 
  private:
-  std::string answer_;
+  void serve_one() {
+    int fd = ::accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {  // the head is enough: the body is small
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<std::size_t>(n));
+    }
+    for (const auto& part : parts_) {
+      std::this_thread::sleep_for(50ms);
+      ::send(fd, part.data(), part.size(), MSG_NOSIGNAL);
+    }
+    if (end_ == ending::reset) {
+      linger hard{1, 0};  // close with a reset
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    } else {
+      ::shutdown(fd, SHUT_WR);
+      while (::recv(fd, buf, sizeof buf, 0) > 0) {}  // until the proxy closes
+    }
+    ::close(fd);
+  }
+
+  std::vector<std::string> parts_;
+  ending end_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
@@ -242,8 +257,9 @@ http_response stream_through(const scripted_upstream& upstream) {
 }
 
 TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
-  scripted_upstream upstream("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
-                             three_events);
+  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                              three_events},
+                             scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
@@ -257,9 +273,9 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   std::string first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
   char size[16];
   std::snprintf(size, sizeof size, "%zx", first.size());
-  scripted_upstream upstream(
-      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
-      std::string(size) + "\r\n" + first + "\r\n40\r\ndata: {\"cho");
+  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+                              std::string(size) + "\r\n" + first + "\r\n40\r\ndata: {\"cho"},
+                             scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
   EXPECT_TRUE(r.body.starts_with(first));
@@ -267,6 +283,24 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   ASSERT_EQ(events.size(), 2u) << r.body;
   EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+}
+
+
+TEST(Faults, AResetRightAfterTheLastBytesEndsTheStreamAtOnce) {
+  // The reset follows the bytes at once: both reach the proxy together.
+  std::string first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", first.size());
+  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+                              std::string(size) + "\r\n" + first + "\r\n"},
+                             scripted_upstream::ending::reset);
+  auto start = clock::now();
+  auto r = stream_through(upstream);
+  ASSERT_TRUE(r.complete) << "the reset must end the stream now, not at the idle timeout";
+  EXPECT_LT(clock::now() - start, 2s);
+  auto events = events_of(r.body).events;
+  ASSERT_EQ(events.size(), 2u) << r.body;
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
 }
 
 }  // namespace

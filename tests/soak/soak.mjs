@@ -19,6 +19,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pick = (xs) => xs[Math.floor(Math.random() * xs.length)];
 
 const counts = { ok: 0, aborted: 0, slow: 0, faults: 0, errors: 0 };
+// Every request here ends within about a second (the longest: a drip, or a
+// slow reader's pauses); one that takes 10 s waited for a timeout instead of
+// an event the proxy missed (a reset or an end that was never read).
+const slowestAllowedMs = 10000;
+let slowest = { ms: 0, mode: "" };
 
 // One request; `mode` decides how the client behaves and what the engine does.
 function one(mode) {
@@ -50,7 +55,9 @@ function one(mode) {
 async function worker(until) {
   while (Date.now() < until) {
     const mode = pick(["normal", "normal", "normal", "abort", "slow", "reset", "status", "garbage", "drip"]);
+    const started = Date.now();
     let outcome = await one(mode);
+    if (Date.now() - started > slowest.ms) slowest = { ms: Date.now() - started, mode };
     if (["reset", "status", "garbage"].includes(mode) && outcome !== "errors") outcome = "faults";
     if (mode === "slow" && outcome === "ok") outcome = "slow";
     counts[outcome]++;
@@ -74,11 +81,12 @@ for (let i = 0; i < 100; i++) {
   if (after.fds <= base.fds + 2) break;
 }
 const total = Object.values(counts).reduce((a, b) => a + b, 0);
-console.log(JSON.stringify({ seconds, concurrency, requests: total, ...counts,
+console.log(JSON.stringify({ seconds, concurrency, requests: total, ...counts, slowest,
                              baseline: base, end_of_load: peak, idle_after: after }));
 await proxy.stop();
 
 let failed = false;
+if (slowest.ms > slowestAllowedMs) { console.error(`FAIL: a ${slowest.mode} request took ${slowest.ms} ms`); failed = true; }
 if (counts.errors > 0) { console.error(`FAIL: ${counts.errors} requests failed with a transport error`); failed = true; }
 if (after.fds > base.fds + 2) { console.error(`FAIL: ${after.fds} descriptors after, ${base.fds} before`); failed = true; }
 if (after.rss > base.rss + 16 * 1024) { console.error(`FAIL: RSS ${after.rss} kB after, ${base.rss} kB before`); failed = true; }
