@@ -268,32 +268,32 @@ TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
   EXPECT_TRUE(observe_body(r.body).ended_properly());
 }
 
+const std::string chunked_sse_head =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+const std::string one_event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
+
+// `data` framed as one HTTP chunk.
+std::string chunk(const std::string& data) {
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", data.size());
+  return std::string(size) + "\r\n" + data + "\r\n";
+}
+
 TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   // One whole chunk, then a chunk that promises 0x40 bytes and brings 12.
-  std::string first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
-  char size[16];
-  std::snprintf(size, sizeof size, "%zx", first.size());
-  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
-                              std::string(size) + "\r\n" + first + "\r\n40\r\ndata: {\"cho"},
-                             scripted_upstream::ending::fin);
+  scripted_upstream upstream({chunked_sse_head, chunk(one_event) + "40\r\ndata: {\"cho"}, scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
-  EXPECT_TRUE(r.body.starts_with(first));
+  EXPECT_TRUE(r.body.starts_with(one_event));
   auto events = events_of(r.body).events;
   ASSERT_EQ(events.size(), 2u) << r.body;
   EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
 }
 
-
 TEST(Faults, AResetRightAfterTheLastBytesEndsTheStreamAtOnce) {
   // The reset follows the bytes at once: both reach the proxy together.
-  std::string first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
-  char size[16];
-  std::snprintf(size, sizeof size, "%zx", first.size());
-  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
-                              std::string(size) + "\r\n" + first + "\r\n"},
-                             scripted_upstream::ending::reset);
+  scripted_upstream upstream({chunked_sse_head, chunk(one_event)}, scripted_upstream::ending::reset);
   auto start = clock::now();
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the reset must end the stream now, not at the idle timeout";
