@@ -96,9 +96,10 @@ class any_stream {
   // them. An asynchronous write costs far more for the same syscall: the
   // operation is set up, its completion queued on the scheduler, and the
   // coroutine suspended and resumed (tests/bench/ab_cpu.sh: 6 % less CPU
-  // per event on fast streams with this). TLS streams take nothing here (0): their bytes must go
-  // through the TLS engine. `ec` is set on a real error, never on "would
-  // block". At most 64 buffers are passed; the rest is left to the caller.
+  // per event on fast streams with this). TLS streams take nothing here
+  // (0): their bytes must go through the TLS engine. `ec` is set on a real
+  // error, never on "would block". At most 64 buffers are passed; the rest
+  // is left to the caller.
   std::size_t send_now(std::span<const net::const_buffer> buffers, error_code& ec);
 
   // Closes the socket now: every pending operation completes with an error.

@@ -83,6 +83,18 @@ upstream_credentials credentials_for(const config::upstream& u) {
   return c;
 }
 
+// A write to the client failed: it is gone, and so must the upstream be, so
+// that the engine stops generating.
+void client_write_failed(exchange_state& s) {
+  s.ctx.client_gone = true;
+  if (s.upstream) s.upstream->stream.close();
+}
+
+void count_sent_to_client(exchange_state& s, std::size_t n) {
+  s.ctx.bytes_to_client += n;
+  s.w.metrics().downstream_bytes_sent.add(n);
+}
+
 // A client write; on failure the client is treated as gone. Its deadline is
 // `timeout` from now, kept by the stream's stall watch when there is one.
 template <typename Buffers>
@@ -101,12 +113,10 @@ net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::du
     std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
   }
   if (ec) {
-    s.ctx.client_gone = true;
-    if (s.upstream) s.upstream->stream.close();
+    client_write_failed(s);
     co_return false;
   }
-  s.ctx.bytes_to_client += n;
-  s.w.metrics().downstream_bytes_sent.add(n);
+  count_sent_to_client(s, n);
   co_return true;
 }
 
@@ -253,12 +263,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     error_code ec;
     auto n = s.client.send_now(out, ec);
     if (ec) {
-      ctx.client_gone = true;
-      if (s.upstream) s.upstream->stream.close();
+      client_write_failed(s);
       return true;
     }
-    ctx.bytes_to_client += n;
-    s.w.metrics().downstream_bytes_sent.add(n);
+    count_sent_to_client(s, n);
     if (n == total) return true;
     rest.clear();
     for (const auto& piece : out) {
