@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "server/any_stream.hpp"
+#include "server/drained_read.hpp"
 #include "server/headers.hpp"
 #include "server/json_error.hpp"
 #include "server/request_context.hpp"
@@ -286,6 +287,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // already received, so that events the upstream sent in separate chunks
   // leave in one write (one syscall per batch, as nginx does).
   auto upstream = s.upstream->stream.untimed();
+  std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
+  if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
   bool upstream_ended = false;  // EOF seen: the parser hears of it once the bytes in hand are parsed
   auto parse_in_hand = [&](error_code& ec) {
     while (!ec && !parser.is_done() && parser.get().body().size > 0 && up_buffer.size() > 0) {
@@ -309,7 +312,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         // Beast's sizing: the buffer's free room, at least 512 bytes.
         auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
         watch.upstream_read(std::min(r.deadline, clock::now() + r.settings.timeouts.idle));
-        auto [rec, n] = co_await upstream.async_read_some(up_buffer.prepare(room), use_tuple);
+        error_code rec;
+        std::size_t n;
+        if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(up_buffer.prepare(room), use_tuple);
+        else std::tie(rec, n) = co_await upstream.async_read_some(up_buffer.prepare(room), use_tuple);
         watch.upstream_read_done();
         up_buffer.commit(n);
         if (2 * n > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {

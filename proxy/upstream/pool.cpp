@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "server/drained_read.hpp"
+
 namespace tokengate::upstream {
 namespace {
 
@@ -64,6 +66,9 @@ net::awaitable<acquire_result> pool::connect_new() {
   tcp_stream.socket().set_option(tcp::no_delay(true));
 
   if (!url_.tls) {
+    // The relay's reads skip a wasted recv when the kernel says nothing is
+    // queued (server/drained_read.hpp); without this they are ordinary reads.
+    enable_drained_reads(tcp_stream.socket());
     result.conn = std::make_unique<connection>(connection{any_stream(std::move(tcp_stream))});
     co_return result;
   }

@@ -1,0 +1,227 @@
+#pragma once
+// A socket read that believes a short read when it is safe to, as nginx does.
+//
+// Asio 1.81 starts every read with an attempt (a speculative recv) unless the
+// socket is known to be drained, and it only learns that from an EOF. So the
+// read after each event of a stream is a recv that fails with EAGAIN before
+// the read waits for epoll: one wasted syscall per event (perf stat,
+// 2,000 slow streams: 238,000 recvs for 119,000 events; nginx makes 119,000).
+// A read that returns less than its buffer has usually taken everything the
+// kernel had, so the next one can go straight to waiting: epoll is edge
+// triggered and reports anything that arrives after that read.
+//
+// "Usually" is the catch. When the peer's FIN or reset is already queued
+// behind the bytes, recv returns the bytes and the end only on the next call,
+// and the epoll wakeup that announced both has been used: a read that waits
+// for another one waits for the idle timeout. So a short read is believed only
+// when two things say nothing is queued behind it:
+//  - TCP_INQ: the kernel attaches to each recvmsg how much is still queued,
+//    and counts a received FIN as one byte (kernel 4.18+; the socket must
+//    have it on: enable_drained_reads). It does not count a reset.
+//  - the events epoll last reported for the socket, which Asio keeps in the
+//    socket's reactor state: a reset raises EPOLLHUP and EPOLLERR, both
+//    sticky. If the reset came before that report, the report shows it; if
+//    after, its wakeup is a new edge that the next read will get.
+// Otherwise the read is an ordinary one and the next read tries at once.
+//
+// This is Asio's own receive operation with that difference; it uses Asio's
+// internals (reactor_op, the socket's reactor data), so it is tied to the
+// Boost version below, and any other version takes the ordinary read.
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
+#include <boost/asio/detail/fenced_block.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+#include <boost/asio/detail/socket_ops.hpp>
+#include <boost/version.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "net.hpp"
+
+namespace tokengate {
+
+// Asks the kernel to report, with every read of this socket, how much is
+// still queued (TCP_INQ). Without it no read is believed drained. False when
+// the kernel does not know the option.
+inline bool enable_drained_reads(tcp::socket& socket) {
+  int on = 1;
+  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+}
+
+#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#define TOKENGATE_DRAINED_READ 1
+
+namespace drained_read_detail {
+namespace detail = boost::asio::detail;
+using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
+
+// The socket's implementation is a protected member of basic_socket; a
+// pointer to it, taken through a derived class, reads it without a cast.
+struct socket_access : socket_type {
+  static auto& implementation(socket_type& s) { return (s.*(&socket_access::impl_)).get_implementation(); }
+};
+
+// The reactor keeps the events of epoll's last report for a descriptor in
+// the descriptor's state, a scheduler operation (task_result_, protected).
+struct last_events_access : detail::scheduler_operation {
+  static const unsigned* of(detail::epoll_reactor::per_descriptor_data descriptor) {
+    // (A C-style cast reaches the private base class.)
+    auto* as_operation = (detail::scheduler_operation*)descriptor;
+    return &(as_operation->*(&last_events_access::task_result_));
+  }
+};
+
+// Reads once; says whether nothing is left queued behind what it read (see
+// the top of this file). `ec`/`n` as Asio's non_blocking_recv1; false with
+// no error: would block.
+inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events, error_code& ec,
+                      std::size_t& n, bool& drained) {
+  iovec piece{buffer.data(), buffer.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr message{};
+  message.msg_iov = &piece;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t got;
+  do got = ::recvmsg(socket, &message, 0);
+  while (got < 0 && errno == EINTR);
+  drained = false;
+  n = 0;
+  if (got < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    ec = error_code(errno, boost::system::system_category());
+    return true;
+  }
+  if (got == 0) {
+    ec = net::error::eof;
+    drained = true;
+    return true;
+  }
+  ec = {};
+  n = static_cast<std::size_t>(got);
+  if (n == buffer.size() || (*last_events & (EPOLLERR | EPOLLHUP))) return true;
+  for (auto* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
+      int queued;
+      std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
+      drained = queued == 0;
+    }
+  }
+  return true;
+}
+
+template <typename Handler, typename IoExecutor>
+class read_op : public detail::reactor_op {
+ public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(read_op);
+
+  read_op(int socket, net::mutable_buffer buffer, const unsigned* last_events, std::size_t& believed,
+          Handler& handler, const IoExecutor& io_ex)
+      : detail::reactor_op(error_code(), &read_op::do_perform, &read_op::do_complete),
+        socket_(socket),
+        buffer_(buffer),
+        last_events_(last_events),
+        believed_(believed),
+        handler_(std::move(handler)),
+        work_(handler_, io_ex) {}
+
+  static status do_perform(detail::reactor_op* base) {
+    auto* o = static_cast<read_op*>(base);
+    bool drained;
+    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained))
+      return not_done;  // EAGAIN: wait for the edge
+    if (!drained) return done;
+    if (!o->ec_) ++o->believed_;
+    return done_and_exhausted;  // the reactor skips the next read's attempt
+  }
+
+  // As Asio's reactive_socket_recv_op::do_complete.
+  static void do_complete(void* owner, detail::operation* base, const error_code&, std::size_t) {
+    auto* o = static_cast<read_op*>(base);
+    ptr p = {std::addressof(o->handler_), o, o};
+    detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+    // The handler is moved out before the operation's memory is freed: it may
+    // own that memory.
+    detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+    p.h = std::addressof(handler.handler_);
+    p.reset();
+    if (owner) {
+      detail::fenced_block b(detail::fenced_block::half);
+      w.complete(handler, handler.handler_);
+    }
+  }
+
+ private:
+  int socket_;
+  net::mutable_buffer buffer_;
+  const unsigned* last_events_;
+  std::size_t& believed_;
+  Handler handler_;
+  detail::handler_work<Handler, IoExecutor> work_;
+};
+
+}  // namespace drained_read_detail
+#endif
+
+// Reads from one socket, like its async_read_some. Made once per response
+// relayed (it looks up the socket's reactor, which takes a lock); the socket
+// must outlive it. No per-operation cancellation: closing or cancelling the
+// socket stops a read.
+class drained_reader {
+ public:
+  using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
+  explicit drained_reader(socket_type& socket) : socket_(socket) {
+#ifdef TOKENGATE_DRAINED_READ
+    reactor_ = &net::use_service<boost::asio::detail::reactor>(
+        net::query(socket.get_executor(), net::execution::context));
+#endif
+  }
+
+  template <typename Token>
+  auto async_read_some(net::mutable_buffer buffer, Token&& token) {
+    return net::async_initiate<Token, void(error_code, std::size_t)>(
+        [this](auto handler, net::mutable_buffer b) {
+#ifdef TOKENGATE_DRAINED_READ
+          namespace detail = boost::asio::detail;
+          using op = drained_read_detail::read_op<decltype(handler), net::any_io_executor>;
+          auto& impl = drained_read_detail::socket_access::implementation(socket_);
+          // Asio made the socket non-blocking at its first asynchronous
+          // operation; before that (never, on the relay's path), or for an
+          // empty buffer, the ordinary read.
+          if ((impl.state_ & detail::socket_ops::non_blocking) && b.size() > 0 && socket_.is_open()) {
+            const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
+            typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
+            p.p = new (p.v) op(impl.socket_, b, last_events, believed_, handler, socket_.get_executor());
+            reactor_->start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
+            p.v = p.p = nullptr;
+            return;
+          }
+#endif
+          socket_.async_read_some(b, std::move(handler));
+        },
+        token, buffer);
+  }
+
+  // How many reads were believed to have drained the socket (so that the
+  // next read skipped its attempt).
+  std::size_t believed() const { return believed_; }
+
+ private:
+  socket_type& socket_;
+  std::size_t believed_ = 0;
+#ifdef TOKENGATE_DRAINED_READ
+  boost::asio::detail::reactor* reactor_ = nullptr;
+#endif
+};
+
+}  // namespace tokengate

@@ -1,0 +1,211 @@
+// The relay's upstream read, which skips the recv attempt after a short read
+// and relies on epoll's edge for what comes next: no byte and no end of the
+// stream may be missed in any order of "bytes arrive", "the peer closes or
+// resets" and "a read starts".
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "server/drained_read.hpp"
+
+namespace tokengate {
+namespace {
+
+using namespace std::chrono_literals;
+using read_result = std::optional<std::pair<error_code, std::string>>;
+
+struct socket_pair {
+  net::io_context io;
+  tcp::socket ours{io.get_executor()};
+  tcp::socket peer{io};
+
+  explicit socket_pair(bool with_tcp_inq = true) {
+    tcp::acceptor acceptor(io, tcp::endpoint(net::ip::address_v4::loopback(), 0));
+    peer.connect(acceptor.local_endpoint());
+    acceptor.accept(ours);
+    if (with_tcp_inq) {
+      EXPECT_TRUE(enable_drained_reads(ours));
+    }
+    // Any asynchronous operation makes Asio switch the socket to
+    // non-blocking, after which every read takes the drained path.
+    ours.async_wait(tcp::socket::wait_write, [](error_code) {});
+    io.run();
+  }
+
+  // Starts a read of up to `size` bytes, runs `meanwhile` on the context's
+  // thread 20 ms later (with the read pending), and runs the context until
+  // the read completes or `timeout` passes.
+  read_result read(drained_reader& reader, std::size_t size, std::chrono::milliseconds timeout = 2s,
+                   std::function<void()> meanwhile = {}) {
+    std::string buffer(size, '\0');
+    read_result result;
+    reader.async_read_some(net::buffer(buffer), [&](error_code ec, std::size_t n) {
+      result.emplace(ec, buffer.substr(0, n));
+    });
+    net::steady_timer later(io, 20ms);
+    if (meanwhile) later.async_wait([&](error_code ec) {
+      if (!ec) meanwhile();
+    });
+    io.restart();
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (!result && std::chrono::steady_clock::now() < until) io.run_one_until(until);
+    later.cancel();
+    io.restart();
+    io.poll();
+    return result;
+  }
+
+  // Runs the context (so that epoll reports the socket) with no read pending.
+  void idle(std::chrono::milliseconds how_long) {
+    net::steady_timer t(io, how_long);
+    t.async_wait([](error_code) {});
+    io.restart();
+    io.run();
+  }
+
+  void send(const std::string& bytes) { net::write(peer, net::buffer(bytes)); }
+  void reset() {
+    peer.set_option(net::socket_base::linger(true, 0));  // close with RST
+    peer.close();
+  }
+};
+
+TEST(DrainedRead, IsInEffectWithThisBoost) {
+#ifndef TOKENGATE_DRAINED_READ
+  FAIL() << "Boost is not 1.81 here: the relay falls back to Asio's read, one EAGAIN recv per event; "
+            "port drained_read_detail::read_op to this version";
+#endif
+}
+
+TEST(DrainedRead, AShortReadIsBelievedAndBytesAfterItWakeThePendingRead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  auto first = s.read(reader, 4096);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->second, "abc");
+  EXPECT_EQ(reader.believed(), 1u) << "nothing was queued behind the bytes: the next read need not try first";
+
+  auto second = s.read(reader, 64, 2s, [&] { s.send("def"); });
+  ASSERT_TRUE(second) << "bytes after a believed read did not wake the read waiting for them";
+  EXPECT_FALSE(second->first);
+  EXPECT_EQ(second->second, "def");
+}
+
+TEST(DrainedRead, WithoutTcpInqNoReadIsBelieved) {
+  socket_pair s(false);
+  drained_reader reader(s.ours);
+  s.send("abc");
+  auto first = s.read(reader, 4096);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->second, "abc");
+  EXPECT_EQ(reader.believed(), 0u) << "without TCP_INQ a queued FIN cannot be seen";
+}
+
+TEST(DrainedRead, BytesThatArriveWhileNoReadIsPendingAreReadAtOnce) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  ASSERT_TRUE(s.read(reader, 4096));
+  // The edge for these bytes is seen by epoll while nothing waits on the
+  // socket: the reactor remembers it, and the next read tries at once.
+  s.send("def");
+  s.idle(30ms);
+  auto second = s.read(reader, 4096, 500ms);
+  ASSERT_TRUE(second) << "the bytes were there but the read waited for an edge that had passed";
+  EXPECT_EQ(second->second, "def");
+}
+
+TEST(DrainedRead, AFullReadLeavesTheRestToTheNextRead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send(std::string(100, 'x'));
+  s.idle(10ms);
+  std::string all;
+  for (int i = 0; i < 10 && all.size() < 100; ++i) {
+    auto r = s.read(reader, 10, 500ms);
+    ASSERT_TRUE(r) << "read " << i << " never completed";
+    all += r->second;
+  }
+  EXPECT_EQ(all, std::string(100, 'x'));
+}
+
+// The bytes and the end arrive together while a read waits: one epoll report
+// for both, and the read that takes the bytes must not be believed.
+TEST(DrainedRead, BytesWithAResetBehindThemEndInTheReset) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("x");
+  ASSERT_TRUE(s.read(reader, 4096));  // believed: the next read waits for epoll
+  auto bytes = s.read(reader, 4096, 2s, [&] {
+    s.send("abc");
+    s.reset();
+  });
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->second, "abc");
+  auto end = s.read(reader, 4096, 500ms);
+  ASSERT_TRUE(end) << "the reset was queued behind the bytes, and the read waited for an edge already used";
+  EXPECT_EQ(end->first, net::error::connection_reset);
+}
+
+TEST(DrainedRead, BytesWithAFinBehindThemEndInAnEof) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("x");
+  ASSERT_TRUE(s.read(reader, 4096));
+  auto bytes = s.read(reader, 4096, 2s, [&] {
+    s.send("abc");
+    s.peer.shutdown(tcp::socket::shutdown_send);
+  });
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->second, "abc");
+  auto end = s.read(reader, 4096, 500ms);
+  ASSERT_TRUE(end) << "the FIN was queued behind the bytes, and the read waited for an edge already used";
+  EXPECT_EQ(end->first, net::error::eof);
+}
+
+// The same, with epoll's report taken while no read was pending: the next
+// read's attempt then finds the bytes and the end behind them.
+TEST(DrainedRead, BytesWithAResetBehindThemSeenWhileNoReadWaitsEndInTheReset) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  s.reset();
+  s.idle(30ms);
+  auto bytes = s.read(reader, 4096);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->second, "abc");
+  auto end = s.read(reader, 4096, 500ms);
+  ASSERT_TRUE(end) << "the reset was queued behind the bytes, and the read waited for an edge already used";
+  EXPECT_EQ(end->first, net::error::connection_reset);
+}
+
+TEST(DrainedRead, ThePeersCloseIsAnEof) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  ASSERT_TRUE(s.read(reader, 4096));
+  s.peer.shutdown(tcp::socket::shutdown_send);
+  auto r = s.read(reader, 4096);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, net::error::eof);
+}
+
+TEST(DrainedRead, ClosingTheSocketEndsAPendingRead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  ASSERT_TRUE(s.read(reader, 4096));
+  auto r = s.read(reader, 64, 2s, [&] { s.ours.close(); });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, net::error::operation_aborted);
+}
+
+}  // namespace
+}  // namespace tokengate
