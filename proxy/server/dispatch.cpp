@@ -19,7 +19,7 @@ bool is_proxied_post(std::string_view path) {
 
 // The plan for a config without routes: the listener's upstream, body as sent.
 exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
-                               http::request<http::string_body>& request) {
+                               client_request& request) {
   exchange_plan plan;
   plan.config = std::move(cfg);
   plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
@@ -30,7 +30,7 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
 }  // namespace
 
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
-                                      http::request<http::string_body>& request, worker& w,
+                                      client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive) {
   auto target = std::string_view(request.target());
   const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
@@ -59,7 +59,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     // No policy to apply, but malformed JSON (bad syntax, invalid UTF-8,
     // lone surrogates, runaway nesting) still stops here, not upstream.
     routing::scan_error invalid;
-    if (is_post_api && !routing::scan_object(request.body(), invalid)) {
+    if (is_post_api && !routing::scan_object(body_text(request), invalid)) {
       co_await send_json_error(stream, 400, "request body is not a valid JSON object: " + invalid.message,
                                "invalid_request_error", "invalid_json", keep_alive, ctx);
       co_return keep_alive;
@@ -80,7 +80,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     co_return keep_alive;
   }
 
-  auto decision = routing::apply_policy(*cfg, {ctx.path, request.body(), client_key});
+  auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<routing::policy_error>(&decision)) {
     ctx.error = e->message;
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
@@ -106,7 +106,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   plan.config = cfg;
   for (const auto* t : order) plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
   plan.edits_for = [&](std::size_t attempt) {
-    return routing::edits_for_target(request.body(), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
+    return routing::edits_for_target(body_text(request), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
                                      ctx.usage_injected);
   };
   plan.output_limit = routed.output_limit;

@@ -4,9 +4,8 @@
 // then to the proxy exchange; everything else gets a JSON error.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
-
 #include "net.hpp"
+#include "server/request_body.hpp"
 
 namespace tokengate {
 
@@ -17,7 +16,7 @@ namespace config { struct listener; }
 
 // Returns whether the connection may carry another request.
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
-                                      http::request<http::string_body>& request, worker& w,
+                                      client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive);
 
 }  // namespace tokengate

@@ -5,7 +5,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <spdlog/spdlog.h>
 
 #include <random>
@@ -81,7 +80,7 @@ std::optional<read_failure> classify_read_error(const error_code& ec, const conf
 // copied again (a 200 KB prompt: about 50 reads). Chunked bodies and small
 // ones still go through the parser.
 net::awaitable<error_code> read_body(any_stream& stream, beast::flat_buffer& buffer,
-                                     http::request_parser<http::string_body>& parser, std::size_t max_body_bytes) {
+                                     http::request_parser<request_body>& parser, std::size_t max_body_bytes) {
   constexpr std::size_t direct_from = 16 * 1024;
   auto length = parser.content_length();
   if (!length || parser.is_done() || *length < direct_from) {
@@ -112,7 +111,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     first = false;
 
     request_context ctx;
-    http::request_parser<http::string_body> parser;
+    http::request_parser<request_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes));
     parser.body_limit(limits.max_body_bytes);
 

@@ -9,6 +9,7 @@
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
@@ -464,7 +465,7 @@ struct attempt_failure {
   std::string message;
 };
 
-net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_body>& request, exchange_plan& plan,
+net::awaitable<void> run_exchange(exchange_state& s, client_request& request, exchange_plan& plan,
                                   bool& keep_client) {
   auto& ctx = s.ctx;
   const bool client_keep_alive = keep_client;
@@ -501,7 +502,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
     http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
     forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
                             credentials_for(settings));
-    body_pieces(request.body(), edits, up.body());
+    body_pieces(body_text(request), edits, up.body());
     up.prepare_payload();
     up.keep_alive(true);
 
@@ -584,7 +585,7 @@ net::awaitable<void> run_exchange(exchange_state& s, http::request<http::string_
 }  // namespace
 
 net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
-                                    http::request<http::string_body>& request, worker& w, exchange_plan& plan,
+                                    client_request& request, worker& w, exchange_plan& plan,
                                     request_context& ctx) {
   exchange_state s{client, client_buffer, ctx, w};
   bool keep_client = request.keep_alive();

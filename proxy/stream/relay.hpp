@@ -6,7 +6,6 @@
 // upstream at once.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include <chrono>
 #include <functional>
@@ -18,6 +17,7 @@
 #include "config/config.hpp"
 #include "routing/json_scan.hpp"
 #include "net.hpp"
+#include "server/request_body.hpp"
 
 namespace tokengate {
 
@@ -38,7 +38,7 @@ struct exchange_plan {
 
 // Returns whether the client connection may carry another request.
 net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
-                                    http::request<http::string_body>& request, worker& w,
+                                    client_request& request, worker& w,
                                     exchange_plan& plan, request_context& ctx);
 
 // Writes a complete error response with an OpenAI-style JSON body.
