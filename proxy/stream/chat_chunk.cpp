@@ -1,5 +1,6 @@
 #include "stream/chat_chunk.hpp"
 
+#include "byte_scan.hpp"
 #include "utf8.hpp"
 
 namespace tokengate::stream {
@@ -66,6 +67,8 @@ bool reader::string(std::string_view& raw, bool& escaped) {
   const char* begin = p_;
   escaped = false;
   while (p_ < end_) {
+    p_ = skip_plain_string_bytes(p_, end_);
+    if (p_ == end_) break;
     auto c = static_cast<unsigned char>(*p_);
     if (c == '"') {
       raw = std::string_view(begin, static_cast<std::size_t>(p_ - begin));

@@ -2,16 +2,18 @@
 
 #include <cstring>
 
+#include "byte_scan.hpp"
+
 namespace tokengate::stream {
 namespace {
 
 constexpr std::string_view utf8_bom = "\xEF\xBB\xBF";
 
 // Position of the first CR or LF at or after `from`, or npos.
-std::size_t find_line_end(std::string_view s, std::size_t from) {
-  for (std::size_t i = from; i < s.size(); ++i)
-    if (s[i] == '\n' || s[i] == '\r') return i;
-  return std::string_view::npos;
+std::size_t line_end(std::string_view s, std::size_t from) {
+  const char* end = s.data() + s.size();
+  const char* at = find_line_end(s.data() + from, end);
+  return at == end ? std::string_view::npos : static_cast<std::size_t>(at - s.data());
 }
 
 }  // namespace
@@ -34,7 +36,7 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
     }
   }
   while (i < bytes.size()) {
-    auto end = find_line_end(bytes, i);
+    auto end = line_end(bytes, i);
     if (end == std::string_view::npos) {
       // Keep the unfinished line, but never more than one event's worth.
       if (line_.size() + (bytes.size() - i) <= max_event_bytes_) line_.append(bytes.substr(i));
