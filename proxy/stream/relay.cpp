@@ -6,20 +6,19 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <span>
 #include <tuple>
 
 #include "server/any_stream.hpp"
 #include "server/drained_read.hpp"
+#include "server/head_bytes.hpp"
 #include "server/headers.hpp"
 #include "server/json_error.hpp"
 #include "server/request_context.hpp"
@@ -99,9 +98,9 @@ void count_sent_to_client(exchange_state& s, std::size_t n) {
 
 // A client write; on failure the client is treated as gone. Its deadline is
 // `timeout` from now, kept by the stream's stall watch when there is one.
-template <typename Buffers>
-net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::duration timeout,
-                                  stream::stall_watch* watch = nullptr) {
+// (The pieces must outlive the write: the caller awaits it.)
+net::awaitable<bool> write_client(exchange_state& s, std::span<const net::const_buffer> buffers,
+                                  config::duration timeout, stream::stall_watch* watch = nullptr) {
   if (net::buffer_size(buffers) == 0) co_return true;  // (an empty HTTP chunk would end the body)
   error_code ec;
   std::size_t n;
@@ -120,6 +119,44 @@ net::awaitable<bool> write_client(exchange_state& s, Buffers buffers, config::du
   }
   count_sent_to_client(s, n);
   co_return true;
+}
+
+// The part of `pieces` after the first `sent` bytes.
+void unsent_part(std::span<const net::const_buffer> pieces, std::size_t sent, std::vector<net::const_buffer>& rest) {
+  rest.clear();
+  for (const auto& piece : pieces) {
+    if (sent >= piece.size()) sent -= piece.size();
+    else {
+      rest.push_back(piece + sent);
+      sent = 0;
+    }
+  }
+}
+
+// The size line of an HTTP chunk of `size` bytes, written into `line`.
+using chunk_line = std::array<char, 24>;
+net::const_buffer chunk_size_line(std::size_t size, chunk_line& line) {
+  auto end = std::to_chars(line.data(), line.data() + 16, size, 16).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  return {line.data(), static_cast<std::size_t>(end - line.data())};
+}
+
+// Bytes framed as one HTTP chunk: size line, bytes, CRLF. `line` holds the
+// size line and must outlive the pieces.
+std::array<net::const_buffer, 3> as_chunk(std::string_view bytes, chunk_line& line) {
+  return {chunk_size_line(bytes.size(), line), net::const_buffer(bytes.data(), bytes.size()),
+          net::const_buffer("\r\n", 2)};
+}
+const net::const_buffer last_chunk("0\r\n\r\n", 5);
+
+// The end of a chunked body after the events: `tail` as one chunk, then
+// the last chunk.
+net::awaitable<bool> write_last_chunks(exchange_state& s, std::string_view tail, config::duration timeout) {
+  chunk_line line;
+  auto chunk = as_chunk(tail, line);
+  if (!co_await write_client(s, chunk, timeout)) co_return false;
+  co_return co_await write_client(s, std::span<const net::const_buffer>(&last_chunk, 1), timeout);
 }
 
 struct upstream_failure {
@@ -185,34 +222,29 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   else if (chunked) out.chunked(true);
   out.keep_alive(client_keep_alive);
 
-  http::response_serializer<http::empty_body> serializer{out};
-  serializer.split(true);
   ctx.status = head.result_int();
   // Like the events below, the head goes to the kernel at once when the
-  // socket takes it (plain TCP); Beast writes whatever it did not take.
-  std::vector<net::const_buffer> pieces, framed;
-  if (!s.client.is_tls()) {
+  // socket takes it (plain TCP); an asynchronous write sends what it did not.
+  std::vector<net::const_buffer> pieces, framed, rest;
+  {
+    auto head_text = head_bytes(out.base());
+    const net::const_buffer whole(head_text.data(), head_text.size());
     error_code ec;
-    std::size_t taken = 0;
-    serializer.next(ec, [&](error_code& send_ec, const auto& buffers) {
-      pieces.assign(net::buffer_sequence_begin(buffers), net::buffer_sequence_end(buffers));
-      taken = s.client.send_now(pieces, send_ec);
-    });
+    auto taken = s.client.send_now(std::span<const net::const_buffer>(&whole, 1), ec);
     if (ec) {
       ctx.client_gone = true;
       co_return false;
     }
-    serializer.consume(taken);
     ctx.bytes_to_client += taken;
-  }
-  if (!serializer.is_header_done()) {
-    s.client.tcp().expires_after(limits.client_write_timeout);
-    auto [hec, hn] = co_await http::async_write_header(s.client, serializer, use_tuple);
-    if (hec) {
-      ctx.client_gone = true;
-      co_return false;
+    if (taken < head_text.size()) {
+      s.client.tcp().expires_after(limits.client_write_timeout);
+      auto [hec, hn] = co_await net::async_write(s.client, whole + taken, use_tuple);
+      if (hec) {
+        ctx.client_gone = true;
+        co_return false;
+      }
+      ctx.bytes_to_client += hn;
     }
-    ctx.bytes_to_client += hn;
   }
   // From here the stall watch keeps both deadlines (no timer per operation).
   s.client.tcp().expires_never();
@@ -234,7 +266,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   auto buffer = std::make_unique_for_overwrite<char[]>(limits.stream_buffer_bytes);
   pieces.reserve(4);
   framed.reserve(8);
-  char chunk_header[24];
+  chunk_line chunk_header;
   error_code failure;
   // The pieces of one write, framed as one HTTP chunk when the client gets
   // chunked encoding. The chunk header is written here and the sequence is
@@ -244,11 +276,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   auto frame = [&](const std::vector<net::const_buffer>& what) -> std::span<const net::const_buffer> {
     auto size = net::buffer_size(what);
     if (!chunked || size == 0) return what;
-    auto end = std::to_chars(chunk_header, chunk_header + 16, size, 16).ptr;
-    *end++ = '\r';
-    *end++ = '\n';
     framed.clear();
-    framed.emplace_back(chunk_header, static_cast<std::size_t>(end - chunk_header));
+    framed.push_back(chunk_size_line(size, chunk_header));
     framed.insert(framed.end(), what.begin(), what.end());
     framed.emplace_back("\r\n", 2);
     return framed;
@@ -258,7 +287,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // not a coroutine either: no frame per event). True when nothing is left
   // to send, or when the client is gone (ctx.client_gone); false leaves the
   // unsent part in `rest`, for write_client under the stall watch.
-  std::vector<net::const_buffer> rest;
   auto sent_at_once = [&](std::span<const net::const_buffer> out) {
     auto total = net::buffer_size(out);
     if (total == 0) return true;
@@ -270,14 +298,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     }
     count_sent_to_client(s, n);
     if (n == total) return true;
-    rest.clear();
-    for (const auto& piece : out) {
-      if (n >= piece.size()) n -= piece.size();
-      else {
-        rest.push_back(piece + n);
-        n = 0;
-      }
-    }
+    unsent_part(out, n, rest);
     return false;
   };
   auto send_rest = [&]() { return write_client(s, rest, limits.client_write_timeout, &watch); };
@@ -384,8 +405,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     s.upstream.reset();
     auto tail = stream::make_limit_final_events(ctx.dialect, *r.plan.output_limit);
     if (cut_mid_event) tail.insert(0, "\n\n");  // end the half-sent event first
-    if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
-    if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+    if (!co_await write_last_chunks(s, tail, limits.client_write_timeout)) co_return false;
     co_return client_keep_alive;
   }
 
@@ -408,13 +428,11 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       s.upstream->stream.close();
       if (!chunked) co_return false;
       std::string tail = "\n\n" + stream::make_error_event(ctx.dialect, "upstream_error", "upstream_invalid_stream", ctx.error);
-      if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
-      if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+      if (!co_await write_last_chunks(s, tail, limits.client_write_timeout)) co_return false;
       s.finished = true;
       co_return client_keep_alive;
     }
     if (chunked) {
-      const net::const_buffer last_chunk("0\r\n\r\n", 5);
       if (!sent_at_once(std::span<const net::const_buffer>(&last_chunk, 1)) && !co_await send_rest()) co_return false;
       if (ctx.client_gone) co_return false;
     }
@@ -441,8 +459,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   tail += stream::make_error_event(ctx.dialect, "upstream_error",
                                    failure == beast::error::timeout ? "upstream_timeout" : "upstream_disconnected",
                                    reason.message);
-  if (!co_await write_client(s, http::make_chunk(net::buffer(tail)), limits.client_write_timeout)) co_return false;
-  if (!co_await write_client(s, http::make_chunk_last(), limits.client_write_timeout)) co_return false;
+  if (!co_await write_last_chunks(s, tail, limits.client_write_timeout)) co_return false;
   co_return client_keep_alive;
 }
 
@@ -505,6 +522,9 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     body_pieces(body_text(request), edits, up.body());
     up.prepare_payload();
     up.keep_alive(true);
+    const auto up_head = head_bytes(up.base());
+    std::vector<net::const_buffer> up_pieces{net::const_buffer(up_head.data(), up_head.size())};
+    up_pieces.insert(up_pieces.end(), up.body().begin(), up.body().end());
 
     // A pooled connection may have been closed by the upstream while idle; a
     // failure on it before any response byte is retried once on a new one.
@@ -529,7 +549,15 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
 
       auto& up_stream = s.upstream->stream;
       up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
-      auto [wec, wn] = co_await http::async_write(up_stream, up, use_tuple);
+      // Head and body in one scatter write, handed to the kernel at once
+      // when it takes them (plain TCP); the rest waits in an asynchronous one.
+      error_code wec;
+      auto sent = up_stream.send_now(up_pieces, wec);
+      if (!wec && sent < net::buffer_size(up_pieces)) {
+        std::vector<net::const_buffer> unsent;
+        unsent_part(up_pieces, sent, unsent);
+        std::tie(wec, std::ignore) = co_await net::async_write(up_stream, unsent, use_tuple);
+      }
       ctx.request_sent = clock::now();
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // bodies are relayed, never held
@@ -633,15 +661,17 @@ namespace {
 
 net::awaitable<void> send_body(any_stream& client, http::status status, std::string body, bool keep_alive,
                                request_context& ctx) {
-  http::response<http::string_body> res{status, 11};
+  http::response<http::empty_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
   res.set("x-request-id", ctx.request_id);
-  res.body() = std::move(body);
+  res.content_length(body.size());
   res.keep_alive(keep_alive);
-  res.prepare_payload();
   ctx.status = res.result_int();
+  const auto head = head_bytes(res.base());
+  const std::array<net::const_buffer, 2> pieces{net::const_buffer(head.data(), head.size()),
+                                                net::const_buffer(body.data(), body.size())};
   client.tcp().expires_after(std::chrono::seconds(10));
-  auto [ec, n] = co_await http::async_write(client, res, use_tuple);
+  auto [ec, n] = co_await net::async_write(client, pieces, use_tuple);
   if (ec) ctx.client_gone = true;
   ctx.bytes_to_client += n;
 }

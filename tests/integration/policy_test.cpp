@@ -225,6 +225,26 @@ TEST(Policy, LongPromptsArriveIntactInPiecesAndPipelined) {
   EXPECT_EQ(content, json::parse("\"" + text + "#2\"").as_string());
 }
 
+// A body larger than the socket buffers between the proxy and the upstream
+// (7 MB; the kernel takes a few MB at once): the write to the upstream falls
+// short and the rest follows, every byte once and in order.
+TEST(Policy, AMultiMegabytePromptReachesTheUpstreamWholeWhenTheWriteFallsShort) {
+  proxy_fixture f(with_routes());
+  std::string text;
+  for (int i = 0; text.size() < 7'000'000; ++i) text += "word " + std::to_string(i) + " ";
+  // (No modelled prefill: the demo engine would take seconds on 7 MB.)
+  auto body = R"({"model":"gpt-4o-mini","max_tokens":50,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" +
+              text + R"("}]})";
+  auto r = post(f, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto expected = body;
+  expected.replace(expected.find("gpt-4o-mini"), 11, "real-mini");
+  expected.replace(expected.find("\"max_tokens\":50"), 15, "\"max_tokens\":8");
+  auto received = f.engine_last_request().at("body").as_string();
+  EXPECT_EQ(received.size(), expected.size());
+  EXPECT_TRUE(received == expected) << "the upstream's bytes differ from the client's around the two changes";
+}
+
 TEST(Policy, ClientKeysGateAccessAndNeverReachTheUpstream) {
   ::setenv("TG_POLICY_UPSTREAM_KEY", "sk-provider-1", 1);
   auto o = with_routes("keys:\n  - {name: team, sha256: " + routing::sha256_hex("sk-client-1") +

@@ -1,0 +1,63 @@
+#include "server/head_bytes.hpp"
+
+#include <boost/beast/http/status.hpp>
+
+#include <charconv>
+
+namespace tokengate {
+namespace {
+
+std::string_view version_text(unsigned version) { return version == 10 ? "HTTP/1.0" : "HTTP/1.1"; }
+
+std::size_t fields_size(const http::fields& fields) {
+  std::size_t n = 2;  // the blank line
+  for (const auto& f : fields) n += f.name_string().size() + 2 + f.value().size() + 2;
+  return n;
+}
+
+void append_fields(std::string& out, const http::fields& fields) {
+  for (const auto& f : fields) {
+    out += f.name_string();
+    out += ": ";
+    out += f.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+}  // namespace
+
+std::string head_bytes(const http::request_header<>& head) {
+  auto method = head.method_string();
+  auto target = head.target();
+  std::string out;
+  out.reserve(method.size() + target.size() + 12 + fields_size(head));
+  out += method;
+  out += ' ';
+  out += target;
+  out += ' ';
+  out += version_text(head.version());
+  out += "\r\n";
+  append_fields(out, head);
+  return out;
+}
+
+std::string head_bytes(const http::response_header<>& head) {
+  // As Beast writes it: the message's own reason phrase, or the standard one.
+  std::string_view reason = head.reason();
+  if (reason.empty()) reason = http::obsolete_reason(head.result());
+  std::string out;
+  out.reserve(reason.size() + 16 + fields_size(head));
+  out += version_text(head.version());
+  char code[4];
+  auto end = std::to_chars(code, code + sizeof code, head.result_int()).ptr;
+  out += ' ';
+  out.append(code, static_cast<std::size_t>(end - code));
+  out += ' ';
+  out += reason;
+  out += "\r\n";
+  append_fields(out, head);
+  return out;
+}
+
+}  // namespace tokengate
