@@ -5,15 +5,16 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/json.hpp>
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <sstream>
 
 #include "server/any_stream.hpp"
+#include "server/head_bytes.hpp"
 #include "server/tls_context.hpp"
 #include "stream/observer.hpp"
 #include "upstream/target_url.hpp"
@@ -144,7 +146,7 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     conn = co_await connect(st, s.error);
     if (!conn) co_return;
   }
-  http::request<http::string_body> req{http::verb::post, st.path, 11};
+  http::request<http::empty_body> req{http::verb::post, st.path, 11};
   req.set(http::field::host, st.url.host_header);
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
@@ -154,11 +156,12 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   } else if (!st.key.empty()) {
     req.set(http::field::authorization, "Bearer " + st.key);
   }
-  req.body() = st.body;
-  req.prepare_payload();
+  req.content_length(st.body.size());
+  const auto head = head_bytes(req.base());
+  const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(st.body)};
   conn->tcp().expires_after(st.o.timeout);
   auto start = clock::now();
-  auto [wec, wn] = co_await http::async_write(*conn, req, use_tuple);
+  auto [wec, wn] = co_await net::async_write(*conn, pieces, use_tuple);
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(boost::none);

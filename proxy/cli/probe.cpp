@@ -2,12 +2,17 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/url/parse.hpp>
 
 #include <iostream>
+#include <memory>
 
 #include "net.hpp"
+#include "server/head_bytes.hpp"
 
 namespace tokengate::cli {
 
@@ -31,10 +36,11 @@ int probe(const std::string& url, std::chrono::milliseconds timeout) {
     if (ec) return void(failure = ec);
     stream.async_connect(endpoints, [&](error_code ec, const tcp::endpoint&) {
       if (ec) return void(failure = ec);
-      auto request = std::make_shared<http::request<http::empty_body>>(http::verb::get, target, 11);
-      request->set(http::field::host, host);
-      request->set(http::field::user_agent, "tokengate-probe");
-      http::async_write(stream, *request, [&, request](error_code ec, std::size_t) {
+      http::request<http::empty_body> request{http::verb::get, target, 11};
+      request.set(http::field::host, host);
+      request.set(http::field::user_agent, "tokengate-probe");
+      auto head = std::make_shared<std::string>(head_bytes(request.base()));
+      net::async_write(stream, net::buffer(*head), [&, head](error_code ec, std::size_t) {
         if (ec) return void(failure = ec);
         auto buffer = std::make_shared<beast::flat_buffer>();
         http::async_read(stream, *buffer, response,

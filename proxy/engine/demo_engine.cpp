@@ -11,17 +11,19 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <variant>
 
 #include "engine/demo_text.hpp"
+#include "server/head_bytes.hpp"
 
 namespace tokengate::engine {
 namespace json = boost::json;
@@ -334,13 +336,15 @@ namespace {
 
 net::awaitable<void> write_json(tcp::socket& socket, http::status status, const json::value& body,
                                 bool keep_alive) {
-  http::response<http::string_body> res{status, 11};
+  http::response<http::empty_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
   if (status == http::status::too_many_requests) res.set(http::field::retry_after, "1");
-  res.body() = json::serialize(body);
+  const auto text = json::serialize(body);
+  res.content_length(text.size());
   res.keep_alive(keep_alive);
-  res.prepare_payload();
-  co_await http::async_write(socket, res, use_tuple);
+  const auto head = head_bytes(res.base());
+  const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(text)};
+  co_await net::async_write(socket, pieces, use_tuple);
 }
 
 json::object error_body(std::string_view message, std::string_view type) {

@@ -8,10 +8,12 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/asio/write.hpp>
 
+#include <array>
 #include <stdexcept>
 
+#include "server/head_bytes.hpp"
 #include "server/json_error.hpp"
 
 namespace tokengate {
@@ -26,7 +28,7 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
     stream.expires_after(std::chrono::seconds(30));
     auto [ec, n] = co_await http::async_read(stream, buffer, req, use_tuple);
     if (ec) break;
-    http::response<http::string_body> res{http::status::ok, 11};
+    http::response<http::string_body> res{http::status::ok, 11};  // (the body is written below, with the head)
     auto target = std::string_view(req.target());
     auto path = target.substr(0, target.find('?'));
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
@@ -53,8 +55,12 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
       res.body() = json_error_body("unknown admin path " + std::string(path), "invalid_request_error", "unknown_url");
     }
     res.keep_alive(req.keep_alive());
-    res.prepare_payload();
-    auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
+    res.content_length(res.body().size());
+    // The head and the body in one write; a HEAD request gets the head only.
+    const auto head = head_bytes(res.base());
+    std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(res.body())};
+    if (req.method() == http::verb::head) pieces[1] = {};
+    auto [wec, wn] = co_await net::async_write(stream, pieces, use_tuple);
     if (wec || !req.keep_alive()) break;
   }
   error_code ignored;

@@ -204,5 +204,22 @@ TEST(Limits, AdminEndpointsAnswer) {
   EXPECT_NE(metrics.body.find("# TYPE tokengate_downstream_rq_total counter"), std::string::npos);
 }
 
+// HEAD gets GET's head (its Content-Length included) and no body: the next
+// response on the connection starts right after the head.
+TEST(Limits, AdminHeadRequestsGetTheHeadAlone) {
+  proxy_fixture f;
+  http_client c(f.admin_port());
+  c.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string expected_tail = "\r\n\r\nok\n";
+  while (c.raw().find("HTTP/1.1", 1) == std::string::npos || !c.raw().ends_with(expected_tail))
+    ASSERT_TRUE(c.read_some(5s)) << "got so far: " << c.raw();
+  auto second = c.raw().find("HTTP/1.1 200", 1);
+  auto first = c.raw().substr(0, second);
+  EXPECT_TRUE(first.starts_with("HTTP/1.1 200 OK\r\n")) << first;
+  EXPECT_NE(first.find("Content-Length: 3\r\n"), std::string::npos) << first;
+  EXPECT_TRUE(first.ends_with("\r\n\r\n")) << "a body after the HEAD response's head: " << first;
+  EXPECT_EQ(c.raw().substr(c.raw().size() - 3), "ok\n");
+}
+
 }  // namespace
 }  // namespace tokengate::test
