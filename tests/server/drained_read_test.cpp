@@ -69,7 +69,26 @@ struct socket_pair {
     io.run();
   }
 
+  // `bytes` must be "abc", and the read after it must end with `end` at
+  // once: the end was queued behind the bytes, so a read that waits for a
+  // new epoll edge would never get one.
+  void expect_abc_then(drained_reader& reader, const read_result& bytes, error_code end, const char* what) {
+    ASSERT_TRUE(bytes);
+    EXPECT_EQ(bytes->second, "abc");
+    auto after = read(reader, 4096, 500ms);
+    ASSERT_TRUE(after) << "the " << what << " was queued behind the bytes, and the read waited for an edge already used";
+    EXPECT_EQ(after->first, end);
+  }
+
   void send(const std::string& bytes) { net::write(peer, net::buffer(bytes)); }
+
+  // Sends "abc" and reads it; returns how many reads the reader believed.
+  std::size_t read_abc(drained_reader& reader) {
+    send("abc");
+    auto r = read(reader, 4096);
+    EXPECT_TRUE(r && !r->first && r->second == "abc");
+    return reader.believed();
+  }
   void reset() {
     peer.set_option(net::socket_base::linger(true, 0));  // close with RST
     peer.close();
@@ -86,11 +105,7 @@ TEST(DrainedRead, IsInEffectWithThisBoost) {
 TEST(DrainedRead, AShortReadIsBelievedAndBytesAfterItWakeThePendingRead) {
   socket_pair s;
   drained_reader reader(s.ours);
-  s.send("abc");
-  auto first = s.read(reader, 4096);
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->second, "abc");
-  EXPECT_EQ(reader.believed(), 1u) << "nothing was queued behind the bytes: the next read need not try first";
+  EXPECT_EQ(s.read_abc(reader), 1u) << "nothing was queued behind the bytes: the next read need not try first";
 
   auto second = s.read(reader, 64, 2s, [&] { s.send("def"); });
   ASSERT_TRUE(second) << "bytes after a believed read did not wake the read waiting for them";
@@ -101,11 +116,7 @@ TEST(DrainedRead, AShortReadIsBelievedAndBytesAfterItWakeThePendingRead) {
 TEST(DrainedRead, WithoutTcpInqNoReadIsBelieved) {
   socket_pair s(false);
   drained_reader reader(s.ours);
-  s.send("abc");
-  auto first = s.read(reader, 4096);
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->second, "abc");
-  EXPECT_EQ(reader.believed(), 0u) << "without TCP_INQ a queued FIN cannot be seen";
+  EXPECT_EQ(s.read_abc(reader), 0u) << "without TCP_INQ a queued FIN cannot be seen";
 }
 
 TEST(DrainedRead, BytesThatArriveWhileNoReadIsPendingAreReadAtOnce) {
@@ -147,11 +158,7 @@ TEST(DrainedRead, BytesWithAResetBehindThemEndInTheReset) {
     s.send("abc");
     s.reset();
   });
-  ASSERT_TRUE(bytes);
-  EXPECT_EQ(bytes->second, "abc");
-  auto end = s.read(reader, 4096, 500ms);
-  ASSERT_TRUE(end) << "the reset was queued behind the bytes, and the read waited for an edge already used";
-  EXPECT_EQ(end->first, net::error::connection_reset);
+  s.expect_abc_then(reader, bytes, net::error::connection_reset, "reset");
 }
 
 TEST(DrainedRead, BytesWithAFinBehindThemEndInAnEof) {
@@ -163,11 +170,7 @@ TEST(DrainedRead, BytesWithAFinBehindThemEndInAnEof) {
     s.send("abc");
     s.peer.shutdown(tcp::socket::shutdown_send);
   });
-  ASSERT_TRUE(bytes);
-  EXPECT_EQ(bytes->second, "abc");
-  auto end = s.read(reader, 4096, 500ms);
-  ASSERT_TRUE(end) << "the FIN was queued behind the bytes, and the read waited for an edge already used";
-  EXPECT_EQ(end->first, net::error::eof);
+  s.expect_abc_then(reader, bytes, net::error::eof, "FIN");
 }
 
 // The same, with epoll's report taken while no read was pending: the next
@@ -178,12 +181,7 @@ TEST(DrainedRead, BytesWithAResetBehindThemSeenWhileNoReadWaitsEndInTheReset) {
   s.send("abc");
   s.reset();
   s.idle(30ms);
-  auto bytes = s.read(reader, 4096);
-  ASSERT_TRUE(bytes);
-  EXPECT_EQ(bytes->second, "abc");
-  auto end = s.read(reader, 4096, 500ms);
-  ASSERT_TRUE(end) << "the reset was queued behind the bytes, and the read waited for an edge already used";
-  EXPECT_EQ(end->first, net::error::connection_reset);
+  s.expect_abc_then(reader, s.read(reader, 4096), net::error::connection_reset, "reset");
 }
 
 TEST(DrainedRead, ThePeersCloseIsAnEof) {
