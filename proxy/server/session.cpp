@@ -75,7 +75,7 @@ std::optional<read_failure> classify_read_error(const error_code& ec, const conf
   return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};
 }
 
-// A body of known length is read straight into its string. Through the
+// A body of known length is read straight into its buffer. Through the
 // parser it would come through the connection buffer in 4 KiB reads, each
 // copied again (a 200 KB prompt: about 50 reads). Chunked bodies and small
 // ones still go through the parser.

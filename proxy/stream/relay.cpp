@@ -151,11 +151,11 @@ std::array<net::const_buffer, 3> as_chunk(std::string_view bytes, chunk_line& li
 const net::const_buffer last_chunk("0\r\n\r\n", 5);
 
 // The end of a chunked body after the events: `tail` as one chunk, then
-// the last chunk.
+// the last chunk. (An empty chunk would be the last chunk itself.)
 net::awaitable<bool> write_last_chunks(exchange_state& s, std::string_view tail, config::duration timeout) {
   chunk_line line;
   auto chunk = as_chunk(tail, line);
-  if (!co_await write_client(s, chunk, timeout)) co_return false;
+  if (!tail.empty() && !co_await write_client(s, chunk, timeout)) co_return false;
   co_return co_await write_client(s, std::span<const net::const_buffer>(&last_chunk, 1), timeout);
 }
 
