@@ -21,7 +21,9 @@
 //  - the events epoll last reported for the socket, which Asio keeps in the
 //    socket's reactor state: a reset raises EPOLLHUP and EPOLLERR, both
 //    sticky. If the reset came before that report, the report shows it; if
-//    after, its wakeup is a new edge that the next read will get.
+//    after, its wakeup is a new edge that the next read will get. (Read
+//    without a lock: each worker's io_context runs on one thread, so epoll's
+//    reports and these reads never overlap.)
 // Otherwise the read is an ordinary one and the next read tries at once.
 //
 // This is Asio's own receive operation with that difference; it uses Asio's
