@@ -4,11 +4,12 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <spdlog/spdlog.h>
 
 #include <random>
 
+#include "server/read_message.hpp"
 #include "server/request_record.hpp"
 #include "server/any_stream.hpp"
 #include "server/connection_gate.hpp"
@@ -84,8 +85,7 @@ net::awaitable<error_code> read_body(any_stream& stream, beast::flat_buffer& buf
   constexpr std::size_t direct_from = 16 * 1024;
   auto length = parser.content_length();
   if (!length || parser.is_done() || *length < direct_from) {
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
-    co_return ec;
+    co_return co_await read_message(stream, buffer, parser, true);
   }
   // (Beast refuses a declared length over the limit with the head already;
   // checked again because the string is sized from it.)
@@ -116,7 +116,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     parser.body_limit(limits.max_body_bytes);
 
     stream.tcp().expires_after(limits.head_timeout);
-    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    auto hec = co_await read_message(stream, buffer, parser, false);
     ctx.received = clock::now();
     ctx.request_id = hec ? request_id_for({}) : request_id_for(parser.get().base());
     if (hec) {

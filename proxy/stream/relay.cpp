@@ -7,7 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "server/head_bytes.hpp"
 #include "server/headers.hpp"
 #include "server/json_error.hpp"
+#include "server/read_message.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
 #include "stream/error_event.hpp"
@@ -566,9 +567,8 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       error_code ec = wec;
       if (!ec) {
         ++active;
-        auto [hec, hn] = co_await http::async_read_header(up_stream, up_buffer, parser, use_tuple);
+        ec = co_await read_message(up_stream, up_buffer, parser, false);
         --active;
-        ec = hec;
       }
       if (ctx.client_gone) co_return;  // the watcher already closed the upstream
       if (ec) {

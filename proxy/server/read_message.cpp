@@ -1,0 +1,48 @@
+#include "server/read_message.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "server/any_stream.hpp"
+
+namespace tokengate {
+
+template <bool isRequest>
+net::awaitable<error_code> read_message(any_stream& stream, beast::flat_buffer& buffer,
+                                        http::basic_parser<isRequest>& parser, bool whole) {
+  parser.eager(whole);  // (as Beast's async_read and async_read_header set it)
+  auto done = [&] { return whole ? parser.is_done() : parser.is_header_done(); };
+  while (!done()) {
+    if (buffer.size() > 0) {
+      error_code ec;
+      auto used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (!ec && used > 0) continue;  // an element parsed: done, or parse on
+      if (ec && ec != http::error::need_more) co_return ec;
+    }
+    auto size = beast::read_size(buffer, 65536);
+    if (size == 0) co_return http::error::buffer_overflow;
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(size), net::as_tuple(net::use_awaitable));
+    buffer.commit(n);
+    if (ec == net::error::eof) {
+      // Nothing at all: the peer simply closed. Part of a message: the
+      // parser decides (a body that runs to the close ends here; anything
+      // else is a partial message).
+      if (!parser.got_some()) co_return http::error::end_of_stream;
+      error_code eof_ec;
+      parser.put_eof(eof_ec);
+      co_return eof_ec;
+    }
+    if (ec) co_return ec;
+  }
+  co_return error_code{};
+}
+
+template net::awaitable<error_code> read_message<true>(any_stream&, beast::flat_buffer&, http::basic_parser<true>&,
+                                                       bool);
+template net::awaitable<error_code> read_message<false>(any_stream&, beast::flat_buffer&, http::basic_parser<false>&,
+                                                        bool);
+
+}  // namespace tokengate
