@@ -4,11 +4,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/asio/write.hpp>
 
 #include <array>
 #include <stdexcept>
@@ -28,7 +28,7 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
     stream.expires_after(std::chrono::seconds(30));
     auto [ec, n] = co_await http::async_read(stream, buffer, req, use_tuple);
     if (ec) break;
-    http::response<http::string_body> res{http::status::ok, 11};  // (the body is written below, with the head)
+    http::response<http::string_body> res{http::status::ok, 11};
     auto target = std::string_view(req.target());
     auto path = target.substr(0, target.find('?'));
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
