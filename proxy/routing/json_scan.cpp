@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
-#include <cstring>
 
 #include "byte_scan.hpp"
 #include "utf8.hpp"

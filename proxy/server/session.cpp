@@ -88,7 +88,7 @@ net::awaitable<error_code> read_body(any_stream& stream, beast::flat_buffer& buf
     co_return co_await read_message(stream, buffer, parser, true);
   }
   // (Beast refuses a declared length over the limit with the head already;
-  // checked again because the string is sized from it.)
+  // checked again because the buffer is sized from it.)
   if (*length > max_body_bytes) co_return http::error::body_limit;
   auto& body = parser.get().body();
   body.resize(*length);

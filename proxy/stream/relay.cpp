@@ -134,6 +134,20 @@ void unsent_part(std::span<const net::const_buffer> pieces, std::size_t sent, st
   }
 }
 
+// Writes all of `pieces`: at once when the kernel takes them (plain TCP),
+// the rest in an asynchronous write under the stream's own deadline
+// (tcp().expires_after, set by the caller). The error, and the bytes written.
+net::awaitable<std::tuple<error_code, std::size_t>> write_all(any_stream& stream,
+                                                              std::span<const net::const_buffer> pieces) {
+  error_code ec;
+  auto sent = stream.send_now(pieces, ec);
+  if (ec || sent == net::buffer_size(pieces)) co_return std::make_tuple(ec, sent);
+  std::vector<net::const_buffer> rest;
+  unsent_part(pieces, sent, rest);
+  auto [wec, n] = co_await net::async_write(stream, rest, use_tuple);
+  co_return std::make_tuple(wec, sent + n);
+}
+
 // The size line of an HTTP chunk of `size` bytes, written into `line`.
 using chunk_line = std::array<char, 24>;
 net::const_buffer chunk_size_line(std::size_t size, chunk_line& line) {
@@ -226,27 +240,18 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   ctx.status = head.result_int();
   // Like the events below, the head goes to the kernel at once when the
   // socket takes it (plain TCP); an asynchronous write sends what it did not.
-  std::vector<net::const_buffer> pieces, framed, rest;
   {
-    auto head_text = head_bytes(out.base());
+    const auto head_text = head_bytes(out.base());
     const net::const_buffer whole(head_text.data(), head_text.size());
-    error_code ec;
-    auto taken = s.client.send_now(std::span<const net::const_buffer>(&whole, 1), ec);
-    if (ec) {
+    s.client.tcp().expires_after(limits.client_write_timeout);
+    auto [hec, hn] = co_await write_all(s.client, std::span<const net::const_buffer>(&whole, 1));
+    ctx.bytes_to_client += hn;
+    if (hec) {
       ctx.client_gone = true;
       co_return false;
     }
-    ctx.bytes_to_client += taken;
-    if (taken < head_text.size()) {
-      s.client.tcp().expires_after(limits.client_write_timeout);
-      auto [hec, hn] = co_await net::async_write(s.client, whole + taken, use_tuple);
-      if (hec) {
-        ctx.client_gone = true;
-        co_return false;
-      }
-      ctx.bytes_to_client += hn;
-    }
   }
+  std::vector<net::const_buffer> pieces, framed, rest;
   // From here the stall watch keeps both deadlines (no timer per operation).
   s.client.tcp().expires_never();
   s.upstream->stream.tcp().expires_never();
@@ -550,15 +555,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
 
       auto& up_stream = s.upstream->stream;
       up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
-      // Head and body in one scatter write, handed to the kernel at once
-      // when it takes them (plain TCP); the rest waits in an asynchronous one.
-      error_code wec;
-      auto sent = up_stream.send_now(up_pieces, wec);
-      if (!wec && sent < net::buffer_size(up_pieces)) {
-        std::vector<net::const_buffer> unsent;
-        unsent_part(up_pieces, sent, unsent);
-        std::tie(wec, std::ignore) = co_await net::async_write(up_stream, unsent, use_tuple);
-      }
+      auto [wec, wn] = co_await write_all(up_stream, up_pieces);  // head and body in one scatter write
       ctx.request_sent = clock::now();
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // bodies are relayed, never held
@@ -671,7 +668,7 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
   const std::array<net::const_buffer, 2> pieces{net::const_buffer(head.data(), head.size()),
                                                 net::const_buffer(body.data(), body.size())};
   client.tcp().expires_after(std::chrono::seconds(10));
-  auto [ec, n] = co_await net::async_write(client, pieces, use_tuple);
+  auto [ec, n] = co_await write_all(client, pieces);
   if (ec) ctx.client_gone = true;
   ctx.bytes_to_client += n;
 }
