@@ -14,6 +14,10 @@ class reader {
   explicit reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
   bool object(chat_chunk& out);
+  // The strings that decided a choice's `text` (delta.content, text): how
+  // many were read, and the content of the last.
+  int text_strings() const { return text_strings_; }
+  std::string_view text_string() const { return text_string_; }
   bool at_end() {
     skip_space();
     return p_ == end_;
@@ -21,6 +25,8 @@ class reader {
 
  private:
   void skip_space() {
+    // (Chunks rarely hold any: one test answers for the usual case.)
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
   bool next_is(char c) {
@@ -56,49 +62,61 @@ class reader {
   // integer its value, anything else is validated and skipped.
   bool string_or_skip(std::string_view& raw, bool& escaped, bool& is_string);
   bool integer_or_skip(std::optional<std::int64_t>& value);
+  void note_text_string(std::string_view raw) {
+    ++text_strings_;
+    text_string_ = raw;
+  }
 
   const char* p_;
   const char* end_;
   int depth_ = 0;  // objects and arrays open around the reader
+  int text_strings_ = 0;
+  std::string_view text_string_;
 };
+
+// The closing quote of the string whose content starts at `p`, nullptr
+// when the content is not one this reader vouches for, or `end` when the content runs to `end` without one. Sets
+// `escaped` when the content holds an escape. Never reads past `end`.
+const char* string_end(const char* p, const char* end, bool& escaped) {
+  while (p < end) {
+    p = skip_plain_string_bytes(p, end);
+    if (p == end) break;
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '"') return p;
+    if (c < 0x20) return nullptr;  // raw control characters are not JSON
+    if (c == '\\') {
+      escaped = true;
+      if (end - p < 2) return nullptr;
+      char e = p[1];
+      if (e == 'u') {
+        auto code = hex4(std::string_view(p + 2, static_cast<std::size_t>(end - p - 2)));
+        if (!code) return nullptr;
+        if (*code >= 0xD800 && *code <= 0xDFFF) return nullptr;  // surrogates: leave pairing to the full parser
+        p += 6;
+      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+        p += 2;
+      } else {
+        return nullptr;
+      }
+    } else if (c < 0x80) {
+      ++p;
+    } else {
+      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p), reinterpret_cast<const unsigned char*>(end));
+      if (n == 0) return nullptr;
+      p += n;
+    }
+  }
+  return end;
+}
 
 bool reader::string(std::string_view& raw, bool& escaped) {
   if (!take('"')) return false;
-  const char* begin = p_;
   escaped = false;
-  while (p_ < end_) {
-    p_ = skip_plain_string_bytes(p_, end_);
-    if (p_ == end_) break;
-    auto c = static_cast<unsigned char>(*p_);
-    if (c == '"') {
-      raw = std::string_view(begin, static_cast<std::size_t>(p_ - begin));
-      ++p_;
-      return true;
-    }
-    if (c < 0x20) return false;  // raw control characters are not JSON
-    if (c == '\\') {
-      escaped = true;
-      if (end_ - p_ < 2) return false;
-      char e = p_[1];
-      if (e == 'u') {
-        auto code = hex4(std::string_view(p_ + 2, static_cast<std::size_t>(end_ - p_ - 2)));
-        if (!code) return false;
-        if (*code >= 0xD800 && *code <= 0xDFFF) return false;  // surrogates: leave pairing to the full parser
-        p_ += 6;
-      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
-        p_ += 2;
-      } else {
-        return false;
-      }
-    } else if (c < 0x80) {
-      ++p_;
-    } else {
-      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_), reinterpret_cast<const unsigned char*>(end_));
-      if (n == 0) return false;
-      p_ += n;
-    }
-  }
-  return false;
+  const char* close = string_end(p_, end_, escaped);
+  if (!close || close == end_) return false;
+  raw = std::string_view(p_, static_cast<std::size_t>(close - p_));
+  p_ = close + 1;
+  return true;
 }
 
 // Only the plain integers a chunk's counters use: at most 18 digits (no
@@ -234,6 +252,7 @@ bool reader::delta(chat_chunk::choice& c) {
     if (!string_or_skip(raw, escaped, is_string)) return false;
     // (An escape decodes to at least one character: empty stays empty.)
     if (is_string && !raw.empty()) (bit == 1 ? c.text : c.reasoning) = true;
+    if (is_string && bit == 1) note_text_string(raw);
     return true;
   });
 }
@@ -257,6 +276,7 @@ bool reader::choice(chat_chunk::choice& c) {
     if (name == "text") {
       if (!seen.first(4) || !string_or_skip(raw, escaped, is_string)) return false;
       if (is_string && !raw.empty()) c.text = true;
+      if (is_string) note_text_string(raw);
       return true;
     }
     if (name == "finish_reason") {
@@ -316,6 +336,41 @@ bool read_chat_chunk(std::string_view data, chat_chunk& out) {
   out = chat_chunk{};
   reader r(data);
   return r.object(out) && r.at_end();
+}
+
+bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
+  std::string_view frame(frame_);
+  auto before = frame.substr(0, before_), after = frame.substr(before_);
+  if (!frame.empty() && data.size() >= frame.size() && data.starts_with(before) && data.ends_with(after)) {
+    const char* begin = data.data() + before.size();
+    const char* end = data.data() + data.size() - after.size();
+    bool escaped = false;
+    // A string that closes exactly where the remembered bytes (which
+    // begin with its closing quote) take over; nullptr: not vouched for,
+    // an earlier quote: the chunk is not shaped as remembered.
+    if (string_end(begin, end, escaped) == end) {
+      out = remembered_;
+      out.choices[0].text = begin != end;
+      ++remembered_reads_;
+      return true;
+    }
+  }
+  out = chat_chunk{};
+  reader r(data);
+  if (!r.object(out) || !r.at_end()) return false;
+  // Only a chunk whose one variable part is its content string; one with a
+  // finish reason would also need its view moved into the new bytes.
+  constexpr std::size_t longest_remembered = 512;
+  if (r.text_strings() == 1 && out.choice_count == 1 && out.choices[0].finish_reason.empty() &&
+      data.size() <= longest_remembered) {
+    auto content = r.text_string();
+    auto start = static_cast<std::size_t>(content.data() - data.data());
+    frame_.assign(data.substr(0, start));
+    frame_.append(data.substr(start + content.size()));
+    before_ = start;
+    remembered_ = out;
+  }
+  return true;
 }
 
 }  // namespace tokengate::stream

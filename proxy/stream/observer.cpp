@@ -135,7 +135,7 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
   if (data == "[DONE]") {
     kinds |= kind_done;
     facts_.terminator = "data: [DONE]";
-  } else if (fast_path_ && !record_ && event_type != "error" && read_chat_chunk(data, chunk)) {
+  } else if (fast_path_ && !record_ && event_type != "error" && chunk_reader_.read(data, chunk)) {
     // What the `choices` branch below finds, without building a document
     // (recording needs the decoded text, so it always takes the full parse).
     ++fast_path_events_;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "stream/chat_chunk.hpp"
 #include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
@@ -84,6 +85,7 @@ class stream_observer final : public sse_sink {
   bool record_;
   bool fast_path_;
   std::size_t fast_path_events_ = 0;
+  chat_chunk_reader chunk_reader_;  // remembers this stream's chunk shape
   stream_facts facts_;
   unsigned last_kinds_ = 0;
   std::map<std::int64_t, std::size_t> tool_call_slots_;  // (choice, index) key → tool_calls position

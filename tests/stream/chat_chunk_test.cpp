@@ -149,5 +149,78 @@ TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
   EXPECT_FALSE(read_chat_chunk(many + "]}", c));
 }
 
+void expect_same_chunk(const chat_chunk& a, const chat_chunk& b, std::string_view data) {
+  ASSERT_EQ(a.choice_count, b.choice_count) << data;
+  for (std::size_t i = 0; i < a.choice_count; ++i) {
+    EXPECT_EQ(a.choices[i].index, b.choices[i].index) << data;
+    EXPECT_EQ(a.choices[i].text, b.choices[i].text) << data;
+    EXPECT_EQ(a.choices[i].reasoning, b.choices[i].reasoning) << data;
+    EXPECT_EQ(a.choices[i].finish_reason, b.choices[i].finish_reason) << data;
+  }
+  EXPECT_EQ(a.usage, b.usage) << data;
+  EXPECT_EQ(a.prompt_tokens, b.prompt_tokens) << data;
+  EXPECT_EQ(a.completion_tokens, b.completion_tokens) << data;
+}
+
+std::string demo_chunk(std::string_view delta, std::string_view finish = "null") {
+  return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
+         R"("choices":[{"index":0,"delta":{)" + std::string(delta) + R"(},"finish_reason":)" + std::string(finish) +
+         R"(}],"usage":{"prompt_tokens":7,"completion_tokens":null}})";
+}
+
+TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
+  std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
+  for (std::string_view word : {"The", " quick", "", R"( caf\u00e9)", R"( \"q\")", " 日本", R"(\\)"})
+    stream.push_back(demo_chunk(R"("content":")" + std::string(word) + "\""));
+  stream.push_back(demo_chunk(R"("content":"")", R"("stop")"));
+  stream.push_back(demo_chunk(R"("content":"again")"));
+
+  chat_chunk_reader reader;
+  for (const auto& data : stream) {
+    chat_chunk remembered, fresh;
+    ASSERT_TRUE(reader.read(data, remembered)) << data;
+    ASSERT_TRUE(read_chat_chunk(data, fresh)) << data;
+    expect_same_chunk(remembered, fresh, data);
+  }
+  // The role chunk and the first token chunk are read in full, then every
+  // token from memory; the finish chunk does not match (and is not
+  // remembered: its reason is a view into its own bytes), the next does.
+  EXPECT_EQ(reader.remembered_reads(), stream.size() - 3);
+}
+
+TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
+  const std::string remembered = demo_chunk(R"("content":"a")");
+  struct variant {
+    std::string content;  // what stands between the remembered bytes
+    bool from_memory;
+  };
+  const variant variants[] = {
+      {"", true},
+      {"b", true},
+      {R"(\"\\\/\b\f\n\r\t\u00e9)", true},
+      {"\xE2\x98\x83", true},
+      {R"(a","x":"b)", false},      // a quote: a different shape, read in full (and valid)
+      {R"(a"},"y":{"z":")", false},
+      {R"(ab\)", false},            // the closing quote would be escaped: unterminated
+      {R"(\u12)", false},           // a cut \u escape
+      {R"(\ud83d\ude00)", false},   // surrogates: the full reader's to decline
+      {R"(\x)", false},             // no such escape
+      {"a\x01", false},             // a raw control character
+      {"\xE6\x97", false},          // a cut UTF-8 sequence
+      {"\xC0\xAF", false},          // overlong UTF-8
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(remembered, first));
+    const auto data = demo_chunk(R"("content":")" + v.content + "\"");
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
+    if (ok) expect_same_chunk(from_reader, fresh, data);
+    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
+  }
+}
+
 }  // namespace
 }  // namespace tokengate::stream
