@@ -53,7 +53,7 @@ taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --r
   --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens}}" > "$work/r.json" &
 load=$!
 events=()
-for call in recvfrom recvmsg read readv sendmsg sendto write writev epoll_wait; do
+for call in recvfrom recvmsg read readv sendmsg sendto write writev epoll_wait ${EXTRA_CALLS:-}; do
   events+=(-e "syscalls:sys_exit_$call")
 done
 events+=(-e syscalls:sys_exit_recvfrom --filter "ret < 0" -e syscalls:sys_exit_recvmsg --filter "ret < 0")
