@@ -185,7 +185,7 @@ async function main() {
   const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate };
   const fast = (tokens) => JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 0, tokens } });
   const scenarios = {
-    "1 added latency (1 connection, 20 tokens)": ["--model", "bench", "--requests", "300", "--concurrency", "1",
+    "1 added latency (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000", "--concurrency", "1",
       "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
     "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
