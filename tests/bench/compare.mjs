@@ -198,7 +198,7 @@ async function main() {
   const bigPrompt = "6b the 4 MB prompt, beside scenario 6's 63 of 200 KB";
   const alongside = {
     [Object.keys(scenarios).find((n) => n.startsWith("6 "))]: { name: bigPrompt, args: ["--model", "bench",
-      "--requests", "12", "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "1000000", "--extra-body", fast(20)] },
+      "--requests", "24", "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "1000000", "--extra-body", fast(20)] },
   };
 
   const results = {};
