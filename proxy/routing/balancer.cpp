@@ -26,25 +26,29 @@ void health_table::record_success(const std::string& upstream) {
 std::vector<const config::route_target*> attempt_order(const config::route& route, const health_table& health,
                                                        std::mt19937_64& rng) {
   auto now = health_table::clock::now();
-  std::vector<const config::route_target*> healthy, ejected;
-  for (const auto& t : route.targets) (health.ejected(t.upstream, now) ? ejected : healthy).push_back(&t);
-
+  // One vector (one allocation per request): the healthy targets in
+  // configured order, then the ejected ones; the weighted pick then moves
+  // to the front, the rest keeping their order.
   std::vector<const config::route_target*> order;
+  order.reserve(route.targets.size());
+  for (const auto& t : route.targets)
+    if (!health.ejected(t.upstream, now)) order.push_back(&t);
+  const auto healthy = static_cast<std::ptrdiff_t>(order.size());
+  for (const auto& t : route.targets)
+    if (health.ejected(t.upstream, now)) order.push_back(&t);
+
   std::uint64_t total = 0;
-  for (const auto* t : healthy) total += t->weight;
+  for (std::ptrdiff_t i = 0; i < healthy; ++i) total += order[i]->weight;
   if (total > 0) {
     auto pick = std::uniform_int_distribution<std::uint64_t>(0, total - 1)(rng);
-    for (const auto* t : healthy) {
-      if (pick < t->weight) {
-        order.push_back(t);
+    for (std::ptrdiff_t i = 0; i < healthy; ++i) {
+      if (pick < order[i]->weight) {
+        std::rotate(order.begin(), order.begin() + i, order.begin() + i + 1);
         break;
       }
-      pick -= t->weight;
+      pick -= order[i]->weight;
     }
   }
-  for (const auto* t : healthy)
-    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
-  order.insert(order.end(), ejected.begin(), ejected.end());
   return order;
 }
 

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <span>
 
 namespace tokengate::routing {
 namespace {
@@ -192,11 +193,18 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
   return out;
 }
 
+// The spellings of the output limit each API knows (all of one family are
+// read as one limit; the one the upstream honours is kept).
+constexpr std::string_view completions_limit[] = {"max_tokens"};
+constexpr std::string_view chat_limit[] = {"max_tokens", "max_completion_tokens"};
+constexpr std::string_view responses_limit[] = {"max_output_tokens"};
+
 std::vector<splice> edits_for_target(std::string_view body, std::string_view path, const routed_request& request,
                                      const config::route_target& target, const config::upstream& upstream,
                                      bool ask_usage) {
   const auto& scan = request.scan;
   std::vector<splice> edits;
+  edits.reserve(4);  // the model, the limit, the usage option: one allocation
   if (!target.model.empty() && target.model != request.model)
     edits.push_back(replace_value(*scan.find("model"), json_quote(target.model)));
 
@@ -204,12 +212,12 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
     auto value = std::to_string(*request.output_limit);
     // The spelling this upstream honours for this API.
     std::string_view wanted = "max_tokens";
-    std::vector<std::string_view> family{"max_tokens"};
+    std::span<const std::string_view> family = completions_limit;
     if (path == "/v1/responses") {
       wanted = "max_output_tokens";
-      family = {"max_output_tokens"};
+      family = responses_limit;
     } else if (path == "/v1/chat/completions") {
-      family = {"max_tokens", "max_completion_tokens"};
+      family = chat_limit;
       if (upstream.limit_spelling == config::limit_field::max_completion_tokens) wanted = "max_completion_tokens";
       else if (upstream.limit_spelling == config::limit_field::keep && scan.find("max_completion_tokens") &&
                !scan.find("max_tokens"))

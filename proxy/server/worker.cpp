@@ -36,8 +36,11 @@ worker::~worker() = default;
 upstream::pool& worker::pool_for(const config::upstream& settings) {
   // Pools are never destroyed while the worker runs: a connection in use
   // goes back to the pool it came from even if a reload replaced it.
-  auto identity = settings.name + '|' + settings.base_url + '|' + settings.ca_file;
-  auto& slot = pools_[identity];
+  // (Spelled into a string kept for it: called for every request, and a
+  // fresh string would be two allocations each time.)
+  pool_identity_.assign(settings.name).append(1, '|').append(settings.base_url).append(1, '|').append(settings.ca_file);
+  if (auto found = pools_.find(pool_identity_); found != pools_.end() && found->second) return *found->second;
+  auto& slot = pools_[pool_identity_];
   if (!slot) {
     auto url = upstream::parse_target_url(settings.base_url);
     if (!url) throw std::runtime_error("upstream " + settings.name + ": invalid base_url " + settings.base_url);

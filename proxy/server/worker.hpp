@@ -97,6 +97,7 @@ class worker {
   metrics::latency_shard latency_;
   std::vector<bound_listener> listeners_;
   std::map<std::string, std::unique_ptr<upstream::pool>> pools_;
+  std::string pool_identity_;  // pool_for's key, rebuilt in place
   std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store
   std::map<std::string, std::shared_ptr<net::ssl::context>> upstream_tls_by_ca_;
   std::unordered_set<any_stream*> idle_;

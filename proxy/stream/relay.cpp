@@ -472,6 +472,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
 // `body` with the (sorted) edits applied, as pieces pointing into both.
 void body_pieces(std::string_view body, const std::vector<routing::splice>& edits,
                  std::vector<net::const_buffer>& pieces) {
+  pieces.reserve(2 * edits.size() + 1);
   std::size_t at = 0;
   for (const auto& e : edits) {
     pieces.emplace_back(body.data() + at, e.begin - at);
@@ -529,7 +530,9 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     up.prepare_payload();
     up.keep_alive(true);
     const auto up_head = head_bytes(up.base());
-    std::vector<net::const_buffer> up_pieces{net::const_buffer(up_head.data(), up_head.size())};
+    std::vector<net::const_buffer> up_pieces;
+    up_pieces.reserve(1 + up.body().size());
+    up_pieces.emplace_back(up_head.data(), up_head.size());
     up_pieces.insert(up_pieces.end(), up.body().begin(), up.body().end());
 
     // A pooled connection may have been closed by the upstream while idle; a
