@@ -28,9 +28,12 @@ std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, err
   if (tls_ || !plain_->socket().is_open()) return 0;
   constexpr std::size_t max_pieces = 64;
   iovec pieces[max_pieces];
-  std::size_t count = std::min(buffers.size(), max_pieces);
-  for (std::size_t i = 0; i < count; ++i)
-    pieces[i] = iovec{const_cast<void*>(buffers[i].data()), buffers[i].size()};
+  std::size_t count = 0, bytes = 0;
+  for (; count < std::min(buffers.size(), max_pieces) && bytes < send_now_limit; ++count) {
+    auto size = std::min(buffers[count].size(), send_now_limit - bytes);
+    pieces[count] = iovec{const_cast<void*>(buffers[count].data()), size};
+    bytes += size;
+  }
   msghdr message{};
   message.msg_iov = pieces;
   message.msg_iovlen = count;

@@ -98,9 +98,17 @@ class any_stream {
   // coroutine suspended and resumed (tests/bench/ab_cpu.sh: 6 % less CPU
   // per event on fast streams with this). TLS streams take nothing here
   // (0): their bytes must go through the TLS engine. `ec` is set on a real
-  // error, never on "would block". At most 64 buffers are passed; the rest
-  // is left to the caller.
+  // error, never on "would block". At most 64 buffers and send_now_limit
+  // bytes are passed; the rest is left to the caller.
   std::size_t send_now(std::span<const net::const_buffer> buffers, error_code& ec);
+  // One worker thread serves every connection, and a send holds it for as
+  // long as the kernel copies (on loopback also delivering to the reader):
+  // a 4 MB prompt sent in one call held the loop for milliseconds, and every
+  // other stream's next event waited (scenario 6's TTFT p99, 10 ms above
+  // nginx's with one 4 MB prompt among 63 of 200 KB). 256 KiB takes one call
+  // for a 200 KB prompt; the rest of a larger one goes out through Asio's
+  // write, 64 KiB a call, with other connections served between calls.
+  static constexpr std::size_t send_now_limit = 256 * 1024;
 
   // Closes the socket now: every pending operation completes with an error.
   void close() { tcp().close(); }

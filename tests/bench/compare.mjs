@@ -189,7 +189,7 @@ async function main() {
       "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
     "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
-    "6 long prompts (63 x 200 KB + one of 4 MB at a time, routing + rewrite)": ["--model", "bench", "--requests", "512",
+    "6 long prompts (63 x 200 KB + one of 4 MB at a time, routing + rewrite)": ["--model", "bench", "--requests", "2048",
       "--concurrency", "63", "--max-tokens", "20", "--prompt-tokens", "50000", "--extra-body", fast(20)],
   };
   // Loads run at the same time as a scenario's own, measured on their own:
@@ -198,7 +198,7 @@ async function main() {
   const bigPrompt = "6b the 4 MB prompt, beside scenario 6's 63 of 200 KB";
   const alongside = {
     [Object.keys(scenarios).find((n) => n.startsWith("6 "))]: { name: bigPrompt, args: ["--model", "bench",
-      "--requests", "24", "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "1000000", "--extra-body", fast(20)] },
+      "--requests", "48", "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "1000000", "--extra-body", fast(20)] },
   };
 
   const results = {};
