@@ -349,8 +349,13 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     // begin with its closing quote) take over; nullptr: not vouched for,
     // an earlier quote: the chunk is not shaped as remembered.
     if (string_end(begin, end, escaped) == end) {
-      out = remembered_;
+      out = chat_chunk{};
+      out.choice_count = 1;
+      out.choices[0] = remembered_choice_;
       out.choices[0].text = begin != end;
+      out.usage = remembered_usage_;
+      out.prompt_tokens = remembered_prompt_tokens_;
+      out.completion_tokens = remembered_completion_tokens_;
       ++remembered_reads_;
       return true;
     }
@@ -368,7 +373,10 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     frame_.assign(data.substr(0, start));
     frame_.append(data.substr(start + content.size()));
     before_ = start;
-    remembered_ = out;
+    remembered_choice_ = out.choices[0];
+    remembered_usage_ = out.usage;
+    remembered_prompt_tokens_ = out.prompt_tokens;
+    remembered_completion_tokens_ = out.completion_tokens;
   }
   return true;
 }

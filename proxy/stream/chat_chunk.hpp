@@ -57,7 +57,12 @@ class chat_chunk_reader {
  private:
   std::string frame_;         // the bytes before the content string, then those after it
   std::size_t before_ = 0;    // where the bytes after it start in frame_
-  chat_chunk remembered_;     // what the remembered chunk said (frame_ empty: none)
+  // What the remembered chunk said (frame_ empty: none): its one choice and
+  // its usage, not a whole chat_chunk (eight choices), as it is kept for
+  // every open stream.
+  chat_chunk::choice remembered_choice_;
+  bool remembered_usage_ = false;
+  std::optional<std::int64_t> remembered_prompt_tokens_, remembered_completion_tokens_;
   std::size_t remembered_reads_ = 0;
 };
 

@@ -56,8 +56,13 @@ struct exchange_state {
 // generating and frees its KV cache (on every path: prefill, mid-stream,
 // non-streaming). Bytes that arrive are kept for the next request.
 net::awaitable<void> watch_client(exchange_state& s) {
+  // The request has been taken out of the buffer: its memory goes back, and
+  // the watcher reads into a small one (a stream can last minutes, and
+  // 10,000 streams at 4 KiB each are 40 MB). A pipelined request grows it.
+  if (s.client_buffer.size() == 0) s.client_buffer.shrink_to_fit();
   while (!s.finished && s.client_buffer.size() < max_pipelined_bytes) {
-    auto [ec, n] = co_await s.client.async_read_some(s.client_buffer.prepare(4096), use_tuple);
+    auto room = std::max<std::size_t>(512, s.client_buffer.capacity() - s.client_buffer.size());
+    auto [ec, n] = co_await s.client.async_read_some(s.client_buffer.prepare(room), use_tuple);
     // Keep what arrived before anything else: it may be the next request,
     // sent the moment the last byte of this response reached the client.
     s.client_buffer.commit(n);
