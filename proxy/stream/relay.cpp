@@ -273,8 +273,17 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   stream::event_aligner aligner;
   bool cut_mid_event = false;
   if (ctx.streamed) s.w.metrics().stream_active.add();
-  // Not zeroed: every byte is written by the parser before it is read.
-  auto buffer = std::make_unique_for_overwrite<char[]>(limits.stream_buffer_bytes);
+  // Where the parser puts the body's bytes. Not zeroed: every byte is
+  // written by the parser before it is read. It holds what one upstream
+  // read brings: 2 KiB while the read buffer is no larger (a slow stream's
+  // events; a 16 KiB buffer for each of 10,000 streams kept a page of each
+  // resident), stream_buffer_bytes once the read buffer grows past it (the
+  // upstream is ahead: one step, as each reallocation costs).
+  auto buffer_size_for = [&] {
+    return up_buffer.capacity() <= 2048 ? std::min<std::size_t>(2048, limits.stream_buffer_bytes) : limits.stream_buffer_bytes;
+  };
+  std::size_t buffer_size = buffer_size_for();
+  auto buffer = std::make_unique_for_overwrite<char[]>(buffer_size);
   pieces.reserve(4);
   framed.reserve(8);
   chunk_line chunk_header;
@@ -333,11 +342,15 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     }
   };
   while (!parser.is_done()) {
+    if (buffer_size < buffer_size_for()) {  // (nothing points into it between turns)
+      buffer_size = buffer_size_for();
+      buffer = std::make_unique_for_overwrite<char[]>(buffer_size);
+    }
     parser.get().body().data = buffer.get();
-    parser.get().body().size = limits.stream_buffer_bytes;
+    parser.get().body().size = buffer_size;
     error_code ec;
     parse_in_hand(ec);
-    bool got_body = parser.get().body().size < limits.stream_buffer_bytes;
+    bool got_body = parser.get().body().size < buffer_size;
     if (!ec && !got_body && !parser.is_done()) {
       if (upstream_ended) {
         parser.put_eof(ec);  // the end of a body that runs to the close; an error anywhere else
@@ -365,7 +378,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         parse_in_hand(ec);
       }
     }
-    std::size_t got = limits.stream_buffer_bytes - parser.get().body().size;
+    std::size_t got = buffer_size - parser.get().body().size;
     if (got > 0) {
       std::string_view bytes(buffer.get(), got);
       if (ctx.streamed) {
