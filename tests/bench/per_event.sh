@@ -7,6 +7,7 @@
 #   slow streams:       per_event.sh nginx build/tokengate 2000 100 100
 #   one connection:     per_event.sh nginx build/tokengate 1 0 20 20000
 #   long prompts:       PROMPT_TOKENS=50000 per_event.sh nginx build/tokengate 64 0 20 512
+# EXTRA_CALLS="timerfd_settime epoll_ctl" counts those syscalls too.
 # The proxy runs on core 0; the demo engine and the load (`tokengate bench`)
 # on core 1. TOKENGATE_BIN also provides the engine and the load for nginx.
 set -euo pipefail
@@ -57,7 +58,11 @@ for call in recvfrom recvmsg read readv sendmsg sendto write writev epoll_wait $
   events+=(-e "syscalls:sys_exit_$call")
 done
 events+=(-e syscalls:sys_exit_recvfrom --filter "ret < 0" -e syscalls:sys_exit_recvmsg --filter "ret < 0")
-perf stat -x, -e task-clock "${events[@]}" -p "$proxy" -o "$work/stat.csv" &
+# MEASURE=engine counts the demo engine instead of the proxy (it must not
+# be the bottleneck of what is measured).
+measured=$proxy
+[[ ${MEASURE:-proxy} == engine ]] && measured=${pids[0]} target="$target (the engine behind it)"
+perf stat -x, -e task-clock "${events[@]}" -p "$measured" -o "$work/stat.csv" &
 stat=$!
 wait "$load"
 kill -INT "$stat"

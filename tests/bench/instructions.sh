@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Instructions and heap allocations per request, counted rather than timed:
+# tokengate runs under valgrind (callgrind, then heaptrack) in front of the
+# demo engine, and `tokengate bench` sends REQUESTS streaming requests after a
+# warm-up of 200. Counts do not move with the load of a shared machine, so a
+# change of a few percent in user-space work shows here when ab_cpu.sh's
+# timings cannot see it. They say nothing of the kernel's share (three
+# quarters of the CPU on a relay) nor of cache misses. On demand, not a
+# test; needs valgrind and heaptrack (Debian packages of those names).
+# Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
+#   short requests: instructions.sh build/tokengate 2000 20 20 4
+#   long prompts:   instructions.sh build/tokengate 400 20 50000 8
+set -euo pipefail
+bin=$1 requests=${2:-2000} tokens=${3:-20} prompt=${4:-20} concurrency=${5:-4}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+source "$(dirname "$0")/bench_lib.sh"
+
+engine=$(free_port)
+"$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
+pids+=($!)
+load() {  # $1: requests, $2: port
+  "$bin" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" \
+    --max-tokens "$tokens" --prompt-tokens "$prompt" --json \
+    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens}}" > "$work/r.json"
+}
+# run_under TOOL...: the proxy under a tool, the warm-up and the load, then
+# an orderly stop (SIGINT), so that the tool writes its results.
+run_under() {
+  local port; port=$(free_port)
+  tokengate_config "$work/cfg.yaml" "$port" "$engine"
+  "$@" "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
+  local served=$!
+  for _ in $(seq 300); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.1; done
+  load 200 "$port"
+  load "$requests" "$port"
+  pkill -INT -f "serve -c $work/cfg.yaml" || true
+  wait "$served" || true
+}
+total=$((requests + 200))
+run_under valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out"
+instructions=$(callgrind_annotate "$work/callgrind.out" 2> /dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+run_under heaptrack -o "$work/heap"
+allocations=$(heaptrack_print -f "$work"/heap* 2> /dev/null | awk '/^calls to allocation functions:/ {print $5}')
+echo "$total requests of $tokens tokens, prompts of $prompt tokens, $concurrency at a time (warm-up and start-up included):"
+python3 -c "print(f'  {$instructions / $total:,.0f} instructions per request, {$allocations / $total:.1f} heap allocations per request')"
