@@ -103,6 +103,13 @@ TEST(JsonScan, SplicesKeepEverythingElseByteForByte) {
   EXPECT_EQ(apply_splices(empty, {add_member(empty, *e, "max_tokens", "5")}), R"({"max_tokens":5})");
 }
 
+TEST(JsonScan, SplicesApplyInPositionOrderAndKeepTheOrderOfInsertionsAtOnePlace) {
+  std::string text = "0123456789";
+  // Given last first; two insertions at 5 keep the order they were given in.
+  auto out = apply_splices(text, {{8, 9, "E"}, {5, 5, "c"}, {5, 5, "d"}, {0, 1, "A"}, {2, 2, "b"}});
+  EXPECT_EQ(out, "A1b234cd567E9");
+}
+
 // Found by tests/fuzz/policy_fuzz: a lone UTF-16 surrogate escape is refused,
 // as Boost.JSON (and strict parsers upstream) refuse it; a pair is fine.
 TEST(JsonScan, SurrogateEscapesMustPair) {
