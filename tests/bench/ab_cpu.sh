@@ -11,11 +11,7 @@
 # the load (`tokengate bench`) on core 1.
 set -euo pipefail
 old=$1 new=$2 rounds=${3:-3} streams=${4:-1000} interval=${5:-50} tokens=${6:-100} requests=${7:-${4:-1000}}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-source "$(dirname "$0")/bench_lib.sh"
+source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port)
 taskset -c 1 "$new" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &

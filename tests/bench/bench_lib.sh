@@ -2,6 +2,13 @@
 # demo engine with the benchmark's policy on (routing by model, a max-token
 # clamp, full accounting), one worker, no access log.
 
+# A scratch directory ($work) and the processes started ($pids, to which
+# each script adds), removed and stopped when the script exits.
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
 # tokengate_config FILE PORT ENGINE_PORT
 tokengate_config() {
   cat > "$1" <<YAML

@@ -12,11 +12,7 @@
 #   long prompts:   instructions.sh build/tokengate 400 20 50000 8
 set -euo pipefail
 bin=$1 requests=${2:-2000} tokens=${3:-20} prompt=${4:-20} concurrency=${5:-4}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-source "$(dirname "$0")/bench_lib.sh"
+source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port)
 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &

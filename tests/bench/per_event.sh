@@ -12,11 +12,7 @@
 # on core 1. TOKENGATE_BIN also provides the engine and the load for nginx.
 set -euo pipefail
 target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-100} requests=${6:-${3:-2000}}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-source "$(dirname "$0")/bench_lib.sh"
+source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port)
 taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
