@@ -74,9 +74,10 @@ class reader {
   std::string_view text_string_;
 };
 
-// The closing quote of the string whose content starts at `p`, nullptr
-// when the content is not one this reader vouches for, or `end` when the content runs to `end` without one. Sets
-// `escaped` when the content holds an escape. Never reads past `end`.
+// The closing quote of the string whose content starts at `p`; nullptr
+// when the content is not one this reader vouches for; `end` when the
+// content runs to `end` without one. Sets `escaped` when the content holds
+// an escape. Never reads past `end`.
 const char* string_end(const char* p, const char* end, bool& escaped) {
   while (p < end) {
     p = skip_plain_string_bytes(p, end);
