@@ -23,7 +23,55 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
   exchange_plan plan;
   plan.config = std::move(cfg);
   plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
-  plan.edits_for = [](std::size_t) { return std::vector<routing::splice>(); };
+  plan.edits.resize(plan.upstreams.size());
+  return plan;
+}
+
+// The policy applied to a request: the plan of its exchange, or the error to
+// answer with. A plain function, not part of the coroutine: what the policy
+// reads of the body (every top-level member, the route, the attempt order)
+// is gone once the plan is made, instead of staying in the request's
+// coroutine frame for the length of the stream (1.5 KB of each stream's
+// memory, heaptrack).
+std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
+                                                                    client_request& request, request_context& ctx,
+                                                                    std::string_view client_key) {
+  auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
+  if (auto* e = std::get_if<routing::policy_error>(&decision)) {
+    ctx.error = e->message;
+    if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
+    return std::move(*e);
+  }
+  auto& routed = std::get<routing::routed_request>(decision);
+  ctx.model = routed.model;
+  ctx.route = routed.route->name;
+  ctx.model_label = std::string(routed.matched_pattern);
+  // Accounting needs usage: ask for it, and hide it from a client that did not.
+  ctx.usage_injected = routed.stream && !routed.client_asked_usage &&
+                       (ctx.path == "/v1/chat/completions" || ctx.path == "/v1/completions");
+  ctx.limit_clamped = routed.limit_clamped;
+  ctx.limit_injected = routed.limit_injected;
+  if (routed.limit_clamped) w.metrics().limit_clamped.add();
+  if (routed.limit_injected) w.metrics().limit_injected.add();
+
+  auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
+  if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
+    order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
+  exchange_plan plan;
+  plan.config = cfg;
+  plan.upstreams.reserve(order.size());
+  plan.edits.reserve(order.size());
+  for (const auto* t : order) {
+    plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
+    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t, *plan.upstreams.back(),
+                                                   ctx.usage_injected));
+  }
+  plan.output_limit = routed.output_limit;
+  plan.retry_backoff = routed.route->retry_backoff;
+  if (routed.limit_clamped)
+    plan.response_headers.emplace_back("x-tokengate-limit-clamped",
+                                       "requested=" + std::to_string(*routed.requested_limit) +
+                                           "; applied=" + std::to_string(*routed.output_limit));
   return plan;
 }
 
@@ -80,42 +128,12 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     co_return keep_alive;
   }
 
-  auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
-  if (auto* e = std::get_if<routing::policy_error>(&decision)) {
-    ctx.error = e->message;
-    if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
+  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key);
+  if (auto* e = std::get_if<routing::policy_error>(&planned)) {
     co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
     co_return keep_alive;
   }
-  auto& routed = std::get<routing::routed_request>(decision);
-  ctx.model = routed.model;
-  ctx.route = routed.route->name;
-  ctx.model_label = std::string(routed.matched_pattern);
-  // Accounting needs usage: ask for it, and hide it from a client that did not.
-  ctx.usage_injected = routed.stream && !routed.client_asked_usage &&
-                       (ctx.path == "/v1/chat/completions" || ctx.path == "/v1/completions");
-  ctx.limit_clamped = routed.limit_clamped;
-  ctx.limit_injected = routed.limit_injected;
-  if (routed.limit_clamped) w.metrics().limit_clamped.add();
-  if (routed.limit_injected) w.metrics().limit_injected.add();
-
-  auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
-  if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
-    order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
-  exchange_plan plan;
-  plan.config = cfg;
-  for (const auto* t : order) plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
-  plan.edits_for = [&](std::size_t attempt) {
-    return routing::edits_for_target(body_text(request), ctx.path, routed, *order[attempt], *plan.upstreams[attempt],
-                                     ctx.usage_injected);
-  };
-  plan.output_limit = routed.output_limit;
-  plan.retry_backoff = routed.route->retry_backoff;
-  if (routed.limit_clamped)
-    plan.response_headers.emplace_back("x-tokengate-limit-clamped",
-                                       "requested=" + std::to_string(*routed.requested_limit) +
-                                           "; applied=" + std::to_string(*routed.output_limit));
-  co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
+  co_return co_await proxy_exchange(stream, buffer, request, w, std::get<exchange_plan>(planned), ctx) && keep_alive;
 }
 
 }  // namespace tokengate

@@ -540,14 +540,14 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     auto& pool = s.w.pool_for(settings);
     const auto deadline = ctx.request_read + settings.timeouts.total;
     // The client's body around the policy's changes, never copied whole.
-    auto edits = plan.edits_for(attempt);
+    const auto& edits = plan.edits[attempt];
     http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
     forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
                             credentials_for(settings));
     body_pieces(body_text(request), edits, up.body());
     up.prepare_payload();
     up.keep_alive(true);
-    const auto up_head = head_bytes(up.base());
+    auto up_head = head_bytes(up.base());
     std::vector<net::const_buffer> up_pieces;
     up_pieces.reserve(1 + up.body().size());
     up_pieces.emplace_back(up_head.data(), up_head.size());
@@ -613,6 +613,11 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
         s.upstream.reset();
         break;
       }
+      // Nothing is sent upstream again: the request's head and fields go back
+      // now rather than at the end of the stream.
+      up = {};
+      std::string().swap(up_head);
+      std::vector<net::const_buffer>().swap(up_pieces);
       ++active;
       relay_context r{s, pool, settings, plan, deadline, client_keep_alive, request.version()};
       keep_client = co_await relay_response(r, parser, up_buffer);

@@ -8,7 +8,6 @@
 #include <boost/beast/http/message.hpp>
 
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,9 +27,11 @@ struct request_context;
 struct exchange_plan {
   std::shared_ptr<const config::config> config;      // the snapshot this request runs on
   std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
-  // The changes to the request body for attempt i (routing::edits_for_target);
-  // none means the body goes as the client sent it.
-  std::function<std::vector<routing::splice>(std::size_t attempt)> edits_for;
+  // The changes to the request body for each attempt, sorted
+  // (routing::edits_for_target); none means the body goes as the client sent
+  // it. Worked out before the exchange, so that nothing of the policy's
+  // reading of the body stays alive for the length of a stream.
+  std::vector<std::vector<routing::splice>> edits;
   std::optional<long long> output_limit;             // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
