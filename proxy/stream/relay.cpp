@@ -256,6 +256,11 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       co_return false;
     }
   }
+  // Both heads are written and read no more: their fields go back now
+  // rather than at the end of the stream (the parser keeps what it needs
+  // of the upstream's head, its framing and keep-alive, apart).
+  out = {};
+  head.clear();
   std::vector<net::const_buffer> pieces, framed, rest;
   // From here the stall watch keeps both deadlines (no timer per operation).
   s.client.tcp().expires_never();
