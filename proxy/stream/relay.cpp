@@ -495,7 +495,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
 // `body` with the (sorted) edits applied, as pieces pointing into both.
 void body_pieces(std::string_view body, const std::vector<routing::splice>& edits,
                  std::vector<net::const_buffer>& pieces) {
-  pieces.reserve(2 * edits.size() + 1);
   std::size_t at = 0;
   for (const auto& e : edits) {
     pieces.emplace_back(body.data() + at, e.begin - at);
@@ -503,6 +502,27 @@ void body_pieces(std::string_view body, const std::vector<routing::splice>& edit
     at = e.end;
   }
   pieces.emplace_back(body.data() + at, body.size() - at);
+}
+
+// The upstream request as the pieces of one scatter write: its head,
+// written in one pass into `head` (which must outlive the pieces), then the
+// client's body around the policy's edits, never copied whole. A plain
+// function: the request's header fields are not kept in the exchange's
+// coroutine frame for the length of a stream.
+std::vector<net::const_buffer> upstream_request(const client_request& request, const upstream::pool& pool,
+                                                const config::upstream& settings, const request_context& ctx,
+                                                const std::vector<routing::splice>& edits, std::string& head) {
+  http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
+  forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
+                          credentials_for(settings));
+  up.body().reserve(2 * edits.size() + 2);  // the body's pieces, and room for the head in front
+  body_pieces(body_text(request), edits, up.body());
+  up.prepare_payload();
+  up.keep_alive(true);
+  head = head_bytes(up.base());
+  auto pieces = std::move(up.body());
+  pieces.insert(pieces.begin(), net::const_buffer(head.data(), head.size()));
+  return pieces;
 }
 
 // The outcome of one attempt that did not reach the relay.
@@ -544,19 +564,8 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
 
     auto& pool = s.w.pool_for(settings);
     const auto deadline = ctx.request_read + settings.timeouts.total;
-    // The client's body around the policy's changes, never copied whole.
-    const auto& edits = plan.edits[attempt];
-    http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
-    forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
-                            credentials_for(settings));
-    body_pieces(body_text(request), edits, up.body());
-    up.prepare_payload();
-    up.keep_alive(true);
-    auto up_head = head_bytes(up.base());
-    std::vector<net::const_buffer> up_pieces;
-    up_pieces.reserve(1 + up.body().size());
-    up_pieces.emplace_back(up_head.data(), up_head.size());
-    up_pieces.insert(up_pieces.end(), up.body().begin(), up.body().end());
+    std::string up_head;
+    auto up_pieces = upstream_request(request, pool, settings, ctx, plan.edits[attempt], up_head);
 
     // A pooled connection may have been closed by the upstream while idle; a
     // failure on it before any response byte is retried once on a new one.
@@ -618,9 +627,8 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
         s.upstream.reset();
         break;
       }
-      // Nothing is sent upstream again: the request's head and fields go back
-      // now rather than at the end of the stream.
-      up = {};
+      // Nothing is sent upstream again: the request's head goes back now
+      // rather than at the end of the stream.
       std::string().swap(up_head);
       std::vector<net::const_buffer>().swap(up_pieces);
       ++active;

@@ -22,12 +22,17 @@ routes:
 YAML
 }
 
+# wait_listening LOG [SECONDS]: until tokengate's log says it listens.
+wait_listening() {
+  for _ in $(seq $((${2:-5} * 20))); do grep -q "Send requests" "$1" && return; sleep 0.05; done
+}
+
 # start_tokengate BIN CONFIG LOG: starts it on core 0, waits until it listens,
 # and sets $proxy to its pid.
 start_tokengate() {
   taskset -c 0 "$1" serve -c "$2" > "$3" 2>&1 &
   proxy=$!
-  for _ in $(seq 100); do grep -q "Send requests" "$3" && break; sleep 0.05; done
+  wait_listening "$3"
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -29,7 +29,7 @@ run_under() {
   tokengate_config "$work/cfg.yaml" "$port" "$engine"
   "$@" "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
   local served=$!
-  for _ in $(seq 300); do grep -q "Send requests" "$work/proxy.log" && break; sleep 0.1; done
+  wait_listening "$work/proxy.log" 30  # (valgrind starts slowly)
   load 200 "$port"
   load "$requests" "$port"
   pkill -INT -f "serve -c $work/cfg.yaml" || true
