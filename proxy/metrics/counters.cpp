@@ -34,6 +34,8 @@ const family families[] = {
     {"tokengate_upstream_cx_connect_fail_total", "counter", "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},
     {"tokengate_upstream_cx_reused_total", "counter", "Requests sent on a pooled keep-alive connection.", &shard::upstream_cx_reused},
     {"tokengate_upstream_rq_fallback_total", "counter", "Attempts on a further target after a failure (fallback).", &shard::upstream_rq_fallback},
+    {"tokengate_upstream_rq_forwarded_early_total", "counter", "Long request bodies forwarded to the upstream while they arrived.", &shard::upstream_rq_forwarded_early},
+    {"tokengate_upstream_rq_early_abandoned_total", "counter", "Bodies forwarded early whose whole body changed the plan: that upstream connection was closed before the last byte, and the request sent again.", &shard::upstream_rq_early_abandoned},
     {"tokengate_upstream_ejections_total", "counter", "Times a worker ejected an upstream after consecutive failures.", &shard::upstream_ejections},
     {"tokengate_limit_injected_total", "counter", "Requests given the default output-token limit.", &shard::limit_injected},
     {"tokengate_limit_clamped_total", "counter", "Requests whose output-token limit was lowered to the ceiling.", &shard::limit_clamped},

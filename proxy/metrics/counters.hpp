@@ -34,6 +34,8 @@ struct shard {
   counter upstream_cx_reused;
   counter upstream_ejections;              // an upstream taken out of rotation by passive health
   counter upstream_rq_fallback;             // attempts on a further target after a failure
+  counter upstream_rq_forwarded_early;      // long bodies sent on while they arrived (server/early_forward.hpp)
+  counter upstream_rq_early_abandoned;      // … whose whole body then asked for another plan
   counter limit_injected, limit_clamped, limit_rejected, limit_enforced;
   counter stream_events_total;              // SSE events relayed
   counter stream_active;                    // event streams being relayed now

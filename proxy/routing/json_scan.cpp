@@ -57,6 +57,29 @@ class scanner {
     }
   }
 
+  // The offset of the ',' that follows the last top-level member whose
+  // value the text holds whole: the text is the start of a body still
+  // arriving. npos when no member is whole yet. (A member counts only once
+  // its comma is seen: a number at the end of the text may go on.)
+  std::size_t whole_members_end() {
+    std::size_t last = std::string_view::npos;
+    skip_ws();
+    if (!peek('{')) return last;
+    ++i_;
+    for (;;) {
+      skip_ws();
+      if (!peek('"') || !string()) return last;
+      skip_ws();
+      if (!peek(':')) return last;
+      ++i_;
+      skip_ws();
+      if (!value(1)) return last;
+      skip_ws();
+      if (!peek(',')) return last;
+      last = i_++;
+    }
+  }
+
  private:
   std::optional<scanned_object> finish(scanned_object object) {
     skip_ws();
@@ -261,6 +284,11 @@ const json_member* scanned_object::find(std::string_view key) const {
 std::optional<scanned_object> scan_object(std::string_view text, scan_error& error, int max_depth) {
   error = {};
   return scanner(text, error, max_depth).top();
+}
+
+std::size_t whole_members_end(std::string_view prefix) {
+  scan_error ignored;
+  return scanner(prefix, ignored, 128).whole_members_end();
 }
 
 std::optional<std::string> string_value(std::string_view text, const json_member& m) {

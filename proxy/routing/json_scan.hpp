@@ -41,6 +41,11 @@ struct scan_error {
 // deeper than max_depth is refused so a hostile body cannot exhaust the stack.
 std::optional<scanned_object> scan_object(std::string_view text, scan_error& error, int max_depth = 128);
 
+// For the start of a body still arriving: the offset of the ',' after the
+// last top-level member it holds whole, or npos. The text up to there plus
+// a '}' is an object with those members, at the same offsets.
+std::size_t whole_members_end(std::string_view prefix);
+
 // A scanned string value, unescaped (nullopt when it holds escapes we do not
 // decode, i.e. \u sequences outside ASCII — then it is not a plain name).
 std::optional<std::string> string_value(std::string_view text, const json_member& m);

@@ -135,13 +135,14 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
                         "this API key may not use the model '" + out.model + "'"};
 
   const auto& route = *out.route;
-  if (route.max_prompt_bytes && body.size() > route.max_prompt_bytes)
+  const auto body_bytes = std::max(request.body_bytes, body.size());
+  if (route.max_prompt_bytes && body_bytes > route.max_prompt_bytes)
     return policy_error{413, "invalid_request_error", "prompt_too_large",
-                        "the request is " + std::to_string(body.size()) + " bytes; route '" + route.name +
+                        "the request is " + std::to_string(body_bytes) + " bytes; route '" + route.name +
                             "' accepts at most " + std::to_string(route.max_prompt_bytes)};
-  if (route.max_prompt_tokens && body.size() / 4 > route.max_prompt_tokens)
+  if (route.max_prompt_tokens && body_bytes / 4 > route.max_prompt_tokens)
     return bad_request("context_length_exceeded",
-                       "the prompt is about " + std::to_string(body.size() / 4) + " tokens; route '" + route.name +
+                       "the prompt is about " + std::to_string(body_bytes / 4) + " tokens; route '" + route.name +
                            "' accepts at most " + std::to_string(route.max_prompt_tokens));
 
   // Every spelling the client used must be a positive integer; the
@@ -191,6 +192,16 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
     }
   }
   return out;
+}
+
+bool policy_reads(std::string_view key) {
+  if (key == "model" || key == "stream" || key == "stream_options" || key == "options") return true;
+  return std::find(std::begin(top_level_limit_fields), std::end(top_level_limit_fields), key) !=
+         std::end(top_level_limit_fields);
+}
+
+bool usage_needed(const routed_request& request, std::string_view path) {
+  return request.stream && !request.client_asked_usage && (path == "/v1/chat/completions" || path == "/v1/completions");
 }
 
 // The spellings of the output limit each API knows (all of one family are

@@ -32,6 +32,9 @@ struct request_view {
   std::string_view path;
   std::string_view body;
   std::string_view client_key;  // from Authorization: Bearer … or x-api-key; empty if none
+  // The whole body's length when `body` is only its start (a long body
+  // forwarded while it arrives, server/early_forward.hpp); 0 otherwise.
+  std::size_t body_bytes = 0;
 };
 
 struct routed_request {
@@ -49,6 +52,15 @@ struct routed_request {
 };
 
 std::variant<routed_request, policy_error> apply_policy(const config::config& cfg, const request_view& request);
+
+// Whether apply_policy or edits_for_target read the top-level member `key`.
+// A decision made on the start of a body holds for the whole body when
+// none of the members after that start is one of these.
+bool policy_reads(std::string_view key);
+
+// Whether the stream's usage must be asked for on the client's behalf (the
+// accounting needs it; the client did not ask).
+bool usage_needed(const routed_request& request, std::string_view path);
 
 // The client key from the request headers' values.
 std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key);

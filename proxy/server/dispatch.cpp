@@ -1,5 +1,6 @@
 #include "server/dispatch.hpp"
 
+#include <algorithm>
 #include <variant>
 
 #include "routing/balancer.hpp"
@@ -10,20 +11,31 @@
 #include "stream/relay.hpp"
 
 namespace tokengate {
-namespace {
 
 bool is_proxied_post(std::string_view path) {
   return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses" ||
          path == "/v1/embeddings" || path == "/v1/messages";
 }
 
+namespace {
+
+// The body was forwarded early but the whole of it asks for another plan:
+// the connection closes before the body's last byte, so the upstream never
+// had a complete request.
+void abandon(worker& w, std::optional<early_forward>& early) {
+  if (!early) return;
+  if (early->acquired.conn) w.metrics().upstream_rq_early_abandoned.add();
+  early.reset();
+}
+
 // The plan for a config without routes: the listener's upstream, body as sent.
 exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
-                               client_request& request) {
+                               std::optional<early_forward>& early) {
   exchange_plan plan;
   plan.config = std::move(cfg);
   plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
   plan.edits.resize(plan.upstreams.size());
+  if (early && early->upstream == plan.upstreams.front()) plan.first_connection = std::move(early->acquired);
   return plan;
 }
 
@@ -33,11 +45,17 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
 // is gone once the plan is made, instead of staying in the request's
 // coroutine frame for the length of the stream (1.5 KB of each stream's
 // memory, heaptrack).
+//
+// When the body was forwarded early, the whole body's decision must agree
+// with the one sent (early_forward::agrees_with), and its target goes
+// first; otherwise that connection is closed and the plan made afresh.
 std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
                                                                     client_request& request, request_context& ctx,
-                                                                    std::string_view client_key) {
+                                                                    std::string_view client_key,
+                                                                    std::optional<early_forward>& early) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<routing::policy_error>(&decision)) {
+    abandon(w, early);
     ctx.error = e->message;
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
     return std::move(*e);
@@ -47,14 +65,20 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
   ctx.route = routed.route->name;
   ctx.model_label = std::string(routed.matched_pattern);
   // Accounting needs usage: ask for it, and hide it from a client that did not.
-  ctx.usage_injected = routed.stream && !routed.client_asked_usage &&
-                       (ctx.path == "/v1/chat/completions" || ctx.path == "/v1/completions");
+  ctx.usage_injected = routing::usage_needed(routed, ctx.path);
   ctx.limit_clamped = routed.limit_clamped;
   ctx.limit_injected = routed.limit_injected;
   if (routed.limit_clamped) w.metrics().limit_clamped.add();
   if (routed.limit_injected) w.metrics().limit_injected.add();
 
   auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
+  if (early && early->agrees_with(routed, ctx.path)) {
+    if (auto sent = std::find(order.begin(), order.end(), early->target); sent != order.end())
+      std::rotate(order.begin(), sent, sent + 1);
+    else abandon(w, early);  // (taken out of rotation meanwhile)
+  } else {
+    abandon(w, early);
+  }
   if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
     order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
   exchange_plan plan;
@@ -66,6 +90,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
     plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t, *plan.upstreams.back(),
                                                    ctx.usage_injected));
   }
+  if (early) plan.first_connection = std::move(early->acquired);
   plan.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;
   if (routed.limit_clamped)
@@ -79,7 +104,8 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
 
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
                                       client_request& request, worker& w,
-                                      const config::listener& listener, request_context& ctx, bool keep_alive) {
+                                      const config::listener& listener, request_context& ctx, bool keep_alive,
+                                      std::optional<early_forward>& early) {
   auto target = std::string_view(request.target());
   const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
   const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);
@@ -100,7 +126,9 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     co_return keep_alive;
   }
 
-  auto cfg = w.snapshot();  // this request's policy, whatever a reload does meanwhile
+  // This request's policy, whatever a reload does meanwhile (the one its
+  // body was forwarded under, if it was).
+  auto cfg = early ? early->config : w.snapshot();
   if (cfg->routes.empty()) {
     ctx.route = "listener:" + listener.name;
     ctx.model_label = "*";
@@ -108,11 +136,12 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     // lone surrogates, runaway nesting) still stops here, not upstream.
     routing::scan_error invalid;
     if (is_post_api && !routing::scan_object(body_text(request), invalid)) {
+      abandon(w, early);
       co_await send_json_error(stream, 400, "request body is not a valid JSON object: " + invalid.message,
                                "invalid_request_error", "invalid_json", keep_alive, ctx);
       co_return keep_alive;
     }
-    auto plan = passthrough_plan(cfg, listener, request);
+    auto plan = passthrough_plan(cfg, listener, early);
     co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
   }
 
@@ -128,7 +157,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     co_return keep_alive;
   }
 
-  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key);
+  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early);
   if (auto* e = std::get_if<routing::policy_error>(&planned)) {
     co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
     co_return keep_alive;

@@ -5,6 +5,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/message.hpp>
 #include "net.hpp"
+#include "server/early_forward.hpp"
 #include "server/request_body.hpp"
 
 namespace tokengate {
@@ -14,9 +15,15 @@ class worker;
 struct request_context;
 namespace config { struct listener; }
 
-// Returns whether the connection may carry another request.
+// The paths whose POSTs go upstream.
+bool is_proxied_post(std::string_view path);
+
+// Returns whether the connection may carry another request. `early`: what
+// forwarding the body while it arrived left (server/early_forward.hpp); it
+// is used when the whole body agrees with it, and closed otherwise.
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
                                       client_request& request, worker& w,
-                                      const config::listener& listener, request_context& ctx, bool keep_alive);
+                                      const config::listener& listener, request_context& ctx, bool keep_alive,
+                                      std::optional<early_forward>& early);
 
 }  // namespace tokengate

@@ -1,7 +1,6 @@
 #include "server/session.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -16,6 +15,7 @@
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
 #include "server/dispatch.hpp"
+#include "server/early_forward.hpp"
 #include "stream/relay.hpp"
 
 namespace tokengate {
@@ -76,29 +76,6 @@ std::optional<read_failure> classify_read_error(const error_code& ec, const conf
   return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};
 }
 
-// A body of known length is read straight into its buffer. Through the
-// parser it would come through the connection buffer in 4 KiB reads, each
-// copied again (a 200 KB prompt: about 50 reads). Chunked bodies and small
-// ones still go through the parser.
-net::awaitable<error_code> read_body(any_stream& stream, beast::flat_buffer& buffer,
-                                     http::request_parser<request_body>& parser, std::size_t max_body_bytes) {
-  constexpr std::size_t direct_from = 16 * 1024;
-  auto length = parser.content_length();
-  if (!length || parser.is_done() || *length < direct_from) {
-    co_return co_await read_message(stream, buffer, parser, true);
-  }
-  // (Beast refuses a declared length over the limit with the head already;
-  // checked again because the buffer is sized from it.)
-  if (*length > max_body_bytes) co_return http::error::body_limit;
-  auto& body = parser.get().body();
-  body.resize(*length);
-  auto held = std::min<std::size_t>(buffer.size(), *length);
-  net::buffer_copy(net::buffer(body.data(), held), buffer.data());
-  buffer.consume(held);
-  auto [ec, n] = co_await net::async_read(stream, net::buffer(body.data() + held, *length - held), use_tuple);
-  co_return ec;
-}
-
 net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::listener& listener,
                                   bool over_client_limit) {
   const auto& limits = w.config().limits;
@@ -145,7 +122,8 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
       if (cec) co_return;
     }
     stream.tcp().expires_after(limits.body_timeout);
-    auto bec = co_await read_body(stream, buffer, parser, limits.max_body_bytes);
+    std::optional<early_forward> early;
+    auto bec = co_await read_body(stream, buffer, parser, w, listener, ctx, !over_client_limit, early);
     if (bec) {
       if (auto failure = classify_read_error(bec, limits))
         co_await send_json_error(stream, failure->status, failure->message, "invalid_request_error",
@@ -170,7 +148,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     w.metrics().downstream_rq_active.add();
 
     bool keep_alive = request.keep_alive() && !w.draining();
-    keep_alive = co_await dispatch_request(stream, buffer, request, w, listener, ctx, keep_alive);
+    keep_alive = co_await dispatch_request(stream, buffer, request, w, listener, ctx, keep_alive, early);
     w.metrics().downstream_rq_active.sub();
     if (ctx.status) w.metrics().count_status(ctx.status);
     ctx.finished = clock::now();

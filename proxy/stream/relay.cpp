@@ -22,6 +22,8 @@
 #include "server/headers.hpp"
 #include "server/json_error.hpp"
 #include "server/read_message.hpp"
+#include "server/upstream_request.hpp"
+#include "server/write_all.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
 #include "stream/error_event.hpp"
@@ -31,7 +33,6 @@
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
 #include "stream/stall_watch.hpp"
-#include "upstream/pieces_body.hpp"
 
 namespace tokengate {
 namespace {
@@ -81,15 +82,6 @@ config::duration until(clock::time_point deadline, config::duration phase_limit)
   return std::min(left, phase_limit);
 }
 
-upstream_credentials credentials_for(const config::upstream& u) {
-  upstream_credentials c;
-  if (u.api_key.empty()) return c;
-  c.how = u.kind == config::provider_kind::anthropic ? upstream_credentials::style::x_api_key
-                                                      : upstream_credentials::style::bearer;
-  c.key = u.api_key;
-  return c;
-}
-
 // A write to the client failed: it is gone, and so must the upstream be, so
 // that the engine stops generating.
 void client_write_failed(exchange_state& s) {
@@ -125,32 +117,6 @@ net::awaitable<bool> write_client(exchange_state& s, std::span<const net::const_
   }
   count_sent_to_client(s, n);
   co_return true;
-}
-
-// The part of `pieces` after the first `sent` bytes.
-void unsent_part(std::span<const net::const_buffer> pieces, std::size_t sent, std::vector<net::const_buffer>& rest) {
-  rest.clear();
-  for (const auto& piece : pieces) {
-    if (sent >= piece.size()) sent -= piece.size();
-    else {
-      rest.push_back(piece + sent);
-      sent = 0;
-    }
-  }
-}
-
-// Writes all of `pieces`: at once when the kernel takes them (plain TCP),
-// the rest in an asynchronous write under the stream's own deadline
-// (tcp().expires_after, set by the caller). The error, and the bytes written.
-net::awaitable<std::tuple<error_code, std::size_t>> write_all(any_stream& stream,
-                                                              std::span<const net::const_buffer> pieces) {
-  error_code ec;
-  auto sent = stream.send_now(pieces, ec);
-  if (ec || sent == net::buffer_size(pieces)) co_return std::make_tuple(ec, sent);
-  std::vector<net::const_buffer> rest;
-  unsent_part(pieces, sent, rest);
-  auto [wec, n] = co_await net::async_write(stream, rest, use_tuple);
-  co_return std::make_tuple(wec, sent + n);
 }
 
 // The size line of an HTTP chunk of `size` bytes, written into `line`.
@@ -492,39 +458,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   co_return client_keep_alive;
 }
 
-// `body` with the (sorted) edits applied, as pieces pointing into both.
-void body_pieces(std::string_view body, const std::vector<routing::splice>& edits,
-                 std::vector<net::const_buffer>& pieces) {
-  std::size_t at = 0;
-  for (const auto& e : edits) {
-    pieces.emplace_back(body.data() + at, e.begin - at);
-    pieces.emplace_back(e.replacement.data(), e.replacement.size());
-    at = e.end;
-  }
-  pieces.emplace_back(body.data() + at, body.size() - at);
-}
-
-// The upstream request as the pieces of one scatter write: its head,
-// written in one pass into `head` (which must outlive the pieces), then the
-// client's body around the policy's edits, never copied whole. A plain
-// function: the request's header fields are not kept in the exchange's
-// coroutine frame for the length of a stream.
-std::vector<net::const_buffer> upstream_request(const client_request& request, const upstream::pool& pool,
-                                                const config::upstream& settings, const request_context& ctx,
-                                                const std::vector<routing::splice>& edits, std::string& head) {
-  http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
-  forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
-                          credentials_for(settings));
-  up.body().reserve(2 * edits.size() + 2);  // the body's pieces, and room for the head in front
-  body_pieces(body_text(request), edits, up.body());
-  up.prepare_payload();
-  up.keep_alive(true);
-  head = head_bytes(up.base());
-  auto pieces = std::move(up.body());
-  pieces.insert(pieces.begin(), net::const_buffer(head.data(), head.size()));
-  return pieces;
-}
-
 // The outcome of one attempt that did not reach the relay.
 struct attempt_failure {
   unsigned status;
@@ -567,12 +500,21 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     std::string up_head;
     auto up_pieces = upstream_request(request, pool, settings, ctx, plan.edits[attempt], up_head);
 
+    // The connection the body went on while it arrived (attempt 0 only):
+    // only the body's last byte is left to send on it. Let go unused (this
+    // attempt skipped), it closes before that byte.
+    auto forwarded = attempt == 0 ? std::exchange(plan.first_connection, std::nullopt) : std::nullopt;
+    std::vector<net::const_buffer> last_byte;
+    if (forwarded && forwarded->conn) unsent_part(up_pieces, net::buffer_size(up_pieces) - 1, last_byte);
+
     // A pooled connection may have been closed by the upstream while idle; a
     // failure on it before any response byte is retried once on a new one.
     for (int stale_retry = 0;; ++stale_retry) {
       upstream::acquire_result acquired;
+      const bool early = stale_retry == 0 && forwarded;
       // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
-      if (stale_retry == 0) acquired = co_await pool.acquire();
+      if (early) acquired = std::move(*forwarded);
+      else if (stale_retry == 0) acquired = co_await pool.acquire();
       else acquired = co_await pool.connect_new();
       if (ctx.client_gone) co_return;
       if (!acquired.conn) {
@@ -585,12 +527,15 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
         break;
       }
       s.upstream = std::move(acquired.conn);
-      ctx.upstream_connected = clock::now();
+      if (!early) ctx.upstream_connected = clock::now();  // (forwarded: when the body began to go)
       if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
 
       auto& up_stream = s.upstream->stream;
       up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
-      auto [wec, wn] = co_await write_all(up_stream, up_pieces);  // head and body in one scatter write
+      // Head and body in one scatter write; or the last byte of a body forwarded early.
+      std::span<const net::const_buffer> to_send = up_pieces;
+      if (early) to_send = last_byte;
+      auto [wec, wn] = co_await write_all(up_stream, to_send);
       ctx.request_sent = clock::now();
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // bodies are relayed, never held

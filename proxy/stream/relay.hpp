@@ -17,6 +17,7 @@
 #include "routing/json_scan.hpp"
 #include "net.hpp"
 #include "server/request_body.hpp"
+#include "upstream/pool.hpp"
 
 namespace tokengate {
 
@@ -35,6 +36,10 @@ struct exchange_plan {
   std::optional<long long> output_limit;             // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
+  // The first attempt's connection when the body was forwarded while it
+  // arrived (server/early_forward.hpp): it holds all of the request but
+  // the body's last byte. Or the failure to connect met then.
+  std::optional<upstream::acquire_result> first_connection;
 };
 
 // Returns whether the client connection may carry another request.

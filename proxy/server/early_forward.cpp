@@ -1,0 +1,206 @@
+#include "server/early_forward.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "routing/balancer.hpp"
+#include "routing/json_scan.hpp"
+#include "routing/policy.hpp"
+#include "server/any_stream.hpp"
+#include "server/dispatch.hpp"
+#include "server/read_message.hpp"
+#include "server/upstream_request.hpp"
+#include "server/worker.hpp"
+#include "server/write_all.hpp"
+#include "upstream/pool.hpp"
+
+namespace tokengate {
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+// Shorter bodies go through the parser (through the connection buffer).
+constexpr std::size_t direct_from = 16 * 1024;
+// The members that decide must lie in the first 64 KiB; a body whose
+// `messages` come first (the OpenAI Python SDK writes `model` after them)
+// is read whole first.
+constexpr std::size_t decide_within = 64 * 1024;
+// One read from the client while forwarding: what is read is sent while
+// it is still in the cache.
+constexpr std::size_t forward_read_bytes = 256 * 1024;
+
+// The first `n` bytes of `pieces`.
+void first_bytes(std::vector<net::const_buffer>& pieces, std::size_t n) {
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (n <= pieces[i].size()) {
+      pieces[i] = net::const_buffer(pieces[i].data(), n);
+      pieces.resize(i + 1);
+      return;
+    }
+    n -= pieces[i].size();
+  }
+}
+
+// The decision the body's start allows, with the edits for its target; or
+// nothing, when the members read so far do not decide (the model not seen
+// yet, an error the whole body must confirm, an edit that would not stay
+// well-formed).
+std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const config::config> cfg,
+                                             const config::listener& listener, const client_request& request,
+                                             std::string_view path, std::size_t have,
+                                             std::vector<routing::splice>& edits) {
+  early_forward plan;
+  edits.clear();
+  if (cfg->routes.empty()) {
+    plan.upstream = &cfg->upstreams.at(listener.upstream);
+    plan.config = std::move(cfg);
+    return plan;
+  }
+  auto start = body_text(request).substr(0, have);
+  auto end = routing::whole_members_end(start);
+  if (end == std::string_view::npos) return std::nullopt;
+  // The members read, as an object: the policy sees them at the offsets
+  // they have in the whole body.
+  std::string members(start.substr(0, end));
+  members += '}';
+  auto client_key = routing::client_key_from(request[http::field::authorization], request["x-api-key"]);
+  auto decision = routing::apply_policy(*cfg, {path, members, client_key, request.body().size()});
+  auto* routed = std::get_if<routing::routed_request>(&decision);
+  if (!routed) return std::nullopt;
+  auto order = routing::attempt_order(*routed->route, w.health(), w.rng());
+  if (order.empty()) return std::nullopt;
+  plan.target = order.front();
+  plan.upstream = &cfg->upstreams.at(plan.target->upstream);
+  plan.route = routed->route;
+  plan.model = routed->model;
+  plan.output_limit = routed->output_limit;
+  plan.stream = routed->stream;
+  plan.usage_needed = routing::usage_needed(*routed, path);
+  plan.decided_on = end;
+  edits = routing::edits_for_target(members, path, *routed, *plan.target, *plan.upstream, plan.usage_needed);
+  // The edits lie among the members read. Applied there, they must leave
+  // an object with at least one member: then the members after (",…}")
+  // follow it as well-formed JSON.
+  for (const auto& e : edits)
+    if (e.end > end) return std::nullopt;
+  routing::scan_error ignored;
+  auto edited = routing::scan_object(routing::apply_splices(members, edits), ignored);
+  if (!edited || edited->members.empty()) return std::nullopt;
+  plan.config = std::move(cfg);
+  return plan;
+}
+
+// Sends the body on as it arrives, after the head, all of it but its last
+// byte. Returns the client's read error; the connection is let go (and the
+// rest read without forwarding) when the upstream fails to take it.
+net::awaitable<error_code> forward_while_reading(any_stream& client, client_request& request, worker& w,
+                                                 request_context& ctx, early_forward& plan,
+                                                 const std::vector<routing::splice>& edits, std::size_t& have) {
+  const auto& settings = *plan.upstream;
+  auto& pool = w.pool_for(settings);
+  auto& body = request.body();
+  const std::size_t length = body.size();
+  std::string head;
+  auto pieces = upstream_request(request, pool, settings, ctx, edits, head);
+  const auto total = net::buffer_size(pieces);
+  std::size_t sent = 0;
+  std::vector<net::const_buffer> part;
+  auto& upstream = plan.acquired.conn->stream;
+  for (;;) {
+    // What has arrived goes; the last byte waits for the whole body's scan.
+    auto ready = std::min(total - 1, total - (length - have));
+    if (ready > sent) {
+      unsent_part(pieces, sent, part);
+      first_bytes(part, ready - sent);
+      upstream.tcp().expires_after(settings.timeouts.first_byte);
+      auto [ec, n] = co_await write_all(upstream, part);
+      if (ec) {
+        plan.acquired.conn.reset();  // the exchange tries again, the usual way
+        co_return error_code{};
+      }
+      sent += n;
+    }
+    if (have == length) co_return error_code{};
+    auto [ec, n] = co_await client.async_read_some(
+        net::buffer(body.data() + have, std::min(length - have, forward_read_bytes)), use_tuple);
+    have += n;
+    if (ec) co_return ec;
+  }
+}
+
+}  // namespace
+
+bool early_forward::agrees_with(const routing::routed_request& whole, std::string_view path) const {
+  if (whole.route != route || whole.model != model || whole.output_limit != output_limit || whole.stream != stream ||
+      routing::usage_needed(whole, path) != usage_needed)
+    return false;
+  for (const auto& m : whole.scan.members)
+    if (m.member_begin > decided_on && routing::policy_reads(m.key)) return false;
+  return true;
+}
+
+net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
+                                     http::request_parser<request_body>& parser, worker& w,
+                                     const config::listener& listener, request_context& ctx, bool may_forward,
+                                     std::optional<early_forward>& early) {
+  // A body of known length is read straight into its buffer. Through the
+  // parser it would come through the connection buffer in 4 KiB reads, each
+  // copied again (a 200 KB prompt: about 50 reads). Chunked bodies and small
+  // ones still go through the parser.
+  auto length = parser.content_length();
+  if (!length || parser.is_done() || *length < direct_from) {
+    co_return co_await read_message(client, buffer, parser, true);
+  }
+  // (Beast refuses a declared length over the limit with the head already;
+  // checked again because the buffer is sized from it.)
+  if (*length > w.config().limits.max_body_bytes) co_return http::error::body_limit;
+  auto& request = parser.get();
+  auto& body = request.body();
+  body.resize(*length);
+  std::size_t have = std::min<std::size_t>(buffer.size(), *length);
+  net::buffer_copy(net::buffer(body.data(), have), buffer.data());
+  buffer.consume(have);
+
+  const auto target = std::string_view(request.target());
+  if (may_forward && *length >= forward_early_from && request.method() == http::verb::post &&
+      is_proxied_post(ctx.path) && !target.empty() && target.front() == '/') {
+    auto cfg = w.snapshot();
+    std::vector<routing::splice> edits;
+    std::optional<early_forward> plan;
+    // Try on what the head's read brought, then each time the start has
+    // doubled (a body whose first member is long is not scanned again and
+    // again), up to decide_within.
+    for (std::size_t tried_at = 0;;) {
+      if (have >= 2 * tried_at || have == *length) {
+        plan = decide_on_start(w, cfg, listener, request, ctx.path, have, edits);
+        tried_at = have;
+      }
+      if (plan || have >= std::min<std::size_t>(*length, decide_within)) break;
+      auto [ec, n] = co_await client.async_read_some(
+          net::buffer(body.data() + have, std::min(*length, decide_within) - have), use_tuple);
+      have += n;
+      if (ec) co_return ec;
+    }
+    const auto* settings = plan ? plan->upstream : nullptr;
+    if (settings && have < *length &&
+        (!settings->max_concurrent_streams || w.active_streams(settings->name) < settings->max_concurrent_streams)) {
+      plan->acquired = co_await w.pool_for(*settings).acquire();
+      ctx.upstream_connected = clock::now();
+      if (plan->acquired.conn) {
+        if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have)) co_return ec;
+      }
+      // Forwarded, or a failure to connect for the exchange to report.
+      if (plan->acquired.conn || plan->acquired.failure != upstream::connect_failure::none) {
+        if (plan->acquired.conn) w.metrics().upstream_rq_forwarded_early.add();
+        early = std::move(plan);
+      }
+    }
+  }
+  if (have == *length) co_return error_code{};
+  auto [ec, n] = co_await net::async_read(client, net::buffer(body.data() + have, *length - have), use_tuple);
+  co_return ec;
+}
+
+}  // namespace tokengate

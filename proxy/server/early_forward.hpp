@@ -1,0 +1,70 @@
+#pragma once
+// Reading a request's body, and forwarding a long one while it arrives.
+//
+// Read whole, then scanned, then sent, a 4 MB prompt is copied by the
+// kernel into a 4 MB buffer and out of it again after it has left the CPU's
+// cache, and the upstream starts receiving only when the last byte is in.
+// nginx passes 64 KB on while they are hot. Here the policy's decision is
+// made on the body's first members (`model`, `stream`, the limits come
+// first from most clients), and the body goes on as it comes, with the
+// decision's edits spliced in, all but its last byte. Nothing is given up:
+// the bytes are kept, the whole body is still scanned and the policy run
+// on it (dispatch.cpp); if that finds the body invalid or the decision
+// different (a later `max_tokens`, a second `model`), the connection is
+// closed before the last byte, so the upstream never had a complete
+// request, and the request goes the usual way.
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "net.hpp"
+#include "server/request_body.hpp"
+#include "server/request_context.hpp"
+#include "upstream/pool.hpp"
+
+namespace tokengate {
+
+class any_stream;
+class worker;
+namespace routing { struct routed_request; }
+
+// What forwarding early left: the upstream connection holding all of the
+// request but the body's last byte (or the failure to connect, which the
+// exchange reports rather than meet twice), and the decision it was sent
+// under. Let go unused, the connection closes: the request never completes.
+struct early_forward {
+  std::shared_ptr<const config::config> config;     // the snapshot it was decided on
+  const config::upstream* upstream = nullptr;        // where it went
+  const config::route_target* target = nullptr;      // the route's target (null without routes)
+  // The decision the body's first members gave (with routes).
+  const config::route* route = nullptr;
+  std::string model;
+  std::optional<long long> output_limit;
+  bool stream = false;
+  bool usage_needed = false;
+  std::size_t decided_on = 0;  // the members before this offset made it
+  upstream::acquire_result acquired;
+
+  // Whether the decision on the whole body is the one sent: the same
+  // route, model, stream and limit, and no member the policy reads after
+  // the ones it was made on (with duplicate keys the last one counts).
+  bool agrees_with(const routing::routed_request& whole, std::string_view path) const;
+};
+
+// Bodies at least this long, of known length, are forwarded while they arrive.
+constexpr std::size_t forward_early_from = 64 * 1024;
+
+// Reads the body of a request whose head has been read (the same errors as
+// Beast's read). When `may_forward` and the body is long, it is forwarded
+// as it arrives where the first members allow a decision, and `early` is
+// set once the upstream holds all of it but its last byte.
+net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
+                                     http::request_parser<request_body>& parser, worker& w,
+                                     const config::listener& listener, request_context& ctx, bool may_forward,
+                                     std::optional<early_forward>& early);
+
+}  // namespace tokengate

@@ -1,0 +1,250 @@
+// Long bodies forwarded while they arrive (server/early_forward.hpp): the
+// upstream receives the bytes before the client has sent its last one, but
+// never a complete request that the whole body's scan would not have sent.
+#include <arpa/inet.h>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string routes =
+    "routes:\n"
+    "  - name: exact\n"
+    "    models: [gpt-4o-mini]\n"
+    "    targets: [{upstream: demo, model: real-mini}]\n"
+    "    max_output_tokens: {default: 5, ceiling: 8, mode: clamp}\n"
+    "  - name: alias\n"
+    "    models: [fast]\n"
+    "    targets: [{upstream: demo, model: demo-fast}]\n"
+    "    max_output_tokens: {ceiling: 8, mode: reject}\n";
+
+fixture_options with_routes() {
+  fixture_options o;
+  o.top_extra = routes;
+  return o;
+}
+
+// A conversation of about `bytes` bytes, as JSON members: "messages":[…].
+std::string messages(std::size_t bytes) {
+  std::string text;
+  for (int i = 0; text.size() < bytes; ++i) text += "word " + std::to_string(i) + " ";
+  return R"("messages":[{"role":"user","content":")" + text + R"("}])";
+}
+
+std::uint64_t metric(proxy_fixture& f, const std::string& name) {
+  auto text = http_get(f.admin_port(), "/metrics").body;
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos) throw std::runtime_error("no metric " + name);
+  return std::stoull(text.substr(at + name.size() + 2));
+}
+
+http_response post(proxy_fixture& f, const std::string& body) {
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", body));
+  return read_response(c);
+}
+
+std::string code_of(const http_response& r) {
+  return std::string(json::parse(r.body).at("error").at("code").as_string());
+}
+
+// An upstream that records every byte it receives on one connection and,
+// once a whole request is in (head and Content-Length), answers it with a
+// small JSON body.
+class recording_upstream {
+ public:
+  recording_upstream() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("recording upstream: cannot listen");
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve_one(); });
+  }
+  ~recording_upstream() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  std::size_t received() const { return received_.load(); }
+  bool complete() const { return complete_.load(); }
+  std::string bytes() const {
+    std::lock_guard lock(mutex_);
+    return bytes_;
+  }
+  // The body of the request received, once complete.
+  std::string body() const {
+    auto all = bytes();
+    return all.substr(all.find("\r\n\r\n") + 4);
+  }
+
+ private:
+  void serve_one() {
+    int fd = ::accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;
+    char buf[65536];
+    for (;;) {
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      std::lock_guard lock(mutex_);
+      bytes_.append(buf, static_cast<std::size_t>(n));
+      received_ = bytes_.size();
+      auto head_end = bytes_.find("\r\n\r\n");
+      auto length_at = bytes_.find("Content-Length: ");
+      if (head_end == std::string::npos || length_at == std::string::npos) continue;
+      auto length = std::stoull(bytes_.substr(length_at + 16));
+      if (bytes_.size() < head_end + 4 + length) continue;
+      complete_ = true;
+      static const std::string answer =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+      ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+      break;
+    }
+    ::shutdown(fd, SHUT_WR);
+    while (::recv(fd, buf, sizeof buf, 0) > 0) {}
+    ::close(fd);
+  }
+
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::string bytes_;
+  std::atomic<std::size_t> received_{0};
+  std::atomic<bool> complete_{false};
+};
+
+// The upstream has most of the body while the client still holds back its
+// end, never the body's last byte before the client sent it, and then the
+// whole body with the policy's two changes.
+TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEarly) {
+  recording_upstream upstream;
+  auto o = with_routes();
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  const auto body = R"({"model":"gpt-4o-mini","max_tokens":50,)" + messages(400'000) + "}";
+  const auto request = post_json("/v1/chat/completions", body);
+  const std::size_t held_back = 50'000;
+  http_client c(f.port());
+  c.send(request.substr(0, request.size() - held_back));
+  ASSERT_TRUE(wait_until([&] { return upstream.received() > 300'000; }, 5s, "the upstream receives the body's start"));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(upstream.complete()) << "a request completed upstream before the client sent its end";
+  EXPECT_LT(upstream.received(), request.size() - held_back + 1000) << "more arrived upstream than the client sent";
+
+  c.send(request.substr(request.size() - held_back));
+  auto r = read_response(c);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "{\"ok\":true}");
+  auto expected = body;
+  expected.replace(expected.find("gpt-4o-mini"), 11, "real-mini");
+  expected.replace(expected.find("\"max_tokens\":50"), 15, "\"max_tokens\":8");
+  auto received = upstream.body();
+  EXPECT_EQ(received.size(), expected.size());
+  EXPECT_TRUE(received == expected) << "the upstream's bytes differ from the client's around the two changes";
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 0u);
+}
+
+// The first members said "no limit" (the default of 5 goes in); a
+// max_tokens after the messages says 50, clamped to 8. The connection that
+// carried the first guess is closed before its last byte: the engine
+// completes one request only, the right one.
+TEST(EarlyForward, ALimitAfterTheMessagesReplacesTheEarlyDecision) {
+  proxy_fixture f(with_routes());
+  auto r = post(f, R"({"model":"gpt-4o-mini","stream":false,)" + messages(300'000) + R"(,"max_tokens":50})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+  auto sent = json::parse(f.engine_last_request().at("body").as_string()).as_object();
+  EXPECT_EQ(sent.at("max_tokens").as_int64(), 8);
+  EXPECT_EQ(sent.at("model").as_string(), "real-mini");
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 1u);
+}
+
+// Duplicate keys: the last one counts, for the policy as for the upstream's
+// parser. A second `model` after the messages routes the request there.
+TEST(EarlyForward, ASecondModelAfterTheMessagesDecidesTheRoute) {
+  proxy_fixture f(with_routes());
+  auto r = post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"model":"fast"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+  auto sent = json::parse(f.engine_last_request().at("body").as_string()).as_object();
+  EXPECT_EQ(sent.at("model").as_string(), "demo-fast");
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 1u);
+}
+
+// What the whole body refuses never completes upstream, however much of it
+// went early: a limit over the ceiling in reject mode, and JSON that breaks
+// after the messages.
+TEST(EarlyForward, AWholeBodyThePolicyRefusesNeverCompletesUpstream) {
+  proxy_fixture f(with_routes());
+  auto over = post(f, R"({"model":"fast","stream":true,)" + messages(300'000) + R"(,"max_tokens":100})");
+  EXPECT_EQ(over.status, 400);
+  EXPECT_EQ(code_of(over), "max_tokens_exceeded");
+  auto broken = post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"x":})");
+  EXPECT_EQ(broken.status, 400);
+  EXPECT_EQ(code_of(broken), "invalid_json");
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 2u);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 2u);
+  EXPECT_EQ(post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + "}").status, 200);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+}
+
+// A client that goes away mid-body leaves no complete request upstream.
+TEST(EarlyForward, AClientGoneMidBodyLeavesNothingUpstream) {
+  proxy_fixture f(with_routes());
+  auto request = post_json("/v1/chat/completions", R"({"model":"gpt-4o-mini",)" + messages(400'000) + "}");
+  {
+    http_client c(f.port());
+    c.send(request.substr(0, request.size() / 2));
+    std::this_thread::sleep_for(50ms);
+    c.reset();
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
+  http_client c(f.port());
+  c.send(request);
+  EXPECT_EQ(read_response(c).status, 200);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+}
+
+// Without routes the body goes early too (only its JSON is checked); with
+// `messages` first (the OpenAI Python SDK's order) the first members do
+// not decide, and the body is read whole first.
+TEST(EarlyForward, WithoutRoutesEveryLongBodyGoesEarlyWithRoutesOnlyADecidedOne) {
+  {
+    proxy_fixture f;
+    const auto body = "{" + messages(200'000) + R"(,"model":"demo","max_tokens":2})";
+    ASSERT_EQ(post(f, body).status, 200);
+    EXPECT_TRUE(f.engine_last_request().at("body").as_string() == body);
+    EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
+  }
+  proxy_fixture f(with_routes());
+  ASSERT_EQ(post(f, "{" + messages(200'000) + R"(,"model":"gpt-4o-mini","max_tokens":2})").status, 200);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
+  EXPECT_EQ(json::parse(f.engine_last_request().at("body").as_string()).at("model").as_string(), "real-mini");
+}
+
+}  // namespace
+}  // namespace tokengate::test
