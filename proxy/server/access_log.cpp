@@ -42,6 +42,7 @@ void log_access(const request_context& ctx) {
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},
       {"upstream_ttft_us", us_between(ctx.request_sent, ctx.first_token)},
       {"upstream_connect_us", us_between(ctx.request_read, ctx.upstream_connected)},
+      {"forwarded_early", ctx.forwarded_early},
       {"upstream_first_byte_us", us_between(ctx.request_sent, ctx.upstream_headers)},
       {"duration_us", us_between(ctx.request_read, ctx.finished)},
       {"input_tokens", optional_int(ctx.input_tokens)},

@@ -42,6 +42,7 @@ struct request_context {
   std::string model_label = "none"; // metric label: the route's pattern that matched (bounded, unlike `model`)
   bool usage_injected = false;      // we asked for usage: its chunk is not the client's
   unsigned attempts = 0;            // upstream tries (more than one: fallback)
+  bool forwarded_early = false;     // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;
   std::string error;                // short reason when something failed
 };

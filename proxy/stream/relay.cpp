@@ -498,14 +498,15 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     auto& pool = s.w.pool_for(settings);
     const auto deadline = ctx.request_read + settings.timeouts.total;
     std::string up_head;
-    auto up_pieces = upstream_request(request, pool, settings, ctx, plan.edits[attempt], up_head);
+    std::vector<net::const_buffer> up_pieces;  // made when first needed: a forwarded body needs none
 
     // The connection the body went on while it arrived (attempt 0 only):
     // only the body's last byte is left to send on it. Let go unused (this
     // attempt skipped), it closes before that byte.
     auto forwarded = attempt == 0 ? std::exchange(plan.first_connection, std::nullopt) : std::nullopt;
-    std::vector<net::const_buffer> last_byte;
-    if (forwarded && forwarded->conn) unsent_part(up_pieces, net::buffer_size(up_pieces) - 1, last_byte);
+    // (No edit reaches the body's last byte: they end at or before its closing brace.)
+    const auto body = body_text(request);
+    const net::const_buffer last_byte(body.data() + body.size() - 1, body.empty() ? 0 : 1);
 
     // A pooled connection may have been closed by the upstream while idle; a
     // failure on it before any response byte is retried once on a new one.
@@ -528,13 +529,16 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       }
       s.upstream = std::move(acquired.conn);
       if (!early) ctx.upstream_connected = clock::now();  // (forwarded: when the body began to go)
+      ctx.forwarded_early = early;
       if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
 
       auto& up_stream = s.upstream->stream;
       up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
       // Head and body in one scatter write; or the last byte of a body forwarded early.
+      if (!early && up_pieces.empty())
+        up_pieces = upstream_request(request, pool, settings, ctx, plan.edits[attempt], up_head);
       std::span<const net::const_buffer> to_send = up_pieces;
-      if (early) to_send = last_byte;
+      if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
       auto [wec, wn] = co_await write_all(up_stream, to_send);
       ctx.request_sent = clock::now();
       http::response_parser<http::buffer_body> parser;

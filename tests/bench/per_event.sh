@@ -29,7 +29,7 @@ http {
   server {
     listen 127.0.0.1:$port;
     location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
-                 proxy_buffering off; proxy_request_buffering off; }
+                 proxy_buffering off; proxy_request_buffering off; client_body_buffer_size 8m; client_max_body_size 16m; }
   }
 }
 CONF

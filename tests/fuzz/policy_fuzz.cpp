@@ -2,7 +2,12 @@
 // Oracles: the scanner accepts exactly what Boost.JSON accepts (same depth
 // bound, strict UTF-8); whenever the policy accepts a body, the body it
 // sends to each target is valid JSON whose model is the target's and whose
-// limit is the one decided.
+// limit is the one decided. And for a body cut anywhere (a long body still
+// arriving, server/early_forward.cpp): the members whose comma has arrived
+// are found, all of them, at the offsets they have in the whole body; and
+// when no member after them is one the policy reads, the decision made on
+// them is the whole body's, and the body sent with its edits is, as JSON,
+// the one the whole body's plan sends.
 #include <boost/json/error.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -10,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -44,6 +50,63 @@ routes:
 )";
 
 
+bool same_member(const routing::json_member& a, const routing::json_member& b) {
+  return a.key == b.key && a.begin == b.begin && a.end == b.end && a.member_begin == b.member_begin &&
+         a.type == b.type;
+}
+
+// The body cut at `cut`, as early forwarding sees it.
+void check_cut(const config::config& cfg, std::string_view body, const std::optional<routing::scanned_object>& whole,
+               std::size_t cut) {
+  auto end = routing::whole_members_end(body.substr(0, cut));
+  std::size_t seen = 0;
+  std::string members;
+  if (end != std::string_view::npos) {
+    check(end < cut && body[end] == ',');
+    members = std::string(body.substr(0, end)) + "}";
+    routing::scan_error err;
+    auto start = routing::scan_object(members, err, 64);
+    check(start && !start->members.empty());
+    seen = start->members.size();
+    if (whole) {
+      check(seen < whole->members.size());
+      for (std::size_t i = 0; i < seen; ++i) check(same_member(start->members[i], whole->members[i]));
+    }
+  }
+  if (!whole) return;
+  // None missed: the next member's comma has not arrived.
+  if (seen < whole->members.size()) {
+    auto after = whole->members[seen].end;
+    while (after < body.size() && std::string_view(" \t\r\n").find(body[after]) != std::string_view::npos) ++after;
+    check(after >= cut || body[after] != ',');
+  }
+  if (end == std::string_view::npos) return;
+  for (std::size_t i = seen; i < whole->members.size(); ++i)
+    if (routing::policy_reads(whole->members[i].key)) return;  // the whole body decides again
+  for (std::string_view path : {"/v1/chat/completions", "/v1/messages"}) {
+    auto early = routing::apply_policy(cfg, {path, members, "", body.size()});
+    auto full = routing::apply_policy(cfg, {path, body, ""});
+    auto* e = std::get_if<routing::routed_request>(&early);
+    auto* f = std::get_if<routing::routed_request>(&full);
+    check(!e || f);  // (the whole body may still be refused: invalid after the cut)
+    if (!e) continue;
+    check(e->route == f->route && e->model == f->model && e->output_limit == f->output_limit &&
+          e->stream == f->stream && routing::usage_needed(*e, path) == routing::usage_needed(*f, path));
+    for (const auto& target : f->route->targets) {
+      const auto& upstream = cfg.upstreams.at(target.upstream);
+      auto usage = routing::usage_needed(*f, path);
+      auto sent_early = routing::apply_splices(body, routing::edits_for_target(members, path, *e, target, upstream, usage));
+      auto sent_whole = routing::body_for_target(body, path, *f, target, upstream, usage);
+      boost::system::error_code ec1, ec2;
+      auto a = boost::json::parse(sent_early, ec1);
+      auto b = boost::json::parse(sent_whole, ec2);
+      check(!ec1 && !ec2);
+      // (Boost.JSON reads 0e309 as NaN, which equals nothing, itself included.)
+      if (b == b) check(a == b);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -66,6 +129,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (scanned) check(!ec && reference.is_object());
   else if (!ec && reference.is_object()) check(false);
+
+  // Cut at a few places, and on both sides of the comma after each of the
+  // first members (where the next member's arrival begins).
+  for (std::size_t k = 1; k <= 8; ++k) check_cut(*cfg, body, scanned, size * k / 9);
+  if (scanned)
+    for (std::size_t i = 0; i + 1 < scanned->members.size() && i < 16; ++i) {
+      auto comma = body.find(',', scanned->members[i].end);
+      check_cut(*cfg, body, scanned, comma);
+      check_cut(*cfg, body, scanned, comma + 1);
+    }
 
   for (std::string_view path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"}) {
     auto result = routing::apply_policy(*cfg, {path, body, ""});

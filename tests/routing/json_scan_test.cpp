@@ -121,5 +121,29 @@ TEST(JsonScan, SurrogateEscapesMustPair) {
   EXPECT_FALSE(scan_object(R"({"a":"\ud83d\u0041"})", e));
 }
 
+// The start of a body still arriving: a member counts once the comma after
+// it has come (a number may go on, a string may be cut), at every cut.
+TEST(JsonScan, WholeMembersEndFindsTheMembersWhoseCommaHasArrived) {
+  const std::string body = R"({"model":"m", "max_tokens" : 12 ,"stream":true,"messages":[{"content":"a,b"}]})";
+  const auto after_model = body.find(',');
+  const auto after_limit = body.find(',', after_model + 1);
+  const auto after_stream = body.find(',', after_limit + 1);
+  for (std::size_t cut = 0; cut <= body.size(); ++cut) {
+    auto end = whole_members_end(std::string_view(body).substr(0, cut));
+    if (cut <= after_model) EXPECT_EQ(end, std::string_view::npos) << cut;
+    else if (cut <= after_limit) EXPECT_EQ(end, after_model) << cut;
+    else if (cut <= after_stream) EXPECT_EQ(end, after_limit) << cut;
+    else EXPECT_EQ(end, after_stream) << cut;  // the messages' own commas are not members' ends
+  }
+  scan_error e;
+  auto start = scan_object(body.substr(0, after_stream) + "}", e);
+  ASSERT_TRUE(start);
+  ASSERT_EQ(start->members.size(), 3u);
+  EXPECT_EQ(integer_value(body, *start->find("max_tokens")), 12);
+  EXPECT_EQ(whole_members_end(R"({"a":1})"), std::string_view::npos);  // whole: nothing to guess
+  EXPECT_EQ(whole_members_end(R"([1,2,)"), std::string_view::npos);
+  EXPECT_EQ(whole_members_end(R"({"a":tru,"b":1,)"), std::string_view::npos);  // invalid: stops there
+}
+
 }  // namespace
 }  // namespace tokengate::routing
