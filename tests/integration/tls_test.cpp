@@ -154,6 +154,32 @@ TEST(Tls, HttpsUpstreamTrustedThroughCaFileWorks) {
   EXPECT_EQ(https_upstream.engine_stats().requests.load(), 1u);
 }
 
+// A long body over TLS on both sides, forwarded while it arrives (TLS
+// reads and writes in pieces of the body): it reaches the engine byte for
+// byte, through a TLS proxy in front of it.
+TEST(Tls, ALongBodyGoesEarlyThroughTlsOnBothSides) {
+  proxy_fixture https_upstream(tls_listener());
+  auto o = tls_listener();
+  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
+  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
+  proxy_fixture f(o);
+  std::string text;
+  for (int i = 0; text.size() < 1'500'000; ++i) text += "word " + std::to_string(i) + " ";
+  // (No modelled prefill: the demo engine would take seconds on 1.5 MB.)
+  const auto body = R"({"model":"demo","max_tokens":2,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" + text +
+                    R"("}]})";
+  client_context tls(certificate().cert);
+  http_client c(f.port(), tls.ctx);
+  c.send(post_json("/v1/chat/completions", body));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(https_upstream.engine_stats().requests.load(), 1u);
+  EXPECT_TRUE(https_upstream.engine_last_request().at("body").as_string() == body);
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_upstream_rq_forwarded_early_total 1\n"), std::string::npos);
+}
+
 // Replaces a file the way cert-manager and certbot do: write aside, rename over.
 void replace_file(const fs::path& from, const fs::path& to) {
   fs::copy_file(from, to.string() + ".new", fs::copy_options::overwrite_existing);
