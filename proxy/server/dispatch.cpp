@@ -20,8 +20,9 @@ bool is_proxied_post(std::string_view path) {
 namespace {
 
 // The body was forwarded early but the whole of it asks for another plan:
-// the connection closes before the body's last byte, so the upstream never
-// had a complete request.
+// the connection closes now, before the body's last byte, so the upstream
+// never had a complete request (and does not wait for the rest of it while
+// this request runs its course).
 void abandon(worker& w, std::optional<early_forward>& early) {
   if (!early) return;
   if (early->acquired.conn) w.metrics().upstream_rq_early_abandoned.add();
@@ -142,6 +143,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
       co_return keep_alive;
     }
     auto plan = passthrough_plan(cfg, listener, early);
+    abandon(w, early);  // (nothing left when the plan took the connection)
     co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
   }
 
@@ -158,6 +160,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
   }
 
   auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early);
+  abandon(w, early);  // (nothing left when the plan took the connection)
   if (auto* e = std::get_if<routing::policy_error>(&planned)) {
     co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
     co_return keep_alive;
