@@ -178,7 +178,7 @@ upstream read_upstream(const reader& r, const std::string& name) {
 void read_limits(const reader& r, limit_settings& l) {
   r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout",
                "body_timeout", "idle_timeout", "client_write_timeout", "stream_buffer_bytes",
-               "max_connections", "max_connections_per_client"});
+               "max_connections", "max_connections_per_client", "forward_early_bytes"});
   l.max_head_bytes = r.integer<std::size_t>("max_head_bytes", l.max_head_bytes, 1024, 1 << 20);
   l.max_header_count = r.integer<std::size_t>("max_header_count", l.max_header_count, 8, 10000);
   l.max_body_bytes = r.integer<std::size_t>("max_body_bytes", l.max_body_bytes, 1, 1LL << 30);
@@ -188,6 +188,7 @@ void read_limits(const reader& r, limit_settings& l) {
   l.client_write_timeout = r.time("client_write_timeout", l.client_write_timeout);
   l.stream_buffer_bytes =
       r.integer<std::size_t>("stream_buffer_bytes", l.stream_buffer_bytes, 512, 1 << 20);
+  l.forward_early_bytes = r.integer<std::size_t>("forward_early_bytes", l.forward_early_bytes, 0, 1LL << 30);
   l.max_connections = r.integer<std::size_t>("max_connections", l.max_connections, 0, 1 << 24);
   l.max_connections_per_client =
       r.integer<std::size_t>("max_connections_per_client", l.max_connections_per_client, 0, 1 << 24);

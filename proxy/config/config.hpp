@@ -102,6 +102,9 @@ struct limit_settings {
   duration idle_timeout{std::chrono::seconds(60)};  // keep-alive wait between requests
   duration client_write_timeout{std::chrono::seconds(30)};  // a client that stops reading
   std::size_t stream_buffer_bytes = 16 * 1024;  // relay buffer per stream
+  // Bodies at least this long go upstream while they arrive, once their
+  // first members decide the policy (server/early_forward.hpp); 0 = never.
+  std::size_t forward_early_bytes = 64 * 1024;
   std::size_t max_connections = 0;  // client connections in all; 0 = half the descriptor limit
   std::size_t max_connections_per_client = 0;  // per client address; 0 = no bound
 };

@@ -161,7 +161,9 @@ net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buf
   buffer.consume(have);
 
   const auto target = std::string_view(request.target());
-  if (may_forward && *length >= forward_early_from && request.method() == http::verb::post &&
+  const auto forward_from = w.config().limits.forward_early_bytes;
+  if (may_forward && forward_from > 0 && *length >= std::max(forward_from, direct_from) &&
+      request.method() == http::verb::post &&
       is_proxied_post(ctx.path) && !target.empty() && target.front() == '/') {
     auto cfg = w.snapshot();
     std::vector<routing::splice> edits;

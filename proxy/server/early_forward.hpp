@@ -55,11 +55,9 @@ struct early_forward {
   bool agrees_with(const routing::routed_request& whole, std::string_view path) const;
 };
 
-// Bodies at least this long, of known length, are forwarded while they arrive.
-constexpr std::size_t forward_early_from = 64 * 1024;
-
 // Reads the body of a request whose head has been read (the same errors as
-// Beast's read). When `may_forward` and the body is long, it is forwarded
+// Beast's read). When `may_forward` and the body is long (a known length of
+// limits.forward_early_bytes or more, 16 KiB at least), it is forwarded
 // as it arrives where the first members allow a decision, and `early` is
 // set once the upstream holds all of it but its last byte.
 net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,

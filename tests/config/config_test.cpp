@@ -30,6 +30,7 @@ TEST(Config, MinimalFileGetsDefaults) {
   ASSERT_EQ(c->listeners.size(), 1u);
   EXPECT_EQ(c->listeners[0].upstream, "local");
   EXPECT_EQ(c->limits.max_body_bytes, 8u * 1024 * 1024);
+  EXPECT_EQ(c->limits.forward_early_bytes, 64u * 1024);
   EXPECT_EQ(c->upstreams.at("local").timeouts.connect, std::chrono::seconds(5));
   EXPECT_FALSE(c->admin);
 }

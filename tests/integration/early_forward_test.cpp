@@ -248,5 +248,23 @@ TEST(EarlyForward, WithoutRoutesEveryLongBodyGoesEarlyWithRoutesOnlyADecidedOne)
   EXPECT_EQ(json::parse(f.engine_last_request().at("body").as_string()).at("model").as_string(), "real-mini");
 }
 
+// The operator's switch: limits.forward_early_bytes: 0 reads every body
+// whole first; a higher threshold leaves shorter bodies alone.
+TEST(EarlyForward, TheThresholdIsTheOperatorsToSet) {
+  const auto body = R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(200'000) + "}";
+  for (std::string threshold : {"0", "300000"}) {
+    auto o = with_routes();
+    o.top_extra += "limits:\n  forward_early_bytes: " + threshold + "\n";
+    proxy_fixture f(o);
+    ASSERT_EQ(post(f, body).status, 200);
+    EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u) << threshold;
+  }
+  auto o = with_routes();
+  o.top_extra += "limits:\n  forward_early_bytes: 100000\n";
+  proxy_fixture f(o);
+  ASSERT_EQ(post(f, body).status, 200);
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
+}
+
 }  // namespace
 }  // namespace tokengate::test
