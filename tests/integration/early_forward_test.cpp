@@ -1,10 +1,8 @@
 // Long bodies forwarded while they arrive (server/early_forward.hpp): the
 // upstream receives the bytes before the client has sent its last one, but
 // never a complete request that the whole body's scan would not have sent.
-#include <arpa/inet.h>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -19,16 +18,14 @@ namespace {
 
 namespace json = boost::json;
 
+// A model renamed with a limit clamped (and a default), and an alias whose
+// limit is refused above its ceiling.
 const std::string routes =
     "routes:\n"
-    "  - name: exact\n"
-    "    models: [gpt-4o-mini]\n"
-    "    targets: [{upstream: demo, model: real-mini}]\n"
-    "    max_output_tokens: {default: 5, ceiling: 8, mode: clamp}\n"
-    "  - name: alias\n"
-    "    models: [fast]\n"
-    "    targets: [{upstream: demo, model: demo-fast}]\n"
-    "    max_output_tokens: {ceiling: 8, mode: reject}\n";
+    "  - {name: exact, models: [gpt-4o-mini], targets: [{upstream: demo, model: real-mini}],\n"
+    "     max_output_tokens: {default: 5, ceiling: 8, mode: clamp}}\n"
+    "  - {name: alias, models: [fast], targets: [{upstream: demo, model: demo-fast}],\n"
+    "     max_output_tokens: {ceiling: 8, mode: reject}}\n";
 
 fixture_options with_routes() {
   fixture_options o;
@@ -67,24 +64,7 @@ std::string code_of(const http_response& r) {
 // small JSON body.
 class recording_upstream {
  public:
-  recording_upstream() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, 4) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("recording upstream: cannot listen");
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { serve_one(); });
-  }
-  ~recording_upstream() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  std::string base_url() const { return server_.base_url(); }
   std::size_t received() const { return received_.load(); }
   bool complete() const { return complete_.load(); }
   std::string bytes() const {
@@ -98,8 +78,8 @@ class recording_upstream {
   }
 
  private:
-  void serve_one() {
-    int fd = ::accept(listener_, nullptr, nullptr);
+  void serve_one(int listener) {
+    int fd = ::accept(listener, nullptr, nullptr);
     if (fd < 0) return;
     char buf[65536];
     for (;;) {
@@ -124,13 +104,11 @@ class recording_upstream {
     ::close(fd);
   }
 
-  int listener_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
   mutable std::mutex mutex_;
   std::string bytes_;
   std::atomic<std::size_t> received_{0};
   std::atomic<bool> complete_{false};
+  hand_upstream server_{[this](int listener) { serve_one(listener); }};  // (last: starts once the rest is set)
 };
 
 // The upstream has most of the body while the client still holds back its

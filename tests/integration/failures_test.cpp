@@ -11,6 +11,7 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -190,28 +191,12 @@ TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
 class scripted_upstream {
  public:
   enum class ending { fin, reset };
-  scripted_upstream(std::vector<std::string> parts, ending end) : parts_(std::move(parts)), end_(end) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, 4) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("scripted upstream: cannot listen");
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { serve_one(); });
-  }
-  ~scripted_upstream() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  scripted_upstream(std::vector<std::string> parts, ending end) : parts_(std::move(parts)), end_(end) {}
+  std::string base_url() const { return server_.base_url(); }
 
  private:
-  void serve_one() {
-    int fd = ::accept(listener_, nullptr, nullptr);
+  void serve_one(int listener) {
+    int fd = ::accept(listener, nullptr, nullptr);
     if (fd < 0) return;
     std::string request;
     char buf[4096];
@@ -236,9 +221,7 @@ class scripted_upstream {
 
   std::vector<std::string> parts_;
   ending end_;
-  int listener_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
+  hand_upstream server_{[this](int listener) { serve_one(listener); }};  // (last: starts once the rest is set)
 };
 
 const std::string three_events =
