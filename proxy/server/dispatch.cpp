@@ -23,7 +23,7 @@ namespace {
 // the connection closes now, before the body's last byte, so the upstream
 // never had a complete request (and does not wait for the rest of it while
 // this request runs its course).
-void abandon(worker& w, std::optional<early_forward>& early) {
+void abandon(worker& w, std::unique_ptr<early_forward>& early) {
   if (!early) return;
   if (early->acquired.conn) w.metrics().upstream_rq_early_abandoned.add();
   early.reset();
@@ -31,7 +31,7 @@ void abandon(worker& w, std::optional<early_forward>& early) {
 
 // The plan for a config without routes: the listener's upstream, body as sent.
 exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
-                               std::optional<early_forward>& early) {
+                               std::unique_ptr<early_forward>& early) {
   exchange_plan plan;
   plan.config = std::move(cfg);
   plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
@@ -53,7 +53,7 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
 std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
                                                                     client_request& request, request_context& ctx,
                                                                     std::string_view client_key,
-                                                                    std::optional<early_forward>& early) {
+                                                                    std::unique_ptr<early_forward>& early) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<routing::policy_error>(&decision)) {
     abandon(w, early);
@@ -106,7 +106,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive,
-                                      std::optional<early_forward>& early) {
+                                      std::unique_ptr<early_forward>& early) {
   auto target = std::string_view(request.target());
   const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
   const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);

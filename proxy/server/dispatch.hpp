@@ -24,6 +24,6 @@ bool is_proxied_post(std::string_view path);
 net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive,
-                                      std::optional<early_forward>& early);
+                                      std::unique_ptr<early_forward>& early);
 
 }  // namespace tokengate

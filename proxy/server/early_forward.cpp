@@ -141,7 +141,7 @@ bool early_forward::agrees_with(const routing::routed_request& whole, std::strin
 net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
                                      http::request_parser<request_body>& parser, worker& w,
                                      const config::listener& listener, request_context& ctx, bool may_forward,
-                                     std::optional<early_forward>& early) {
+                                     std::unique_ptr<early_forward>& early) {
   // A body of known length is read straight into its buffer. Through the
   // parser it would come through the connection buffer in 4 KiB reads, each
   // copied again (a 200 KB prompt: about 50 reads). Chunked bodies and small
@@ -193,7 +193,7 @@ net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buf
       // Forwarded, or a failure to connect for the exchange to report.
       if (plan->acquired.conn || plan->acquired.failure != upstream::connect_failure::none) {
         if (plan->acquired.conn) w.metrics().upstream_rq_forwarded_early.add();
-        early = std::move(plan);
+        early = std::make_unique<early_forward>(std::move(*plan));
       }
     }
   }

@@ -63,6 +63,6 @@ struct early_forward {
 net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
                                      http::request_parser<request_body>& parser, worker& w,
                                      const config::listener& listener, request_context& ctx, bool may_forward,
-                                     std::optional<early_forward>& early);
+                                     std::unique_ptr<early_forward>& early);
 
 }  // namespace tokengate

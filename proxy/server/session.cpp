@@ -122,7 +122,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
       if (cec) co_return;
     }
     stream.tcp().expires_after(limits.body_timeout);
-    std::optional<early_forward> early;
+    std::unique_ptr<early_forward> early;  // (on the heap: most requests have none, and the frame lasts the session)
     auto bec = co_await read_body(stream, buffer, parser, w, listener, ctx, !over_client_limit, early);
     if (bec) {
       if (auto failure = classify_read_error(bec, limits))

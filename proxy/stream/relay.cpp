@@ -506,7 +506,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
     auto forwarded = attempt == 0 ? std::exchange(plan.first_connection, std::nullopt) : std::nullopt;
     // (No edit reaches the body's last byte: they end at or before its closing brace.)
     const auto body = body_text(request);
-    const net::const_buffer last_byte(body.data() + body.size() - 1, body.empty() ? 0 : 1);
+    const auto last_byte = body.empty() ? net::const_buffer() : net::const_buffer(&body.back(), 1);
 
     // A pooled connection may have been closed by the upstream while idle; a
     // failure on it before any response byte is retried once on a new one.
