@@ -83,5 +83,7 @@ class fixed_histogram {
 extern const std::array<double, 22> ttft_bounds;
 extern const std::array<double, 16> inter_token_bounds;
 extern const std::array<double, 17> duration_bounds;
+// What the proxy itself adds to an event: 50 µs to a second.
+extern const std::array<double, 14> relay_delay_bounds;
 
 }  // namespace tokengate::metrics

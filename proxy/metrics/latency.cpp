@@ -79,20 +79,25 @@ struct histogram_family {
   const char* name;
   const char* help;
   fixed_histogram series::*member;
+  std::span<const double> bounds;
 };
 
 const histogram_family histogram_families[] = {
     {"tokengate_time_to_first_token_seconds", "Request fully read to first generated token written to the client.",
-     &series::ttft},
+     &series::ttft, ttft_bounds},
     {"tokengate_upstream_time_to_first_token_seconds",
-     "Request sent upstream to the first generated token received from it.", &series::upstream_ttft},
+     "Request sent upstream to the first generated token received from it.", &series::upstream_ttft, ttft_bounds},
     {"tokengate_upstream_time_to_first_byte_seconds", "Request sent upstream to its response head.",
-     &series::upstream_first_byte},
+     &series::upstream_first_byte, ttft_bounds},
     {"tokengate_inter_token_latency_seconds", "Gaps between successive token events of a stream.",
-     &series::inter_token},
+     &series::inter_token, inter_token_bounds},
     {"tokengate_time_per_output_token_seconds", "(last token - first token) / (output tokens - 1), per stream.",
-     &series::time_per_output_token},
-    {"tokengate_request_duration_seconds", "Request fully read to the last byte sent.", &series::duration},
+     &series::time_per_output_token, inter_token_bounds},
+    {"tokengate_request_duration_seconds", "Request fully read to the last byte sent.", &series::duration,
+     duration_bounds},
+    {"tokengate_relay_delay_seconds",
+     "Time the newest bytes of each upstream read spent in tokengate: arrival in the kernel to the write to the client.",
+     &series::relay_delay, relay_delay_bounds},
 };
 
 }  // namespace
@@ -132,9 +137,7 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
   for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
     const auto& fam = histogram_families[f];
     out << "# HELP " << fam.name << ' ' << fam.help << "\n# TYPE " << fam.name << " histogram\n";
-    std::span<const double> bounds = f == 3 || f == 4 ? std::span<const double>(inter_token_bounds)
-                                     : f == 5          ? std::span<const double>(duration_bounds)
-                                                       : std::span<const double>(ttft_bounds);
+    const auto bounds = fam.bounds;
     for (const auto& [key, m] : sets) {
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < bounds.size(); ++b) {
@@ -166,14 +169,15 @@ std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
   using clock = windowed_histogram::clock;
   auto now = clock::now();
   struct route_read {
-    merged_histogram minute[4], five[4], all[4];
+    merged_histogram minute[5], five[5], all[5];
   };
   std::map<std::string, route_read> routes;
   for (const auto* shard : shards)
     shard->each_route([&](const std::string& name, const route_windows& w) {
       auto& r = routes[name];
-      const windowed_histogram* hs[4] = {&w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration};
-      for (int i = 0; i < 4; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
+      const windowed_histogram* hs[5] = {&w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration,
+                                         &w.relay_delay};
+      for (int i = 0; i < 5; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
     });
   // Integer microseconds: exact to read, and no exponent notation.
   auto summary = [](const merged_histogram& h) {
@@ -184,11 +188,12 @@ std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
                         {"p99", us(h.quantile(0.99))},
                         {"max", h.max()}};
   };
-  static constexpr const char* names[4] = {"ttft_us", "inter_token_us", "time_per_output_token_us", "duration_us"};
+  static constexpr const char* names[5] = {"ttft_us", "inter_token_us", "time_per_output_token_us", "duration_us",
+                                          "relay_delay_us"};
   json::object out_routes;
   for (const auto& [name, r] : routes) {
     json::object route;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 5; ++i)
       route[names[i]] = json::object{{"last_1m", summary(r.minute[i])}, {"last_5m", summary(r.five[i])},
                                      {"since_start", summary(r.all[i])}};
     out_routes[name] = std::move(route);

@@ -31,6 +31,11 @@ struct series {
   fixed_histogram inter_token{inter_token_bounds};   // every gap between token events
   fixed_histogram time_per_output_token{inter_token_bounds};
   fixed_histogram duration{duration_bounds};         // request read → last byte
+  // An upstream read's newest bytes, from their arrival in the kernel (the
+  // socket's receive timestamp) to their write to the client: the time an
+  // event spends in the proxy, waits for its turn included. Plain-TCP
+  // upstreams (a TLS read's bytes come through the TLS engine).
+  fixed_histogram relay_delay{relay_delay_bounds};
   std::array<std::atomic<std::uint64_t>, outcome_names.size()> requests{};
   std::atomic<std::uint64_t> input_tokens{0}, output_tokens{0};
 };
@@ -59,7 +64,7 @@ class windowed_histogram {
 };
 
 struct route_windows {
-  windowed_histogram ttft, inter_token, time_per_output_token, duration;
+  windowed_histogram ttft, inter_token, time_per_output_token, duration, relay_delay;
 };
 
 class latency_shard {

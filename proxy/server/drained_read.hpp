@@ -59,6 +59,15 @@ inline bool enable_drained_reads(tcp::socket& socket) {
   return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
 }
 
+// Asks the kernel to attach to every read of this socket the time its
+// newest bytes arrived (SO_TIMESTAMPNS, the real-time clock): the relay
+// measures from there how long an event waited in the proxy
+// (tokengate_relay_delay_seconds), its turn in the event loop included.
+inline bool enable_receive_timestamps(tcp::socket& socket) {
+  int on = 1;
+  return ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+}
+
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define TOKENGATE_DRAINED_READ 1
 
@@ -84,11 +93,12 @@ struct last_events_access : detail::scheduler_operation {
 
 // Reads once; says whether nothing is left queued behind what it read (see
 // the top of this file). `ec`/`n` as Asio's non_blocking_recv1; false with
-// no error: would block.
+// no error: would block. `arrival_ns`: when the newest bytes read arrived
+// (real-time nanoseconds), where the socket reports it.
 inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events, error_code& ec,
-                      std::size_t& n, bool& drained) {
+                      std::size_t& n, bool& drained, std::int64_t& arrival_ns) {
   iovec piece{buffer.data(), buffer.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec))];
   msghdr message{};
   message.msg_iov = &piece;
   message.msg_iovlen = 1;
@@ -111,14 +121,20 @@ inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* la
   }
   ec = {};
   n = static_cast<std::size_t>(got);
-  if (n == buffer.size() || (*last_events & (EPOLLERR | EPOLLHUP))) return true;
+  bool nothing_queued = false;
   for (auto* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
     if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
       int queued;
       std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
-      drained = queued == 0;
+      nothing_queued = queued == 0;
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec at;
+      std::memcpy(&at, CMSG_DATA(c), sizeof at);
+      arrival_ns = static_cast<std::int64_t>(at.tv_sec) * 1'000'000'000 + at.tv_nsec;
     }
   }
+  // A full buffer may have left more behind; a reset may be queued.
+  drained = nothing_queued && n < buffer.size() && !(*last_events & (EPOLLERR | EPOLLHUP));
   return true;
 }
 
@@ -128,19 +144,20 @@ class read_op : public detail::reactor_op {
   BOOST_ASIO_DEFINE_HANDLER_PTR(read_op);
 
   read_op(int socket, net::mutable_buffer buffer, const unsigned* last_events, std::size_t& believed,
-          Handler& handler, const IoExecutor& io_ex)
+          std::int64_t& arrival_ns, Handler& handler, const IoExecutor& io_ex)
       : detail::reactor_op(error_code(), &read_op::do_perform, &read_op::do_complete),
         socket_(socket),
         buffer_(buffer),
         last_events_(last_events),
         believed_(believed),
+        arrival_ns_(arrival_ns),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
   static status do_perform(detail::reactor_op* base) {
     auto* o = static_cast<read_op*>(base);
     bool drained;
-    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained))
+    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, o->arrival_ns_))
       return not_done;  // EAGAIN: wait for the edge
     if (!drained) return done;
     if (!o->ec_) ++o->believed_;
@@ -168,6 +185,7 @@ class read_op : public detail::reactor_op {
   net::mutable_buffer buffer_;
   const unsigned* last_events_;
   std::size_t& believed_;
+  std::int64_t& arrival_ns_;
   Handler handler_;
   detail::handler_work<Handler, IoExecutor> work_;
 };
@@ -193,6 +211,7 @@ class drained_reader {
   auto async_read_some(net::mutable_buffer buffer, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, net::mutable_buffer b) {
+          arrival_ns_ = 0;  // (set by this read, or by none)
 #ifdef TOKENGATE_DRAINED_READ
           namespace detail = boost::asio::detail;
           using op = drained_read_detail::read_op<decltype(handler), net::any_io_executor>;
@@ -203,7 +222,7 @@ class drained_reader {
           if ((impl.state_ & detail::socket_ops::non_blocking) && b.size() > 0 && socket_.is_open()) {
             const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
             typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-            p.p = new (p.v) op(impl.socket_, b, last_events, believed_, handler, socket_.get_executor());
+            p.p = new (p.v) op(impl.socket_, b, last_events, believed_, arrival_ns_, handler, socket_.get_executor());
             reactor_->start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
             p.v = p.p = nullptr;
             return;
@@ -217,10 +236,15 @@ class drained_reader {
   // How many reads were believed to have drained the socket (so that the
   // next read skipped its attempt).
   std::size_t believed() const { return believed_; }
+  // When the newest bytes of the last read arrived in the kernel, real-time
+  // nanoseconds; 0 when the socket does not report it
+  // (enable_receive_timestamps) or the read was not this one's own.
+  std::int64_t last_arrival_ns() const { return arrival_ns_; }
 
  private:
   socket_type& socket_;
   std::size_t believed_ = 0;
+  std::int64_t arrival_ns_ = 0;
 #ifdef TOKENGATE_DRAINED_READ
   boost::asio::detail::reactor* reactor_ = nullptr;
 #endif

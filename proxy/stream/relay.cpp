@@ -303,6 +303,19 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
   if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
   bool upstream_ended = false;  // EOF seen: the parser hears of it once the bytes in hand are parsed
+  // How long the bytes about to be written have been in the proxy: from the
+  // kernel's arrival stamp of the last read's newest bytes to now, just
+  // before the write (what the client's socket takes then is its own pace).
+  auto note_relay_delay = [&] {
+    auto arrived = plain_upstream ? plain_upstream->last_arrival_ns() : 0;
+    if (arrived == 0) return;
+    auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    if (now_ns < arrived) return;  // (the real-time clock stepped back)
+    auto micros = static_cast<std::uint64_t>((now_ns - arrived) / 1000);
+    series.relay_delay.record_micros(micros);
+    windows.relay_delay.record(micros, clock::now());
+  };
   auto parse_in_hand = [&](error_code& ec) {
     while (!ec && !parser.is_done() && parser.get().body().size > 0 && up_buffer.size() > 0) {
       error_code pec;
@@ -360,6 +373,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         auto upto = accounting.cut() ? accounting.cut_at() : sse.boundary();
         cut_mid_event = accounting.cut() && upto < aligner.forwarded();
         aligner.plan(bytes, chunk_at, std::max(upto, aligner.forwarded()), accounting.drops(), pieces);
+        note_relay_delay();
         if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
         if (ctx.client_gone) break;
         if (!had_token && ctx.content_events > 0) ctx.first_token_written = clock::now();

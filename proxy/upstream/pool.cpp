@@ -69,6 +69,7 @@ net::awaitable<acquire_result> pool::connect_new() {
     // The relay's reads skip a wasted recv when the kernel says nothing is
     // queued (server/drained_read.hpp); without this they are ordinary reads.
     enable_drained_reads(tcp_stream.socket());
+    enable_receive_timestamps(tcp_stream.socket());
     result.conn = std::make_unique<connection>(connection{any_stream(std::move(tcp_stream))});
     co_return result;
   }

@@ -162,10 +162,11 @@ async function main() {
     writeFileSync(conf, nginxConf(nginxPort, enginePort, processes));
     const nginx = await start({ core: "0", path: "/usr/sbin/nginx" }, ["-c", conf, "-g", "daemon off;"]);
     const tgPort = await freePort();
-    const tokengates = [];
+    const tokengates = [], adminPorts = [];
     for (let i = 0; i < processes; i++) {
       const yaml = join(work, `tokengate-${processes}-${i}.yaml`);
-      writeFileSync(yaml, tokengateConf(tgPort, await freePort(), enginePort));
+      adminPorts.push(await freePort());
+      writeFileSync(yaml, tokengateConf(tgPort, adminPorts[i], enginePort));
       tokengates.push(await start({ core: "0", path: bin }, ["serve", "-c", yaml], /Send requests to/));
     }
     // Resident memory of the idle proxies, before any load: a heap that grew
@@ -175,7 +176,7 @@ async function main() {
     return {
       nginx: { url: `http://127.0.0.1:${nginxPort}/v1`, pid: nginx.pid, port: nginxPort, idleKb: rssKb(nginx.pid) },
       tokengate: { url: `http://127.0.0.1:${tgPort}/v1`, pid: pids.length === 1 ? pids[0] : pids, port: tgPort,
-        idleKb: rssKb(pids) },
+        idleKb: rssKb(pids), adminPorts },
       stop: () => [nginx, ...tokengates].forEach((c) => c.kill("SIGTERM")),
     };
   };
@@ -244,6 +245,28 @@ async function main() {
   // transit, source write to client read: what a proxy adds is its transit
   // minus direct's. Memory per stream is the peak resident growth over the
   // idle processes (at start) divided by the streams, the highest of the rounds.
+  // tokengate's own measure of what it adds to each event
+  // (tokengate_relay_delay_seconds: the newest bytes of each upstream read,
+  // from their arrival in the kernel to their write to the client), summed
+  // over its processes; the quantiles of one round are read from the
+  // buckets' growth over it, so they are bucket bounds ("at most").
+  const relayDelayBuckets = async (adminPorts) => {
+    const sums = new Map();
+    for (const port of adminPorts) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      for (const m of text.matchAll(/^tokengate_relay_delay_seconds_bucket\{.*le="([^"]+)"\} (\d+)$/gm))
+        sums.set(m[1], (sums.get(m[1]) ?? 0) + Number(m[2]));
+    }
+    return sums;
+  };
+  const bucketQuantile = (before, after, q) => {
+    const les = [...after.keys()].sort((a, b) => (a === "+Inf" ? 1 : b === "+Inf" ? -1 : Number(a) - Number(b)));
+    const grown = (le) => after.get(le) - (before.get(le) ?? 0);
+    const total = grown("+Inf");
+    const le = les.find((l) => total > 0 && grown(l) >= q * total);
+    return le === undefined ? NaN : le === "+Inf" ? Infinity : Number(le) * 1000;
+  };
+
   const slowStreams = async (streams, targets) => {
     const args = ["--model", "bench", "--requests", String(streams), "--concurrency", String(streams), "--max-tokens", "12",
       "--prompt-tokens", "20", "--extra-body", JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 500, tokens: 12, stamp: true } })];
@@ -253,11 +276,15 @@ async function main() {
       for (const [t, target] of Object.entries(targets)) {
         await new Promise((r) => setTimeout(r, 1000));  // let the last round's sockets close
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
+        const delaysBefore = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
         const { r, peakKb } = await benchSampled(target.url, args, target.pid);
         const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
+        const delaysAfter = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
         runs[t].push({ ok: r.ok, requests: r.requests, errors: r.errors, itl_p50: r.inter_token_ms.p50,
           itl_p99: r.inter_token_ms.p99, cpu_s_per_million: r.output_tokens ? (cpu / r.output_tokens) * 1e6 : 0,
           transit_p50: r.transit_ms.p50, transit_p99: r.transit_ms.p99,
+          relay_p50: delaysAfter ? bucketQuantile(delaysBefore, delaysAfter, 0.5) : NaN,
+          relay_p99: delaysAfter ? bucketQuantile(delaysBefore, delaysAfter, 0.99) : NaN,
           kb_per_stream: target.pid ? ((peakKb - target.idleKb) * 1024) / streams / 1000 : 0 });
       }
     }
@@ -337,6 +364,7 @@ async function main() {
       sm[t] = { itl50: median(rs.map((r) => r.itl_p50)), itl99: median(rs.map((r) => r.itl_p99)),
         cpu: median(rs.map((r) => r.cpu_s_per_million)), tr50: median(rs.map((r) => r.transit_p50)), tr99: median(rs.map((r) => r.transit_p99)),
         kb: Math.max(...rs.map((r) => r.kb_per_stream)), ok: rs.reduce((a, r) => a + r.ok, 0),
+        relay50: median(rs.map((r) => r.relay_p50)), relay99: median(rs.map((r) => r.relay_p99)),
         n: rs.reduce((a, r) => a + r.requests, 0) };
     }
     for (const [t, v] of Object.entries(sm))
@@ -347,6 +375,8 @@ async function main() {
     lines.push(`ratio tokengate/nginx: KB per stream ${fmt(sm.tokengate.kb / sm.nginx.kb)}, ` +
       `added transit p99 ${fmt((sm.tokengate.tr99 - sm.direct.tr99) / (sm.nginx.tr99 - sm.direct.tr99))}, ` +
       `CPU per event ${fmt(sm.tokengate.cpu / sm.nginx.cpu)}`);
+    lines.push(`tokengate's own relay delay per event (kernel arrival to write, /metrics buckets): ` +
+      `p50 at most ${fmt(sm.tokengate.relay50, 3)} ms, p99 at most ${fmt(sm.tokengate.relay99, 3)} ms`);
   }
   for (const [name, per] of Object.entries(results)) {
     lines.push(`\n== scenario ${name}; medians of ${rounds} alternating rounds`);
