@@ -5,6 +5,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
+
+#include <charconv>
 #include <sys/socket.h>
 
 #include "server/drained_read.hpp"
@@ -30,7 +32,14 @@ bool still_usable(beast::tcp_stream& stream) {
 pool::pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
            std::shared_ptr<net::ssl::context> tls_context, metrics::counter* idle_gauge)
     : executor_(std::move(executor)), settings_(settings), url_(std::move(url)),
-      tls_context_(std::move(tls_context)), idle_gauge_(idle_gauge) {}
+      tls_context_(std::move(tls_context)), idle_gauge_(idle_gauge) {
+  error_code not_literal;
+  auto address = net::ip::make_address(url_.host, not_literal);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(url_.port.data(), url_.port.data() + url_.port.size(), port);
+  if (!not_literal && ec == std::errc{} && end == url_.port.data() + url_.port.size() && port > 0 && port < 65536)
+    literal_endpoint_ = tcp::endpoint(address, static_cast<unsigned short>(port));
+}
 
 net::awaitable<acquire_result> pool::acquire() {
   while (!idle_.empty()) {
@@ -47,16 +56,27 @@ net::awaitable<acquire_result> pool::acquire() {
 
 net::awaitable<acquire_result> pool::connect_new() {
   acquire_result result;
-  tcp::resolver resolver(executor_);
-  auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_tuple);
-  if (rec) {
-    result.failure = connect_failure::resolve;
-    result.message = "cannot resolve upstream host " + url_.host + ": " + rec.message();
-    co_return result;
-  }
   beast::tcp_stream tcp_stream(executor_);
-  tcp_stream.expires_after(settings_.timeouts.connect);
-  auto [cec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
+  error_code cec;
+  if (literal_endpoint_) {
+    // Asio's resolver runs getaddrinfo on a thread of its own and posts the
+    // answer back: for an address that needs no lookup, a cost per new
+    // connection (thousands of them when thousands of streams open at once).
+    tcp_stream.expires_after(settings_.timeouts.connect);
+    auto [ec] = co_await tcp_stream.async_connect(*literal_endpoint_, use_tuple);
+    cec = ec;
+  } else {
+    tcp::resolver resolver(executor_);
+    auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_tuple);
+    if (rec) {
+      result.failure = connect_failure::resolve;
+      result.message = "cannot resolve upstream host " + url_.host + ": " + rec.message();
+      co_return result;
+    }
+    tcp_stream.expires_after(settings_.timeouts.connect);
+    auto [ec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
+    cec = ec;
+  }
   if (cec) {
     result.failure = cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
     result.message = "cannot connect to upstream " + url_.host_header + ": " + cec.message();

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -52,6 +53,9 @@ class pool {
   std::shared_ptr<net::ssl::context> tls_context_;
   std::deque<std::unique_ptr<connection>> idle_;
   metrics::counter* idle_gauge_;  // the worker's "pooled connections" gauge
+  // The address itself when the URL names one (a local engine's usual
+  // 127.0.0.1): no resolver for each new connection.
+  std::optional<tcp::endpoint> literal_endpoint_;
 };
 
 }  // namespace tokengate::upstream
