@@ -149,6 +149,10 @@ test('recording rules give per-route TTFT and inter-token percentiles from live 
     const v = Number(itl[0].value[1]);
     assert.ok(v > 0.001 && v < 0.25, `inter-token ${p} ${v}`);
   }
+  // Events wait in an idle proxy well under the 25 ms bucket.
+  const delay = await eventually('route:tokengate_relay_delay_seconds:p99_5m{route="fast"}');
+  const waited = Number(delay[0].value[1]);
+  assert.ok(waited > 0 && waited < 0.025, `relay delay p99 ${waited}`);
   const tokens = await eventually('route:tokengate_output_tokens:rate5m{route="demo"}');
   assert.ok(Number(tokens[0].value[1]) > 0);
   // Alerts are loaded and evaluated; with healthy traffic, none fires.
