@@ -48,15 +48,15 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
 // memory, heaptrack).
 //
 // When the body was forwarded early, the whole body's decision must agree
-// with the one sent (early_forward::agrees_with), and its target goes
-// first; otherwise that connection is closed and the plan made afresh.
+// with the one sent (early_forward::agrees_with): then its target goes
+// first and the plan takes its connection; otherwise the plan is made
+// afresh and the caller closes that connection (abandon).
 std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
                                                                     client_request& request, request_context& ctx,
                                                                     std::string_view client_key,
                                                                     std::unique_ptr<early_forward>& early) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<routing::policy_error>(&decision)) {
-    abandon(w, early);
     ctx.error = e->message;
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
     return std::move(*e);
@@ -73,13 +73,14 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
   if (routed.limit_injected) w.metrics().limit_injected.add();
 
   auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
-  if (early && early->agrees_with(routed, ctx.path)) {
-    if (auto sent = std::find(order.begin(), order.end(), early->target); sent != order.end())
+  // The early target goes first; not in the order (taken out of rotation
+  // meanwhile), or a decision that disagrees: the caller abandons it.
+  bool take_early = false;
+  if (early && early->agrees_with(routed, ctx.path))
+    if (auto sent = std::find(order.begin(), order.end(), early->target); sent != order.end()) {
       std::rotate(order.begin(), sent, sent + 1);
-    else abandon(w, early);  // (taken out of rotation meanwhile)
-  } else {
-    abandon(w, early);
-  }
+      take_early = true;
+    }
   if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
     order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
   exchange_plan plan;
@@ -91,7 +92,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
     plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t, *plan.upstreams.back(),
                                                    ctx.usage_injected));
   }
-  if (early) plan.first_connection = std::move(early->acquired);
+  if (take_early) plan.first_connection = std::move(early->acquired);
   plan.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;
   if (routed.limit_clamped)

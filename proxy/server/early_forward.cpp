@@ -127,6 +127,58 @@ net::awaitable<error_code> forward_while_reading(any_stream& client, client_requ
   }
 }
 
+// Whether this body may go upstream before it is whole: long enough (by
+// its declared length, already its buffer's size), an API request that
+// will be proxied, and the client not refused whatever it sends.
+bool forwardable(const client_request& request, std::string_view path, const config::limit_settings& limits,
+                 bool may_forward) {
+  const auto target = std::string_view(request.target());
+  const auto from = limits.forward_early_bytes;
+  return may_forward && from > 0 && request.body().size() >= std::max(from, direct_from) &&
+         request.method() == http::verb::post && is_proxied_post(path) && !target.empty() && target.front() == '/';
+}
+
+// Decides on the body's start (reading more of it while that does not
+// decide, up to decide_within) and forwards the rest as it arrives. Sets
+// `early` when the upstream holds all but the last byte, or when the
+// connection could not be had (the exchange reports that failure).
+net::awaitable<error_code> forward_early(any_stream& client, client_request& request, worker& w,
+                                         const config::listener& listener, request_context& ctx, std::size_t& have,
+                                         std::unique_ptr<early_forward>& early) {
+  auto cfg = w.snapshot();
+  auto& body = request.body();
+  const auto decide_upto = std::min(body.size(), decide_within);
+  std::vector<routing::splice> edits;
+  std::optional<early_forward> plan;
+  // Try on what the head's read brought, then each time the start has
+  // doubled (a body whose first member is long is not scanned again and
+  // again).
+  for (std::size_t tried_at = 0;;) {
+    if (have >= 2 * tried_at || have == body.size()) {
+      plan = decide_on_start(w, cfg, listener, request, ctx.path, have, edits);
+      tried_at = have;
+    }
+    if (plan || have >= decide_upto) break;
+    auto [ec, n] = co_await client.async_read_some(net::buffer(body.data() + have, decide_upto - have), use_tuple);
+    have += n;
+    if (ec) co_return ec;
+  }
+  if (!plan || have == body.size()) co_return error_code{};  // undecided, or nothing left to overlap
+  const auto& settings = *plan->upstream;
+  if (settings.max_concurrent_streams && w.active_streams(settings.name) >= settings.max_concurrent_streams)
+    co_return error_code{};
+  plan->acquired = co_await w.pool_for(settings).acquire();
+  if (plan->acquired.conn) {
+    ctx.upstream_connected = clock::now();
+    if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have)) co_return ec;
+    if (plan->acquired.conn) w.metrics().upstream_rq_forwarded_early.add();
+  }
+  // (Neither: the upstream failed mid-body; the exchange tries afresh.)
+  if (plan->acquired.conn || plan->acquired.failure != upstream::connect_failure::none)
+    early = std::make_unique<early_forward>(std::move(*plan));
+  co_return error_code{};
+}
+
 }  // namespace
 
 bool early_forward::agrees_with(const routing::routed_request& whole, std::string_view path) const {
@@ -160,43 +212,8 @@ net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buf
   net::buffer_copy(net::buffer(body.data(), have), buffer.data());
   buffer.consume(have);
 
-  const auto target = std::string_view(request.target());
-  const auto forward_from = w.config().limits.forward_early_bytes;
-  if (may_forward && forward_from > 0 && *length >= std::max(forward_from, direct_from) &&
-      request.method() == http::verb::post &&
-      is_proxied_post(ctx.path) && !target.empty() && target.front() == '/') {
-    auto cfg = w.snapshot();
-    std::vector<routing::splice> edits;
-    std::optional<early_forward> plan;
-    // Try on what the head's read brought, then each time the start has
-    // doubled (a body whose first member is long is not scanned again and
-    // again), up to decide_within.
-    for (std::size_t tried_at = 0;;) {
-      if (have >= 2 * tried_at || have == *length) {
-        plan = decide_on_start(w, cfg, listener, request, ctx.path, have, edits);
-        tried_at = have;
-      }
-      if (plan || have >= std::min<std::size_t>(*length, decide_within)) break;
-      auto [ec, n] = co_await client.async_read_some(
-          net::buffer(body.data() + have, std::min(*length, decide_within) - have), use_tuple);
-      have += n;
-      if (ec) co_return ec;
-    }
-    const auto* settings = plan ? plan->upstream : nullptr;
-    if (settings && have < *length &&
-        (!settings->max_concurrent_streams || w.active_streams(settings->name) < settings->max_concurrent_streams)) {
-      plan->acquired = co_await w.pool_for(*settings).acquire();
-      if (plan->acquired.conn) {
-        ctx.upstream_connected = clock::now();
-        if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have)) co_return ec;
-      }
-      // Forwarded, or a failure to connect for the exchange to report.
-      if (plan->acquired.conn || plan->acquired.failure != upstream::connect_failure::none) {
-        if (plan->acquired.conn) w.metrics().upstream_rq_forwarded_early.add();
-        early = std::make_unique<early_forward>(std::move(*plan));
-      }
-    }
-  }
+  if (forwardable(request, ctx.path, w.config().limits, may_forward))
+    if (auto ec = co_await forward_early(client, request, w, listener, ctx, have, early)) co_return ec;
   if (have == *length) co_return error_code{};
   auto [ec, n] = co_await net::async_read(client, net::buffer(body.data() + have, *length - have), use_tuple);
   co_return ec;
