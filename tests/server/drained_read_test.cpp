@@ -119,6 +119,43 @@ TEST(DrainedRead, WithoutTcpInqNoReadIsBelieved) {
   EXPECT_EQ(s.read_abc(reader), 0u) << "without TCP_INQ a queued FIN cannot be seen";
 }
 
+// The arrival stamp (relay delay, and the benchmark's transit, which leaves
+// out how long bytes waited for the load's read) is when the bytes reached
+// the kernel, not when they were read.
+TEST(DrainedRead, TheArrivalStampIsWhenTheBytesArrivedNotWhenTheyWereRead) {
+  socket_pair s;
+  ASSERT_TRUE(enable_receive_timestamps(s.ours));
+  drained_reader reader(s.ours);
+  auto real_now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  // The kernel turns packet stamping on a moment after the first socket
+  // asks (a deferred switch): wait until a byte comes stamped.
+  for (int tries = 0; tries < 100 && reader.last_arrival_ns() == 0; ++tries) {
+    s.send("x");
+    ASSERT_TRUE(s.read(reader, 4096));
+    if (reader.last_arrival_ns() == 0) s.idle(10ms);
+  }
+  ASSERT_NE(reader.last_arrival_ns(), 0) << "no read came with an arrival stamp within a second";
+
+  auto sent = real_now_ns();
+  s.send("abc");
+  s.idle(40ms);
+  auto read_at = real_now_ns();
+  ASSERT_TRUE(s.read(reader, 4096));
+  auto arrived = reader.last_arrival_ns();
+  ASSERT_NE(arrived, 0) << "the read took no arrival stamp";
+  EXPECT_GE(arrived, sent - 1'000'000) << "stamped before the bytes were sent";
+  EXPECT_LE(arrived, sent + 20'000'000) << "stamped when read (40 ms later), not when they arrived";
+  EXPECT_GE(read_at - arrived, 20'000'000) << "the 40 ms the bytes waited for the read do not show";
+
+  s.send("def");  // a later read takes its own bytes' stamp
+  s.idle(5ms);
+  ASSERT_TRUE(s.read(reader, 4096));
+  EXPECT_GT(reader.last_arrival_ns(), arrived + 30'000'000);
+}
+
 TEST(DrainedRead, BytesThatArriveWhileNoReadIsPendingAreReadAtOnce) {
   socket_pair s;
   drained_reader reader(s.ours);
