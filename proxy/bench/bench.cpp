@@ -47,15 +47,31 @@ struct sample {
   int tokens = 0;
 };
 
+// When a read's bytes arrived. On a socket the kernel stamps (plain TCP),
+// `waited` is how long its newest bytes had been at the client's socket
+// before the read (unknown when the kernel did not stamp them); on another
+// (TLS) the read's own time stands for their arrival.
+struct read_arrival {
+  bool stamped_socket = false;
+  std::optional<clock::duration> waited;
+};
+
 // Timestamps token events as the observer recognises them.
 class token_clock final : public stream::sse_sink {
  public:
   explicit token_clock(sample& s) : s_(s) {}
-  // `waited`: how long the bytes read had been in this machine's kernel,
-  // at the client's socket, before the read (zero where unknown).
-  void at(clock::time_point now, clock::duration waited) {
+  // A read's bytes, about to be parsed, and when they arrived.
+  void at(clock::time_point now, read_arrival arrival) {
     now_ = now;
-    waited_ = waited;
+    arrival_ = arrival;
+  }
+  // The read's bytes are parsed. The kernel stamps only a read's newest
+  // bytes, so only the event that ends the read has a known arrival: an
+  // earlier one in the same read (the load was late and two had queued)
+  // arrived before, how long before is not known, and is left out.
+  void read_parsed(bool ends_at_event_boundary) {
+    if (newest_transit_ && ends_at_event_boundary) s_.transit_ms.push_back(*newest_transit_);
+    newest_transit_.reset();
   }
   void on_event(const stream::sse_event& e) override {
     observer_.on_event(e);
@@ -84,13 +100,15 @@ class token_clock final : public stream::sse_sink {
     long long sent_us = 0;
     if (std::from_chars(digits.data(), digits.data() + digits.size(), sent_us).ec != std::errc{}) return;
     auto sent = clock::time_point(std::chrono::microseconds(sent_us));
-    s_.transit_ms.push_back(ms(now_ - waited_ - sent));
+    if (!arrival_.stamped_socket) s_.transit_ms.push_back(ms(now_ - sent));
+    else if (arrival_.waited) newest_transit_ = ms(now_ - *arrival_.waited - sent);
   }
 
   sample& s_;
   stream::stream_observer observer_;
   clock::time_point now_, first_, last_;
-  clock::duration waited_{};
+  read_arrival arrival_;
+  std::optional<double> newest_transit_;
 };
 
 // The response's reads, as the connection's own, except that on plain TCP
@@ -115,14 +133,16 @@ class arrival_stamped_reads {
         token, buffers);
   }
 
-  // How long the newest bytes of the last read waited in the kernel before
-  // it; zero where the socket does not say (TLS).
-  clock::duration waited_in_kernel() const {
+  // When the last read's bytes arrived.
+  read_arrival last_arrival() const {
+    read_arrival a;
+    a.stamped_socket = reader_.has_value();
     auto arrived = reader_ ? reader_->last_arrival_ns() : 0;
-    if (arrived == 0) return {};
+    if (arrived == 0) return a;
     auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
-    return std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - arrived));
+    a.waited = std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - arrived)));
+    return a;
   }
 
  private:
@@ -219,24 +239,8 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   conn->tcp().expires_after(st.o.timeout);
   auto start = clock::now();
   auto [wec, wn] = co_await net::async_write(*conn, pieces, use_tuple);
-  beast::flat_buffer buffer;
-  http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);
-  error_code ec = wec;
-  if (!ec) {
-    auto [hec, hn] = co_await http::async_read_header(*conn, buffer, parser, use_tuple);
-    ec = hec;
-  }
-  if (ec) {
-    s.error = ec == beast::error::timeout ? "timeout" : "connect";
-    conn.reset();
-    co_return;
-  }
-  bool ok_status = parser.get().result_int() == 200;
-  if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
-  stream::sse_parser sse;
-  token_clock tokens(s);
-  std::array<char, 16384> chunk;
+  // The response is read stamped, its head too: events that come with the
+  // head are read with it.
   arrival_stamped_reads reads(*conn);
   auto deadline = std::make_shared<request_deadline>();
   deadline->conn = conn.get();
@@ -247,6 +251,24 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     d->passed = true;
     d->conn->close();
   });
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);
+  error_code ec = wec;
+  if (!ec) {
+    auto [hec, hn] = co_await http::async_read_header(reads, buffer, parser, use_tuple);
+    ec = hec;
+  }
+  if (ec) {
+    s.error = ec == beast::error::timeout || deadline->passed ? "timeout" : "connect";
+    conn.reset();
+    co_return;
+  }
+  bool ok_status = parser.get().result_int() == 200;
+  if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
+  stream::sse_parser sse;
+  token_clock tokens(s);
+  std::array<char, 16384> chunk;
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
@@ -254,8 +276,9 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     if (rec == http::error::need_buffer) rec = {};
     auto got = chunk.size() - parser.get().body().size;
     if (got > 0 && ok_status) {
-      tokens.at(clock::now(), reads.waited_in_kernel());
+      tokens.at(clock::now(), reads.last_arrival());
       sse.feed(std::string_view(chunk.data(), got), tokens);
+      tokens.read_parsed(sse.boundary() == sse.fed());
     }
     if (rec) {
       if (s.error.empty()) s.error = rec == beast::error::timeout || deadline->passed ? "timeout" : "stream_cut";
