@@ -30,6 +30,7 @@
 #include "stream/final_event.hpp"
 #include "stream/observer.hpp"
 #include "stream/accounting.hpp"
+#include "stream/body_decoder.hpp"
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
 #include "stream/stall_watch.hpp"
@@ -244,17 +245,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   stream::event_aligner aligner;
   bool cut_mid_event = false;
   if (ctx.streamed) s.w.metrics().stream_active.add();
-  // Where the parser puts the body's bytes. Not zeroed: every byte is
-  // written by the parser before it is read. It holds what one upstream
-  // read brings: 2 KiB while the read buffer is no larger (a slow stream's
-  // events; a 16 KiB buffer for each of 10,000 streams kept a page of each
-  // resident), stream_buffer_bytes once the read buffer grows past it (the
-  // upstream is ahead: one step, as each reallocation costs).
-  auto buffer_size_for = [&] {
-    return up_buffer.capacity() <= 2048 ? std::min<std::size_t>(2048, limits.stream_buffer_bytes) : limits.stream_buffer_bytes;
-  };
-  std::size_t buffer_size = buffer_size_for();
-  auto buffer = std::make_unique_for_overwrite<char[]>(buffer_size);
   pieces.reserve(4);
   framed.reserve(8);
   chunk_line chunk_header;
@@ -293,16 +283,25 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     return false;
   };
   auto send_rest = [&]() { return write_client(s, rest, limits.client_write_timeout, &watch); };
-  // The upstream's bytes go through Beast's parser (HTTP framing: chunks or a
-  // length) into `buffer`. Read and parse here rather than through
-  // http::async_read_some: Beast's composed read costs more than the read
-  // itself, and it stops after one HTTP chunk where we want every chunk
-  // already received, so that events the upstream sent in separate chunks
-  // leave in one write (one syscall per batch, as nginx does).
+  // The body's framing (chunks, a length, or up to the close) is undone in
+  // the read buffer itself (stream/body_decoder.hpp): no second buffer, no
+  // copy. Read and decode here rather than through http::async_read_some:
+  // Beast's composed read costs more than the read itself, and it stops
+  // after one HTTP chunk where we want every chunk already received, so
+  // that events the upstream sent in separate chunks leave in one write
+  // (one syscall per batch, as nginx does).
+  auto body = parser.is_done() ? stream::body_decoder::none()
+              : parser.chunked() ? stream::body_decoder::chunked()
+              : content_length   ? stream::body_decoder::with_length(*content_length)
+                                 : stream::body_decoder::until_close();
+  auto in_hand = [&] {
+    auto bytes = up_buffer.data();
+    return std::span<char>(static_cast<char*>(bytes.data()), bytes.size());
+  };
   auto upstream = s.upstream->stream.untimed();
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
   if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
-  bool upstream_ended = false;  // EOF seen: the parser hears of it once the bytes in hand are parsed
+  bool upstream_ended = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
   // How long the bytes about to be written have been in the proxy: from the
   // kernel's arrival stamp of the last read's newest bytes to now, just
   // before the write (what the client's socket takes then is its own pace).
@@ -316,28 +315,19 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     series.relay_delay.record_micros(micros);
     windows.relay_delay.record(micros, clock::now());
   };
-  auto parse_in_hand = [&](error_code& ec) {
-    while (!ec && !parser.is_done() && parser.get().body().size > 0 && up_buffer.size() > 0) {
-      error_code pec;
-      auto used = parser.put(up_buffer.data(), pec);
-      up_buffer.consume(used);
-      if (pec == http::error::need_more || pec == http::error::need_buffer || used == 0) break;
-      if (pec) ec = pec;
-    }
-  };
-  while (!parser.is_done()) {
-    if (buffer_size < buffer_size_for()) {  // (nothing points into it between turns)
-      buffer_size = buffer_size_for();
-      buffer = std::make_unique_for_overwrite<char[]>(buffer_size);
-    }
-    parser.get().body().data = buffer.get();
-    parser.get().body().size = buffer_size;
+  // The read buffer's bytes decoded by the last turn: their write is done by
+  // the next turn, which lets them go.
+  std::size_t decoded = 0;
+  while (!body.done()) {
+    up_buffer.consume(decoded);
+    decoded = 0;
     error_code ec;
-    parse_in_hand(ec);
-    bool got_body = parser.get().body().size < buffer_size;
-    if (!ec && !got_body && !parser.is_done()) {
+    auto part = body.decode(in_hand(), ec);
+    if (!ec && part.size == 0 && !body.done()) {
+      up_buffer.consume(part.used);  // framing only
+      part = stream::body_decoder::result();
       if (upstream_ended) {
-        parser.put_eof(ec);  // the end of a body that runs to the close; an error anywhere else
+        body.end_of_input(ec);  // the end of a body that runs to the close; an error anywhere else
       } else {
         // Beast's sizing: the buffer's free room, at least 512 bytes.
         auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
@@ -359,12 +349,13 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         if (rec == net::error::eof) upstream_ended = true;
         else if (rec && watch.stalled() == stream::stall_watch::side::upstream) ec = beast::error::timeout;
         else ec = rec;
-        parse_in_hand(ec);
+        if (!ec) part = body.decode(in_hand(), ec);
       }
     }
-    std::size_t got = buffer_size - parser.get().body().size;
+    decoded = part.used;
+    std::size_t got = part.size;
     if (got > 0) {
-      std::string_view bytes(buffer.get(), got);
+      std::string_view bytes(static_cast<const char*>(up_buffer.data().data()) + part.begin, got);
       if (ctx.streamed) {
         auto chunk_at = sse.fed();
         accounting.begin_chunk(clock::now());

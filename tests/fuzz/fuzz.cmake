@@ -7,7 +7,7 @@ set(FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
 add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp
-  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp
+  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/body_decoder.cpp
   proxy/server/headers.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
@@ -15,7 +15,7 @@ target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LI
 target_compile_options(fuzz_parsing PUBLIC ${FUZZ_FLAGS})
 target_link_libraries(fuzz_parsing PUBLIC Boost::json OpenSSL::Crypto yaml-cpp spdlog::spdlog)
 
-foreach(name sse policy config http_request)
+foreach(name sse policy config http_request body)
   add_executable(${name}_fuzz tests/fuzz/${name}_fuzz.cpp)
   target_link_libraries(${name}_fuzz PRIVATE fuzz_parsing)
   target_link_options(${name}_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
