@@ -305,6 +305,11 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // How long the bytes about to be written have been in the proxy: from the
   // kernel's arrival stamp of the last read's newest bytes to now, just
   // before the write (what the client's socket takes then is its own pace).
+  // The time of the last read's return, taken once per read for the
+  // chunk's time in the accounting and the relay delay's window. (The next
+  // read's idle deadline reads the clock again: a slow client's write may
+  // have taken seconds since.)
+  auto now = clock::now();
   auto note_relay_delay = [&] {
     auto arrived = plain_upstream ? plain_upstream->last_arrival_ns() : 0;
     if (arrived == 0) return;
@@ -313,7 +318,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     if (now_ns < arrived) return;  // (the real-time clock stepped back)
     auto micros = static_cast<std::uint64_t>((now_ns - arrived) / 1000);
     series.relay_delay.record_micros(micros);
-    windows.relay_delay.record(micros, clock::now());
+    windows.relay_delay.record(micros, now);
   };
   // The read buffer's bytes decoded by the last turn: their write is done by
   // the next turn, which lets them go.
@@ -337,6 +342,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(up_buffer.prepare(room), use_tuple);
         else std::tie(rec, n) = co_await upstream.async_read_some(up_buffer.prepare(room), use_tuple);
         watch.upstream_read_done();
+        now = clock::now();
         up_buffer.commit(n);
         if (2 * n > up_buffer.capacity() && up_buffer.capacity() < limits.stream_buffer_bytes) {
           // The buffer starts at the size of the response head. A read that
@@ -358,7 +364,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       std::string_view bytes(static_cast<const char*>(up_buffer.data().data()) + part.begin, got);
       if (ctx.streamed) {
         auto chunk_at = sse.fed();
-        accounting.begin_chunk(clock::now());
+        accounting.begin_chunk(now);
         bool had_token = ctx.content_events > 0;
         sse.feed(bytes, accounting);
         auto upto = accounting.cut() ? accounting.cut_at() : sse.boundary();

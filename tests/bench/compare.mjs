@@ -242,8 +242,10 @@ async function main() {
   // share one core and jitter by hundreds of milliseconds at this count, so
   // the inter-token gap mostly measures them; each token event therefore
   // carries the source's clock (demo "stamp") and the load measures its
-  // transit, source write to client read: what a proxy adds is its transit
-  // minus direct's. Memory per stream is the peak resident growth over the
+  // transit, from the source's write to the event's arrival at the client's
+  // socket (the kernel's receive stamp, so the load's own lateness is not
+  // counted; direct's transit is then the kernel's alone, microseconds):
+  // what a proxy adds is its transit minus direct's. Memory per stream is the peak resident growth over the
   // idle processes (at start) divided by the streams, the highest of the rounds.
   // tokengate's own measure of what it adds to each event
   // (tokengate_relay_delay_seconds: the newest bytes of each upstream read,
