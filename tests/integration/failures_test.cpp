@@ -274,6 +274,43 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
 }
 
+// The relay takes the framing off in its read buffer (stream/body_decoder):
+// a size line cut between two reads, an extension, two chunks in one read
+// and trailers after the last chunk must all come out as the events alone.
+TEST(Faults, ChunkFramingIsUndoneWhateverTheReadsBring) {
+  const std::string first = one_event;
+  const std::string second =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n";
+  const std::string last = "data: [DONE]\n\n";
+  auto framed_first = chunk(first);
+  auto size_line_end = framed_first.find("\r\n");
+  char second_size[16];
+  std::snprintf(second_size, sizeof second_size, "%zx", second.size());
+  scripted_upstream upstream({chunked_sse_head,
+                              framed_first.substr(0, size_line_end - 1),  // the size line, cut before its last digit
+                              framed_first.substr(size_line_end - 1),
+                              std::string(second_size) + ";source=\"demo; quoted\"\r\n" + second + "\r\n" + chunk(last),
+                              "0\r\nX-Checksum: abc\r\n\r\n"},
+                             scripted_upstream::ending::fin);
+  auto r = stream_through(upstream);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, first + second + last);
+  EXPECT_TRUE(observe_body(r.body).ended_properly());
+}
+
+TEST(Faults, BrokenChunkFramingEndsWithAnErrorEvent) {
+  // One whole chunk, then a size line that is not hexadecimal.
+  scripted_upstream upstream({chunked_sse_head, chunk(one_event) + "zz\r\ndata: x\n\n\r\n"},
+                             scripted_upstream::ending::fin);
+  auto r = stream_through(upstream);
+  ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
+  auto events = events_of(r.body).events;
+  ASSERT_EQ(events.size(), 2u) << r.body;
+  EXPECT_TRUE(r.body.starts_with(one_event));
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
+}
+
 TEST(Faults, AResetRightAfterTheLastBytesEndsTheStreamAtOnce) {
   // The reset follows the bytes at once: both reach the proxy together.
   scripted_upstream upstream({chunked_sse_head, chunk(one_event)}, scripted_upstream::ending::reset);
