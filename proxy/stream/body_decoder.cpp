@@ -74,24 +74,25 @@ body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec)
     at += n;
   };
   // The next line, without its CRLF; false when it has not all arrived
-  // (or, with `ec` set, is not a CRLF-ended line within the bound).
+  // (or, with `ec` set, has no CRLF within the bound). As in Beast, a line
+  // ends at a CRLF: a bare LF is part of it (and refused by what reads it,
+  // unless inside an extension's quoted string, which Beast allows).
   auto next_line = [&](std::string_view& line) {
     auto window = std::min(end - at, max_line);
-    auto* nl = static_cast<const char*>(std::memchr(base + at, '\n', window));
-    if (!nl) {
-      if (window == max_line) ec = http::error::bad_chunk;
-      return false;
+    for (std::size_t from = 0; from < window;) {
+      auto* nl = static_cast<const char*>(std::memchr(base + at + from, '\n', window - from));
+      if (!nl) break;
+      auto length = static_cast<std::size_t>(nl - (base + at));
+      if (length > 0 && base[at + length - 1] == '\r') {
+        line = std::string_view(base + at, length - 1);
+        at += length + 1;
+        return true;
+      }
+      from = length + 1;
     }
-    auto length = static_cast<std::size_t>(nl - (base + at));
-    if (length == 0 || base[at + length - 1] != '\r') {
-      ec = http::error::bad_chunk;
-      return false;
-    }
-    line = std::string_view(base + at, length - 1);
-    at += length + 1;
-    return true;
+    if (window == max_line) ec = http::error::bad_chunk;
+    return false;
   };
-
   auto finish = [&] {
     r.size = any_payload ? out - r.begin : 0;
     r.used = at;

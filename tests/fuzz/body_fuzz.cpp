@@ -6,11 +6,17 @@
 // not one byte after it; where Beast finds the body unfinished, so does the
 // decoder; payload offsets stay within each read. (The decoder may accept
 // what Beast refuses only in what it passes over: chunk extensions and
-// trailer fields.)
+// trailer fields.) Two differences are by design and kept out: quoted
+// strings in chunk extensions (Beast lets one run on across a line's end;
+// the decoder ends a line at its CRLF and refuses an unclosed quote; no
+// engine sends extensions), so every '"' of the input is read as 'q'; and a
+// line longer than the decoder's bound (4 KiB), which Beast would wait for,
+// so inputs are kept under it.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -59,9 +65,11 @@ reference beast_parse(std::string_view body) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 2) return 0;
+  if (size < 2 || size > stream::body_decoder::max_line) return 0;
   const std::size_t step_a = data[0] % 64 + 1, step_b = data[1] % 7 + 1;
-  std::string_view body(reinterpret_cast<const char*>(data + 2), size - 2);
+  std::string input(reinterpret_cast<const char*>(data + 2), size - 2);
+  std::replace(input.begin(), input.end(), '"', 'q');
+  std::string_view body(input);
   auto expected = beast_parse(body);
 
   auto decoder = stream::body_decoder::chunked();

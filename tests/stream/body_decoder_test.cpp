@@ -114,12 +114,12 @@ TEST(BodyDecoder, MalformedFramingIsAnError) {
   const std::vector<std::string> bad = {
       "x\r\nabc\r\n",                          // not hex
       "\r\n",                                   // no size
-      "3\nabc\r\n",                             // LF without CR
+      "3\nabc\r\n",                             // LF without CR: the line runs on, and is no size
       "3\r\nabcX\r\n",                          // no CRLF after the payload
       "3\r\nabc\rX",                            // CR, then not LF
       "3 junk\r\nabc\r\n",                      // neither blanks nor an extension after the size
       "10000000000000000\r\n",                  // more than 64 bits
-      "0\r\nfield\n",                           // a trailer line without CR
+      "3;a=\"open\r\nabc\r\n",                   // an extension's quoted string that does not close
       "3" + std::string(5000, '0') + "\r\n",    // a size line past the bound
   };
   for (const auto& wire : bad) {
