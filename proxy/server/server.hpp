@@ -49,8 +49,8 @@ class server {
   std::size_t reload_certificates(bool only_changed);
 
   // Gives freed heap memory back to the system after a burst of connections
-  // has ended (at least 1,000 more were open than now, and now at most half
-  // of them). glibc keeps what a burst freed resident otherwise: 9,000 slow
+  // has ended (at least 1,000 more were open than now, and now at most a
+  // sixteenth of them, at two calls in a row). glibc keeps what a burst freed resident otherwise: 9,000 slow
   // streams left 250 MB resident after they closed; malloc_trim brought it to
   // 67 MB. Called once a second by `serve`; returns whether it trimmed.
   bool release_memory_after_burst();
@@ -71,6 +71,7 @@ class server {
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
   std::size_t connections_high_water_ = 0;  // most open since the last trim
+  int quiet_checks_ = 0;                    // calls in a row that found the burst over
   bool stopped_ = false;
 };
 
