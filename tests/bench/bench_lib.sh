@@ -22,6 +22,32 @@ routes:
 YAML
 }
 
+# start_nginx PORT ENGINE_PORT: nginx from Debian's package as the reference
+# (as compare.mjs runs it: one worker, no buffering either way, a keep-alive
+# pool to the engine, no access log) on core 0; sets $proxy to its worker's
+# pid (the master relays nothing) and adds the master to $pids.
+start_nginx() {
+  cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  upstream source { server 127.0.0.1:$2; keepalive 128; }
+  server {
+    listen 127.0.0.1:$1;
+    location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; proxy_request_buffering off; client_body_buffer_size 8m; client_max_body_size 16m; }
+  }
+}
+CONF
+  taskset -c 0 /usr/sbin/nginx -c "$work/nginx.conf" -g "daemon off;" &
+  pids+=($!)
+  sleep 0.5
+  proxy=$(pgrep -P "${pids[-1]}" | head -1)
+}
+
 # wait_listening LOG [SECONDS]: until tokengate's log says it listens.
 wait_listening() {
   for _ in $(seq $((${2:-5} * 20))); do grep -q "Send requests" "$1" && return; sleep 0.05; done

@@ -18,25 +18,7 @@ engine=$(free_port) port=$(free_port)
 taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
 if [[ $target == nginx ]]; then
-  cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  upstream source { server 127.0.0.1:$engine; keepalive 128; }
-  server {
-    listen 127.0.0.1:$port;
-    location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
-                 proxy_buffering off; proxy_request_buffering off; client_body_buffer_size 8m; client_max_body_size 16m; }
-  }
-}
-CONF
-  taskset -c 0 /usr/sbin/nginx -c "$work/nginx.conf" -g "daemon off;" &
-  pids+=($!)
-  sleep 0.5
-  proxy=$(pgrep -P "${pids[-1]}" | head -1)  # the worker: the master relays nothing
+  start_nginx "$port" "$engine"
   model=demo
 else
   tokengate_config "$work/cfg.yaml" "$port" "$engine"

@@ -18,30 +18,14 @@ engine=$(free_port)
 taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
 nginx_port=$(free_port)
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  upstream source { server 127.0.0.1:$engine; keepalive 128; }
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
-                 proxy_buffering off; proxy_request_buffering off; }
-  }
-}
-CONF
-taskset -c 0 /usr/sbin/nginx -c "$work/nginx.conf" -g "daemon off;" &
-pids+=($!)
+start_nginx "$nginx_port" "$engine"
 tg_port=$(free_port)
 tokengate_config "$work/cfg.yaml" "$tg_port" "$engine"
 start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
 pids+=("$proxy")
 sleep 0.3
 
-one_round() {  # $1: target name, $2: port, $3: model; prints "target p50 p90 p99 count"
+one_round() {  # $1: target name, $2: port, $3: model; prints "target p50 p95 p99 count ok"
   taskset -c 1 "$bin" bench --url "http://127.0.0.1:$2/v1" --model "$3" --requests "$streams" \
     --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true}}" > "$work/r.json"
