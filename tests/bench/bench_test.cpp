@@ -59,6 +59,27 @@ TEST(Bench, MeasuresEventTransitFromAStampingSource) {
   EXPECT_NEAR(stamped[0].inter_token.p50, 30, 15);
 }
 
+// The response's reads take the kernel's stamps and so go around Beast's
+// timeout: the request's deadline must still hold for a stream that runs
+// past it.
+TEST(Bench, AStreamThatRunsPastTheTimeoutIsATimeout) {
+  proxy_fixture f;
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  o.requests = 2;
+  o.concurrency = {2};
+  o.max_tokens = 10;
+  o.timeout = std::chrono::seconds(1);
+  o.extra_body = R"({"demo":{"ttft_ms":0,"interval_ms":400,"tokens":10}})";  // 3.6 s of tokens
+  auto start = std::chrono::steady_clock::now();
+  auto results = bench::run(o);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].ok, 0);
+  EXPECT_EQ(results[0].errors.at("timeout"), 2);
+  EXPECT_LT(took, std::chrono::milliseconds(2500)) << "the deadline did not cut the stream";
+}
+
 TEST(Bench, CountsErrorsByKind) {
   bench::options o;
   o.url = "http://127.0.0.1:1/v1";
