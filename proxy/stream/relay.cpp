@@ -302,14 +302,14 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
   if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
   bool upstream_ended = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
-  // How long the bytes about to be written have been in the proxy: from the
-  // kernel's arrival stamp of the last read's newest bytes to now, just
-  // before the write (what the client's socket takes then is its own pace).
   // The time of the last read's return, taken once per read for the
   // chunk's time in the accounting and the relay delay's window. (The next
   // read's idle deadline reads the clock again: a slow client's write may
   // have taken seconds since.)
   auto now = clock::now();
+  // How long the bytes about to be written have been in the proxy: from the
+  // kernel's arrival stamp of the last read's newest bytes to now, just
+  // before the write (what the client's socket takes then is its own pace).
   auto note_relay_delay = [&] {
     auto arrived = plain_upstream ? plain_upstream->last_arrival_ns() : 0;
     if (arrived == 0) return;
