@@ -89,7 +89,11 @@ class worker {
   net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l, const net::ip::address& client);
 
   int index_;
-  net::io_context io_{1};  // one thread: Asio may skip its internal locking
+  // One thread runs it, and every socket operation of this worker happens
+  // on that thread (other threads only post: drain, stop), so the reactor
+  // skips its per-socket lock around each read and write; the scheduler
+  // keeps its own for those posts.
+  net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   std::shared_ptr<config_store> store_;
   connection_gate& gate_;
   std::shared_ptr<const config::config> config_;
