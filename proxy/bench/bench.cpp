@@ -119,7 +119,7 @@ class arrival_stamped_reads {
  public:
   using executor_type = any_stream::executor_type;
   explicit arrival_stamped_reads(any_stream& s) : s_(s) {
-    if (!s.is_tls() && enable_receive_timestamps(s.tcp().socket())) reader_.emplace(s.tcp().socket());
+    if (!s.is_tls()) reader_.emplace(s.tcp().socket());  // (stamps asked for at connect)
   }
   executor_type get_executor() { return s_.get_executor(); }
 
@@ -137,11 +137,8 @@ class arrival_stamped_reads {
   read_arrival last_arrival() const {
     read_arrival a;
     a.stamped_socket = reader_.has_value();
-    auto arrived = reader_ ? reader_->last_arrival_ns() : 0;
-    if (arrived == 0) return a;
-    auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
-    a.waited = std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - arrived)));
+    if (auto since = reader_ ? reader_->since_last_arrival() : std::nullopt)
+      a.waited = std::chrono::duration_cast<clock::duration>(*since);
     return a;
   }
 
@@ -205,7 +202,10 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
     co_return nullptr;
   }
   tcp_stream.socket().set_option(tcp::no_delay(true));
-  if (!st.url.tls) co_return std::make_unique<any_stream>(std::move(tcp_stream));
+  if (!st.url.tls) {
+    enable_receive_timestamps(tcp_stream.socket());  // for each event's arrival (arrival_stamped_reads)
+    co_return std::make_unique<any_stream>(std::move(tcp_stream));
+  }
   auto tls = std::make_unique<any_stream::tls_stream>(std::move(tcp_stream), *st.tls);
   SSL_set_tlsext_host_name(tls->native_handle(), st.url.host.c_str());
   tls->set_verify_callback(net::ssl::host_name_verification(st.url.host));

@@ -45,7 +45,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "net.hpp"
 
@@ -240,6 +242,15 @@ class drained_reader {
   // nanoseconds; 0 when the socket does not report it
   // (enable_receive_timestamps) or the read was not this one's own.
   std::int64_t last_arrival_ns() const { return arrival_ns_; }
+  // How long ago that was, by the real-time clock; none when the read took
+  // no stamp or the clock has stepped back past it.
+  std::optional<std::chrono::nanoseconds> since_last_arrival() const {
+    if (arrival_ns_ == 0) return std::nullopt;
+    auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    if (now_ns < arrival_ns_) return std::nullopt;
+    return std::chrono::nanoseconds(now_ns - arrival_ns_);
+  }
 
  private:
   socket_type& socket_;

@@ -311,12 +311,9 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // kernel's arrival stamp of the last read's newest bytes to now, just
   // before the write (what the client's socket takes then is its own pace).
   auto note_relay_delay = [&] {
-    auto arrived = plain_upstream ? plain_upstream->last_arrival_ns() : 0;
-    if (arrived == 0) return;
-    auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
-    if (now_ns < arrived) return;  // (the real-time clock stepped back)
-    auto micros = static_cast<std::uint64_t>((now_ns - arrived) / 1000);
+    auto delay = plain_upstream ? plain_upstream->since_last_arrival() : std::nullopt;
+    if (!delay) return;
+    auto micros = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(*delay).count());
     series.relay_delay.record_micros(micros);
     windows.relay_delay.record(micros, now);
   };

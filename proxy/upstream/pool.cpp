@@ -5,9 +5,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <charconv>
-#include <sys/socket.h>
 
 #include "server/drained_read.hpp"
 
