@@ -21,6 +21,7 @@
 #include "engine/demo_engine.hpp"
 #include "cli/probe.hpp"
 #include "routing/policy.hpp"
+#include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
 #include "server/server.hpp"
 
@@ -180,9 +181,9 @@ int serve(const options& o) {
   auto descriptors = raise_descriptor_limit();
   server srv(cfg);
   srv.start();
-  spdlog::info("at most {} client connections at once (limits.max_connections{}; descriptor limit {})",
+  spdlog::info("at most {} client connections at once (limits.max_connections{}; descriptor limit {}); heap: {}",
                srv.max_connections(), cfg->limits.max_connections ? "" : ": half the descriptor limit",
-               descriptors);
+               descriptors, allocator_name());
   for (const auto& l : cfg->listeners) {
     spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', {}, {} workers)", TOKENGATE_VERSION,
                  l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
@@ -337,7 +338,7 @@ int run(const std::vector<std::string>& args) {
     if (o->command == "check") return check(*o);
     if (o->command == "demo-engine") return demo_engine_command(*o);
     if (o->command == "version") {
-      std::cout << "tokengate " << TOKENGATE_VERSION << '\n';
+      std::cout << "tokengate " << TOKENGATE_VERSION << " (heap: " << allocator_name() << ")\n";
       return 0;
     }
     if (o->command == "help" || o->command == "--help" || o->command == "-h") {

@@ -3,11 +3,10 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
-#include <malloc.h>
-
 #include <future>
 
 #include "server/admin.hpp"
+#include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
 #include "server/tls_credentials.hpp"
 #include "server/worker.hpp"
@@ -74,12 +73,7 @@ bool server::release_memory_after_burst() {
   if (++quiet_checks_ < 2) return false;
   quiet_checks_ = 0;
   connections_high_water_ = open;
-#ifdef __GLIBC__
-  malloc_trim(0);
-  return true;
-#else
-  return false;
-#endif
+  return give_back_free_memory();
 }
 
 std::size_t server::max_connections() const { return gate_->max_total(); }
