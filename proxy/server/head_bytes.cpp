@@ -9,12 +9,6 @@ namespace {
 
 std::string_view version_text(unsigned version) { return version == 10 ? "HTTP/1.0" : "HTTP/1.1"; }
 
-std::size_t fields_size(const http::fields& fields) {
-  std::size_t n = 2;  // the blank line
-  for (const auto& f : fields) n += f.name_string().size() + 2 + f.value().size() + 2;
-  return n;
-}
-
 void append_fields(std::string& out, const http::fields& fields) {
   for (const auto& f : fields) {
     out += f.name_string();
@@ -26,6 +20,12 @@ void append_fields(std::string& out, const http::fields& fields) {
 }
 
 }  // namespace
+
+std::size_t fields_size(const http::fields& fields) {
+  std::size_t n = 2;  // the blank line
+  for (const auto& f : fields) n += f.name_string().size() + 2 + f.value().size() + 2;
+  return n;
+}
 
 std::string head_bytes(const http::request_header<>& head) {
   auto method = head.method_string();
@@ -58,6 +58,37 @@ std::string head_bytes(const http::response_header<>& head) {
   out += "\r\n";
   append_fields(out, head);
   return out;
+}
+
+head_writer::head_writer(std::string_view method, std::string_view target, std::size_t fields_size) {
+  out_.reserve(method.size() + target.size() + 12 + fields_size);
+  out_ += method;
+  out_ += ' ';
+  out_ += target;
+  out_ += " HTTP/1.1\r\n";
+}
+
+head_writer::head_writer(unsigned status, std::string_view reason, std::size_t fields_size) {
+  out_.reserve(reason.size() + 16 + fields_size);
+  char code[10];
+  auto end = std::to_chars(code, code + sizeof code, status).ptr;
+  out_ += "HTTP/1.1 ";
+  out_.append(code, static_cast<std::size_t>(end - code));
+  out_ += ' ';
+  out_ += reason;
+  out_ += "\r\n";
+}
+
+void head_writer::field(std::string_view name, std::string_view value) {
+  out_ += name;
+  out_ += ": ";
+  out_ += value;
+  out_ += "\r\n";
+}
+
+std::string head_writer::finish() && {
+  out_ += "\r\n";
+  return std::move(out_);
 }
 
 }  // namespace tokengate

@@ -2,7 +2,9 @@
 
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
 #include <array>
+#include <type_traits>
 
 namespace tokengate {
 namespace {
@@ -41,9 +43,10 @@ bool is_hop_by_hop(std::string_view name) {
   return false;
 }
 
-void forward_request_headers(const http::fields& client, http::fields& upstream,
+void forward_request_headers(const http::fields& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
                              const upstream_credentials& credentials) {
+  bool version_forwarded = false;
   for (const auto& f : client) {
     auto name = f.name_string();
     if (is_hop_by_hop(name) || named_by_connection(client, name)) continue;
@@ -52,35 +55,44 @@ void forward_request_headers(const http::fields& client, http::fields& upstream,
     if (f.name() == http::field::accept_encoding) continue;
     if (iequals(name, "x-request-id")) continue;
     if (credentials.how != upstream_credentials::style::none && is_credential(name)) continue;
-    upstream.insert(name, f.value());
+    version_forwarded = version_forwarded || iequals(name, "anthropic-version");
+    upstream.field(name, f.value());
   }
-  upstream.set(http::field::host, upstream_host);
-  upstream.set(http::field::accept_encoding, "identity");
-  upstream.set("x-request-id", request_id);
+  upstream.field("Host", upstream_host);
+  upstream.field("Accept-Encoding", "identity");
+  upstream.field("x-request-id", request_id);
   switch (credentials.how) {
-    case upstream_credentials::style::bearer:
-      upstream.set(http::field::authorization, std::string("Bearer ").append(credentials.key));
+    case upstream_credentials::style::bearer: {
+      std::string bearer = "Bearer ";
+      upstream.field("Authorization", bearer.append(credentials.key));
       break;
+    }
     case upstream_credentials::style::x_api_key:
-      upstream.set("x-api-key", credentials.key);
-      if (upstream.find("anthropic-version") == upstream.end())
-        upstream.set("anthropic-version", credentials.anthropic_version);
+      upstream.field("x-api-key", credentials.key);
+      if (!version_forwarded) upstream.field("anthropic-version", credentials.anthropic_version);
       break;
     case upstream_credentials::style::none:
       break;
   }
 }
 
-void forward_response_headers(const http::fields& upstream, http::fields& client,
-                              std::string_view request_id) {
+void forward_response_headers(const http::fields& upstream, head_writer& client, std::string_view request_id,
+                              std::span<const named_value> added, std::span<const std::string_view> replaced) {
+  auto named = [](std::string_view name, auto& names) {
+    return std::any_of(names.begin(), names.end(), [&](const auto& n) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(n)>, named_value>) return iequals(name, n.first);
+      else return iequals(name, n);
+    });
+  };
   for (const auto& f : upstream) {
     auto name = f.name_string();
     if (is_hop_by_hop(name) || named_by_connection(upstream, name)) continue;
     if (f.name() == http::field::content_length) continue;
-    if (iequals(name, "x-request-id")) continue;
-    client.insert(name, f.value());
+    if (iequals(name, "x-request-id") || named(name, added) || named(name, replaced)) continue;
+    client.field(name, f.value());
   }
-  client.set("x-request-id", request_id);
+  client.field("x-request-id", request_id);
+  for (const auto& [name, value] : added) client.field(name, value);
 }
 
 }  // namespace tokengate

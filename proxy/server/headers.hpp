@@ -4,9 +4,13 @@
 // credentials are replaced when the upstream has its own key.
 #include <boost/beast/http/fields.hpp>
 
+#include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "net.hpp"
+#include "server/head_bytes.hpp"
 
 namespace tokengate {
 
@@ -18,14 +22,21 @@ struct upstream_credentials {
   std::string_view anthropic_version = "2023-06-01";
 };
 
-// Client request headers → upstream request headers.
-void forward_request_headers(const http::fields& client, http::fields& upstream,
+// Client request headers → the upstream request's fields: the client's
+// end-to-end fields in their order, then Host, Accept-Encoding, the
+// request id and the upstream's credentials.
+void forward_request_headers(const http::fields& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
                              const upstream_credentials& credentials);
 
-// Upstream response headers → client response headers (without framing:
-// the caller decides Content-Length or chunked).
-void forward_response_headers(const http::fields& upstream, http::fields& client,
-                              std::string_view request_id);
+// A header field the proxy adds (name, value).
+using named_value = std::pair<std::string, std::string>;
+
+// Upstream response headers → the client response's fields, then the
+// request id and `added`; without framing (the caller decides
+// Content-Length or chunked). An upstream field named in `added` or in
+// `replaced` (which the caller writes itself after these) is left out.
+void forward_response_headers(const http::fields& upstream, head_writer& client, std::string_view request_id,
+                              std::span<const named_value> added, std::span<const std::string_view> replaced);
 
 }  // namespace tokengate

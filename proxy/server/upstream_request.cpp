@@ -1,9 +1,10 @@
 #include "server/upstream_request.hpp"
 
+#include <charconv>
+
 #include "server/head_bytes.hpp"
 #include "server/headers.hpp"
 #include "server/request_context.hpp"
-#include "upstream/pieces_body.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {
@@ -35,16 +36,26 @@ void body_pieces(std::string_view body, const std::vector<routing::splice>& edit
 std::vector<net::const_buffer> upstream_request(const client_request& request, const upstream::pool& pool,
                                                 const config::upstream& settings, const request_context& ctx,
                                                 const std::vector<routing::splice>& edits, std::string& head) {
-  http::request<upstream::pieces_body> up{request.method(), pool.url().upstream_path(request.target()), 11};
-  forward_request_headers(request.base(), up.base(), pool.url().host_header, ctx.request_id,
-                          credentials_for(settings));
-  up.body().reserve(2 * edits.size() + 2);  // the body's pieces, and room for the head in front
-  body_pieces(body_text(request), edits, up.body());
-  up.prepare_payload();
-  up.keep_alive(true);
-  head = head_bytes(up.base());
-  auto pieces = std::move(up.body());
-  pieces.insert(pieces.begin(), net::const_buffer(head.data(), head.size()));
+  std::vector<net::const_buffer> pieces;
+  pieces.reserve(2 * edits.size() + 2);  // the head, then the body's pieces
+  pieces.emplace_back();
+  body_pieces(body_text(request), edits, pieces);
+  auto body_size = net::buffer_size(pieces);
+  // (Room for the fields we add: host, request id, a key, the length.)
+  auto target = pool.url().upstream_path(request.target());
+  head_writer writer(request.method_string(), target, fields_size(request.base()) + 256 + settings.api_key.size());
+  forward_request_headers(request.base(), writer, pool.url().host_header, ctx.request_id, credentials_for(settings));
+  // As Beast frames a request body: a length when there is a body, or when
+  // the method is one that carries one; none otherwise. The upstream
+  // connection is kept alive (HTTP/1.1's default: no Connection field).
+  auto verb = request.method();
+  if (body_size > 0 || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
+    writer.field("Content-Length", std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  }
+  head = std::move(writer).finish();
+  pieces.front() = net::const_buffer(head.data(), head.size());
   return pieces;
 }
 

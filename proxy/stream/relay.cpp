@@ -183,6 +183,34 @@ struct relay_context {
   unsigned client_http_version;
 };
 
+// The client's head: the upstream's status and end-to-end fields, then
+// ours (the plan's, the streaming ones, the framing), which replace any the
+// upstream sent of the same name. (A plain function: the fields are not kept
+// in the relay's frame.)
+std::string client_head(const http::response_header<>& head, const exchange_plan& plan, const request_context& ctx,
+                        const boost::optional<std::uint64_t>& content_length, bool chunked, bool keep_alive) {
+  auto status = http::int_to_status(head.result_int());
+  // (A code of the upstream's own keeps its own reason phrase.)
+  std::string_view reason = status == http::status::unknown ? head.reason() : http::obsolete_reason(status);
+  head_writer out(head.result_int(), reason, fields_size(head) + 160);
+  static constexpr std::array<std::string_view, 2> streaming_fields{"Cache-Control", "X-Accel-Buffering"};
+  forward_response_headers(head, out, ctx.request_id, plan.response_headers,
+                           ctx.streamed ? std::span<const std::string_view>(streaming_fields) : std::span<const std::string_view>());
+  if (ctx.streamed) {
+    out.field("Cache-Control", "no-cache");
+    out.field("X-Accel-Buffering", "no");  // tells an nginx in front not to buffer either
+  }
+  if (content_length) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, *content_length).ptr;
+    out.field("Content-Length", std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  } else if (chunked) {
+    out.field("Transfer-Encoding", "chunked");
+  }
+  if (!keep_alive) out.field("Connection", "close");
+  return std::move(out).finish();
+}
+
 // Relays the upstream response whose head has been read.
 net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http::buffer_body>& parser,
                                     beast::flat_buffer& up_buffer) {
@@ -198,22 +226,11 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   bool chunked = !content_length && r.client_http_version >= 11;
   bool client_keep_alive = r.client_keep_alive && (content_length || chunked);
 
-  http::response<http::empty_body> out{head.result(), 11};
-  forward_response_headers(head.base(), out.base(), ctx.request_id);
-  for (const auto& [name, value] : r.plan.response_headers) out.set(name, value);
-  if (ctx.streamed) {
-    out.set(http::field::cache_control, "no-cache");
-    out.set("X-Accel-Buffering", "no");  // tells an nginx in front not to buffer either
-  }
-  if (content_length) out.content_length(*content_length);
-  else if (chunked) out.chunked(true);
-  out.keep_alive(client_keep_alive);
-
   ctx.status = head.result_int();
+  auto head_text = client_head(head, r.plan, ctx, content_length, chunked, client_keep_alive);
   // Like the events below, the head goes to the kernel at once when the
   // socket takes it (plain TCP); an asynchronous write sends what it did not.
   {
-    const auto head_text = head_bytes(out.base());
     const net::const_buffer whole(head_text.data(), head_text.size());
     s.client.tcp().expires_after(limits.client_write_timeout);
     auto [hec, hn] = co_await write_all(s.client, std::span<const net::const_buffer>(&whole, 1));
@@ -223,10 +240,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       co_return false;
     }
   }
-  // Both heads are written and read no more: their fields go back now
+  // Both heads are written and read no more: their bytes go back now
   // rather than at the end of the stream (the parser keeps what it needs
   // of the upstream's head, its framing and keep-alive, apart).
-  out = {};
+  std::string().swap(head_text);
   head.clear();
   std::vector<net::const_buffer> pieces, framed, rest;
   // From here the stall watch keeps both deadlines (no timer per operation).

@@ -251,6 +251,17 @@ TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
   EXPECT_TRUE(observe_body(r.body).ended_properly());
 }
 
+TEST(Faults, AStatusCodeOfTheUpstreamsOwnPassesThrough) {
+  // Codes Beast has no name for (299 here) once went out as "0 <unknown-status>".
+  scripted_upstream upstream({"HTTP/1.1 299 Fine Thanks\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                              three_events},
+                             scripted_upstream::ending::fin);
+  auto r = stream_through(upstream);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 299);
+  EXPECT_EQ(r.body, three_events);
+}
+
 const std::string chunked_sse_head =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 const std::string one_event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
