@@ -227,23 +227,15 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   bool client_keep_alive = r.client_keep_alive && (content_length || chunked);
 
   ctx.status = head.result_int();
+  // The client's head leaves with the first events when the read that
+  // brought the upstream's head brought them too (the usual case: one
+  // write, as nginx does, where there were two), else on its own before
+  // the relay waits for the body.
   auto head_text = client_head(head, r.plan, ctx, content_length, chunked, client_keep_alive);
-  // Like the events below, the head goes to the kernel at once when the
-  // socket takes it (plain TCP); an asynchronous write sends what it did not.
-  {
-    const net::const_buffer whole(head_text.data(), head_text.size());
-    s.client.tcp().expires_after(limits.client_write_timeout);
-    auto [hec, hn] = co_await write_all(s.client, std::span<const net::const_buffer>(&whole, 1));
-    ctx.bytes_to_client += hn;
-    if (hec) {
-      ctx.client_gone = true;
-      co_return false;
-    }
-  }
-  // Both heads are written and read no more: their bytes go back now
-  // rather than at the end of the stream (the parser keeps what it needs
-  // of the upstream's head, its framing and keep-alive, apart).
-  std::string().swap(head_text);
+  bool head_pending = true;
+  // The upstream's head is read no more: its fields go back now rather than
+  // at the end of the stream (the parser keeps what it needs of it, its
+  // framing and keep-alive, apart).
   head.clear();
   std::vector<net::const_buffer> pieces, framed, rest;
   // From here the stall watch keeps both deadlines (no timer per operation).
@@ -271,14 +263,30 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // passed as a span: Asio and Beast copy a buffer sequence several times per
   // write, and Beast's make_chunk(vector) cost seven mallocs per event
   // (heaptrack: 11.5 allocations per event before, 4.6 after the span).
-  auto frame = [&](const std::vector<net::const_buffer>& what) -> std::span<const net::const_buffer> {
+  // The client's head goes in front of the first write, and the last chunk
+  // after the write that ends the body when it is known to (`ends_body`).
+  bool last_chunk_sent = false;
+  auto frame = [&](const std::vector<net::const_buffer>& what, bool ends_body = false) -> std::span<const net::const_buffer> {
     auto size = net::buffer_size(what);
-    if (!chunked || size == 0) return what;
     framed.clear();
-    framed.push_back(chunk_size_line(size, chunk_header));
+    if (head_pending) {
+      framed.emplace_back(head_text.data(), head_text.size());
+      head_pending = false;
+    }
+    if (chunked && size > 0) framed.push_back(chunk_size_line(size, chunk_header));
     framed.insert(framed.end(), what.begin(), what.end());
-    framed.emplace_back("\r\n", 2);
+    if (chunked && size > 0) framed.emplace_back("\r\n", 2);
+    if (chunked && ends_body) {
+      framed.push_back(last_chunk);
+      last_chunk_sent = true;
+    }
     return framed;
+  };
+  // The head on its own, before anything else is written or awaited.
+  auto head_alone = [&]() -> std::span<const net::const_buffer> {
+    if (!head_pending) return {};
+    pieces.clear();
+    return frame(pieces);
   };
   // An event's write: handed to the kernel at once when the client's socket
   // takes it all, the usual case (no asynchronous operation, no suspension;
@@ -340,6 +348,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   while (!body.done()) {
     up_buffer.consume(decoded);
     decoded = 0;
+    if (!head_pending && head_text.capacity() > 0) std::string().swap(head_text);  // written: its bytes go back
     error_code ec;
     auto part = body.decode(in_hand(), ec);
     if (!ec && part.size == 0 && !body.done()) {
@@ -348,6 +357,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       if (upstream_ended) {
         body.end_of_input(ec);  // the end of a body that runs to the close; an error anywhere else
       } else {
+        if (head_pending) {  // the head came without events: it goes now, before the wait
+          if (!sent_at_once(head_alone()) && !co_await send_rest()) break;
+          if (ctx.client_gone) break;
+        }
         // Beast's sizing: the buffer's free room, at least 512 bytes.
         auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
         watch.upstream_read(std::min(r.deadline, clock::now() + r.settings.timeouts.idle));
@@ -385,7 +398,12 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         cut_mid_event = accounting.cut() && upto < aligner.forwarded();
         aligner.plan(bytes, chunk_at, std::max(upto, aligner.forwarded()), accounting.drops(), pieces);
         note_relay_delay();
-        if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
+        // The body ended in this read on an event's end, after events: the
+        // last chunk goes with them (one write fewer per stream); the checks
+        // after the loop would find nothing more to send.
+        bool ends_body = body.done() && !accounting.cut() && sse.boundary() == sse.fed() &&
+                         sse.events_dispatched() > 0;
+        if (!sent_at_once(frame(pieces, ends_body)) && !co_await send_rest()) break;
         if (ctx.client_gone) break;
         if (!had_token && ctx.content_events > 0) ctx.first_token_written = clock::now();
         if (accounting.cut()) break;
@@ -400,7 +418,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         }
       } else {
         pieces.assign(1, net::const_buffer(bytes.data(), bytes.size()));
-        if (!sent_at_once(frame(pieces)) && !co_await send_rest()) break;
+        if (!sent_at_once(frame(pieces, body.done())) && !co_await send_rest()) break;
       }
     }
     if (ctx.client_gone) break;
@@ -415,6 +433,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   ctx.input_tokens = facts.input_tokens;
   ctx.output_tokens = facts.output_tokens;
   if (ctx.client_gone) co_return false;
+  if (head_pending) {  // no body came (or none that was written): the head still goes first
+    if (!sent_at_once(head_alone()) && !co_await send_rest()) co_return false;
+    if (ctx.client_gone) co_return false;
+  }
 
   if (accounting.cut()) {
     // The upstream went past the limit: end the stream as the engine should
@@ -452,7 +474,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       s.finished = true;
       co_return client_keep_alive;
     }
-    if (chunked) {
+    if (chunked && !last_chunk_sent) {
       if (!sent_at_once(std::span<const net::const_buffer>(&last_chunk, 1)) && !co_await send_rest()) co_return false;
       if (ctx.client_gone) co_return false;
     }

@@ -49,6 +49,25 @@ TEST(Streaming, TokensArriveSpreadOutNotBuffered) {
   EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
 }
 
+TEST(Streaming, TheHeadDoesNotWaitForTheFirstToken) {
+  // The client's head leaves with the first events when they come with the
+  // upstream's head, but not later than the upstream's head: with a slow
+  // first token (a long prefill) the client sees the response begin at once.
+  proxy_fixture f;
+  http_client c(f.port());
+  auto sent = std::chrono::steady_clock::now();
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"messages":[{"role":"user","content":"hi"}],)"
+                   R"("demo":{"tokens":2,"interval_ms":10,"ttft_ms":400}})"));
+  auto r = read_response(c, 10s);
+  ASSERT_TRUE(r.complete);
+  auto first_event = c.raw().find("data: ");
+  ASSERT_NE(first_event, std::string::npos);
+  auto ms = [&](auto t) { return std::chrono::duration<double, std::milli>(t - sent).count(); };
+  EXPECT_LT(ms(c.arrival_of(0)), 200) << "the head waited for the first token";
+  EXPECT_GE(ms(c.arrival_of(first_event)), 380) << "the engine's first token came early";
+}
+
 TEST(Streaming, NonStreamingAnswerKeepsItsLength) {
   proxy_fixture f;
   http_client c(f.port());
