@@ -104,7 +104,9 @@ net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l
 
 net::awaitable<void> worker::accept_loop(bound_listener& l) {
   for (;;) {
-    auto [ec, socket] = co_await l.acceptor->async_accept(net::as_tuple(net::use_awaitable));
+    // (The peer's address comes with the accept: no getpeername per connection.)
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await l.acceptor->async_accept(peer, net::as_tuple(net::use_awaitable));
     if (ec) {
       if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;
       // EMFILE and friends: log, back off briefly, keep serving the others.
@@ -115,7 +117,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto ticket = co_await admit(l, gate_.tracks_clients() ? socket.remote_endpoint(ignored).address() : net::ip::address());
+    auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     beast::tcp_stream plain(std::move(socket));
     auto stream = l.tls ? tls_stream_for(std::move(plain), l.tls->current()) : any_stream(std::move(plain));
