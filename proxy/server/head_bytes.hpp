@@ -27,8 +27,9 @@ std::string head_bytes(const http::response_header<>& head);
 class head_writer {
  public:
   // `fields_size`: about how many bytes the fields take, reserved at once.
-  head_writer(std::string_view method, std::string_view target, std::size_t fields_size);
-  head_writer(unsigned status, std::string_view reason, std::size_t fields_size);
+  // `version`: 11 or 10 (HTTP/1.1, HTTP/1.0).
+  head_writer(std::string_view method, std::string_view target, std::size_t fields_size, unsigned version = 11);
+  head_writer(unsigned status, std::string_view reason, std::size_t fields_size, unsigned version = 11);
 
   void field(std::string_view name, std::string_view value);
   // The head with its closing blank line.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <type_traits>
 
 namespace tokengate {
 namespace {
@@ -78,17 +77,15 @@ void forward_request_headers(const http::fields& client, head_writer& upstream,
 
 void forward_response_headers(const http::fields& upstream, head_writer& client, std::string_view request_id,
                               std::span<const named_value> added, std::span<const std::string_view> replaced) {
-  auto named = [](std::string_view name, auto& names) {
-    return std::any_of(names.begin(), names.end(), [&](const auto& n) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(n)>, named_value>) return iequals(name, n.first);
-      else return iequals(name, n);
-    });
+  auto ours = [&](std::string_view name) {
+    return std::any_of(added.begin(), added.end(), [&](const named_value& a) { return iequals(name, a.first); }) ||
+           std::any_of(replaced.begin(), replaced.end(), [&](std::string_view r) { return iequals(name, r); });
   };
   for (const auto& f : upstream) {
     auto name = f.name_string();
     if (is_hop_by_hop(name) || named_by_connection(upstream, name)) continue;
     if (f.name() == http::field::content_length) continue;
-    if (iequals(name, "x-request-id") || named(name, added) || named(name, replaced)) continue;
+    if (iequals(name, "x-request-id") || ours(name)) continue;
     client.field(name, f.value());
   }
   client.field("x-request-id", request_id);

@@ -14,8 +14,7 @@ old=$1 new=$2 rounds=${3:-3} streams=${4:-1000} interval=${5:-50} tokens=${6:-10
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port)
-taskset -c 1 "$new" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
+start_engine "$new" "$engine"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms transit_p99_ms"
   local port; port=$(free_port)

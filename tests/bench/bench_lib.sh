@@ -62,3 +62,26 @@ start_tokengate() {
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_engine BIN PORT: the demo engine, the source of every load, on core 1
+# (beside the load, away from the proxy under test).
+start_engine() {
+  taskset -c 1 "$1" demo-engine --port "$2" > "$work/engine.log" 2>&1 &
+  pids+=($!)
+}
+
+# start_proxy tokengate|nginx BIN PORT ENGINE_PORT: one proxy in front of
+# the engine, for the scripts that measure either; sets $proxy (adding it to
+# $pids) and $model (the model name that proxy routes). PRELOAD=/path/lib.so
+# runs tokengate on another heap (LD_PRELOAD).
+start_proxy() {
+  if [[ $1 == nginx ]]; then
+    start_nginx "$3" "$4"
+    model=demo
+  else
+    tokengate_config "$work/cfg.yaml" "$3" "$4"
+    LD_PRELOAD=${PRELOAD:-} start_tokengate "$2" "$work/cfg.yaml" "$work/proxy.log"
+    pids+=($proxy)
+    model=bench
+  fi
+}

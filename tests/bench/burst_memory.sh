@@ -12,11 +12,8 @@ bin=$1 streams=${2:-9000} interval=${3:-50} tokens=${4:-100}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port)
-taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
-tokengate_config "$work/cfg.yaml" "$port" "$engine"
-LD_PRELOAD=${PRELOAD:-} start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
-pids+=($proxy)
+start_engine "$bin" "$engine"
+start_proxy tokengate "$bin" "$port" "$engine"
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$proxy/status"; }
 idle=$(rss_kb)
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")

@@ -3,7 +3,7 @@
 # under one load: where opening a stream's cost goes, user space or the
 # kernel. From /proc (10 ms ticks: use thousands of requests). On demand,
 # not a test. PRELOAD=/path/lib.so runs tokengate on another heap
-# (LD_PRELOAD), for a quick comparison of allocators without a build.
+# (LD_PRELOAD, see start_proxy), for a quick comparison of allocators without a build.
 # Usage: tests/bench/cpu_split.sh tokengate|nginx TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS] [REQUESTS]
 #   short streams opened by thousands: cpu_split.sh nginx build/tokengate 2000 100 2 8000
 # The proxy runs on core 0; the demo engine and the load on core 1.
@@ -12,17 +12,8 @@ target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-2} requests=$
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port)
-taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
-if [[ $target == nginx ]]; then
-  start_nginx "$port" "$engine"
-  model=demo
-else
-  tokengate_config "$work/cfg.yaml" "$port" "$engine"
-  LD_PRELOAD=${PRELOAD:-} start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
-  pids+=($proxy)
-  model=bench
-fi
+start_engine "$bin" "$engine"
+start_proxy "$target" "$bin" "$port" "$engine"
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \

@@ -15,17 +15,8 @@ target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-100} requests
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port)
-taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
-if [[ $target == nginx ]]; then
-  start_nginx "$port" "$engine"
-  model=demo
-else
-  tokengate_config "$work/cfg.yaml" "$port" "$engine"
-  start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
-  pids+=($proxy)
-  model=bench
-fi
+start_engine "$bin" "$engine"
+start_proxy "$target" "$bin" "$port" "$engine"
 
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json \

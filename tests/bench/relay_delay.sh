@@ -16,8 +16,7 @@ bin=$1 streams=${2:-9000} interval=${3:-500} tokens=${4:-12}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port) admin=$(free_port)
-taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
+start_engine "$bin" "$engine"
 tokengate_config "$work/cfg.yaml" "$port" "$engine"
 echo "admin: {address: 127.0.0.1, port: $admin}" >> "$work/cfg.yaml"
 start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"

@@ -15,8 +15,7 @@ bin=$1 rounds=${2:-3} streams=${3:-1000} interval=${4:-100} tokens=${5:-30}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port)
-taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
-pids+=($!)
+start_engine "$bin" "$engine"
 nginx_port=$(free_port)
 start_nginx "$nginx_port" "$engine"
 tg_port=$(free_port)
