@@ -15,7 +15,7 @@ namespace tokengate {
 
 net::awaitable<void> any_stream::graceful_close() {
   if (tls_) {
-    tcp().expires_after(std::chrono::seconds(2));
+    expires_after(std::chrono::seconds(2));
     co_await tls_->async_shutdown(net::as_tuple(net::use_awaitable));
   }
   error_code ignored;

@@ -3,44 +3,83 @@
 // Sessions and the relay are written once against this type instead of being
 // templated on the stream (fewer instantiations, a faster build), and both
 // the client side and the upstream side use it.
+#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 
 #include "net.hpp"
+#include "server/stream_deadline.hpp"
 
 namespace tokengate {
+
+// A completion handler that reports any failure on a connection whose
+// deadline has passed as beast::error::timeout (the close that ended it
+// shows up as "operation aborted" or "bad descriptor"), as Beast's timed
+// operations do. The wrapped handler's executor, allocator and cancellation
+// slot stay its own (see the associator below).
+template <typename Handler>
+struct deadline_aware_handler {
+  Handler handler;
+  std::shared_ptr<const bool> deadline_expired;
+
+  void operator()(error_code ec, std::size_t n) {
+    if (ec && *deadline_expired) ec = beast::error::timeout;
+    std::move(handler)(ec, n);
+  }
+};
 
 class any_stream {
  public:
   using executor_type = beast::tcp_stream::executor_type;
   using tls_stream = net::ssl::stream<beast::tcp_stream>;
 
-  explicit any_stream(beast::tcp_stream plain) : plain_(std::move(plain)) {}
+  explicit any_stream(beast::tcp_stream plain)
+      : plain_(std::move(plain)), deadline_(plain_->get_executor(), closer()) {}
   // `context` is kept as long as the stream: a certificate reload may drop
   // the listener's reference while this connection still uses it.
   explicit any_stream(std::unique_ptr<tls_stream> tls, std::shared_ptr<net::ssl::context> context = nullptr)
-      : context_(std::move(context)), tls_(std::move(tls)) {}
-  any_stream(any_stream&&) = default;
-  any_stream& operator=(any_stream&&) = default;
+      : context_(std::move(context)), tls_(std::move(tls)), deadline_(tls_->get_executor(), closer()) {}
+  // (The deadline closes whichever object holds the connection now.)
+  any_stream(any_stream&& other)
+      : plain_(std::move(other.plain_)),
+        context_(std::move(other.context_)),
+        tls_(std::move(other.tls_)),
+        deadline_(std::move(other.deadline_)) {
+    deadline_.rebind(closer());
+  }
+  any_stream& operator=(any_stream&&) = delete;  // (Beast's tcp_stream cannot be assigned)
 
   bool is_tls() const { return tls_ != nullptr; }
   tls_stream& tls() { return *tls_; }
 
-  // The TCP layer: timeouts (expires_after), socket options and close.
+  // The TCP layer: socket options and close. (Its own per-operation
+  // timeouts stay unset: deadlines are the stream's, below.)
   beast::tcp_stream& tcp() { return tls_ ? tls_->next_layer() : *plain_; }
   executor_type get_executor() { return tcp().get_executor(); }
+
+  // Every operation on the connection from now on, until the deadline is
+  // moved or cleared, must end by then; when it passes the connection is
+  // closed and each operation fails with beast::error::timeout.
+  template <typename Rep, typename Period>
+  void expires_after(std::chrono::duration<Rep, Period> limit) {
+    deadline_.expires_at(stream_deadline::clock::now() + limit);
+  }
+  void expires_never() { deadline_.expires_never(); }
 
   template <typename Buffers, typename Token>
   auto async_read_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
-          if (tls_) tls_->async_read_some(b, std::move(handler));
-          else plain_->async_read_some(b, std::move(handler));
+          deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
+          if (tls_) tls_->async_read_some(b, std::move(done));
+          else plain_->socket().async_read_some(b, std::move(done));
         },
         token, buffers);
   }
@@ -49,47 +88,12 @@ class any_stream {
   auto async_write_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
-          if (tls_) tls_->async_write_some(b, std::move(handler));
-          else plain_->async_write_some(b, std::move(handler));
+          deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
+          if (tls_) tls_->async_write_some(b, std::move(done));
+          else plain_->socket().async_write_some(b, std::move(done));
         },
         token, buffers);
   }
-
-  // The same stream without Beast's per-operation timeouts, for a caller
-  // that keeps its own deadlines (the relay's stall watch) and has called
-  // tcp().expires_never(). Beast's tcp_stream wraps every operation in one
-  // of its own (a shared state, a work guard, timer checks) even when no
-  // timeout is set; on plain TCP this goes to the socket directly.
-  class untimed_stream {
-   public:
-    using executor_type = any_stream::executor_type;
-    explicit untimed_stream(any_stream& s) : s_(s) {}
-    executor_type get_executor() { return s_.get_executor(); }
-
-    template <typename Buffers, typename Token>
-    auto async_read_some(const Buffers& buffers, Token&& token) {
-      return net::async_initiate<Token, void(error_code, std::size_t)>(
-          [this](auto handler, const Buffers& b) {
-            if (s_.tls_) s_.tls_->async_read_some(b, std::move(handler));
-            else s_.plain_->socket().async_read_some(b, std::move(handler));
-          },
-          token, buffers);
-    }
-
-    template <typename Buffers, typename Token>
-    auto async_write_some(const Buffers& buffers, Token&& token) {
-      return net::async_initiate<Token, void(error_code, std::size_t)>(
-          [this](auto handler, const Buffers& b) {
-            if (s_.tls_) s_.tls_->async_write_some(b, std::move(handler));
-            else s_.plain_->socket().async_write_some(b, std::move(handler));
-          },
-          token, buffers);
-    }
-
-   private:
-    any_stream& s_;
-  };
-  untimed_stream untimed() { return untimed_stream(*this); }
 
   // Plain TCP: gives the bytes to the kernel now, without waiting (one
   // sendmsg with MSG_DONTWAIT), and returns how many it took: usually all of
@@ -112,6 +116,8 @@ class any_stream {
 
   // Closes the socket now: every pending operation completes with an error.
   void close() { tcp().close(); }
+  // Closed because its deadline passed.
+  bool timed_out() const { return deadline_.expired(); }
 
   // Orderly end: TLS close_notify (bounded by a short timeout), then FIN.
   net::awaitable<void> graceful_close();
@@ -120,9 +126,28 @@ class any_stream {
   std::optional<beast::tcp_stream> plain_;
   std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
+  stream_deadline deadline_;  // declared after the stream it closes
+  std::function<void()> closer() {
+    return [this] { close(); };
+  }
 };
 
 // An ordinary way for a peer to go away; not worth a warning in the log.
 bool is_disconnect(const error_code& ec);
 
 }  // namespace tokengate
+
+// Asio finds a handler's executor, allocator and cancellation slot through
+// associators: deadline_aware_handler passes the wrapped handler's on.
+template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Handler>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const tokengate::deadline_aware_handler<Handler>& h) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.handler);
+  }
+  static auto get(const tokengate::deadline_aware_handler<Handler>& h, const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
+    return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+  }
+};

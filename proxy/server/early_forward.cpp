@@ -111,7 +111,7 @@ net::awaitable<error_code> forward_while_reading(any_stream& client, client_requ
     if (ready > sent) {
       unsent_part(pieces, sent, part);
       first_bytes(part, ready - sent);
-      upstream.tcp().expires_after(settings.timeouts.first_byte);
+      upstream.expires_after(settings.timeouts.first_byte);
       auto [ec, n] = co_await write_all(upstream, part);
       if (ec) {
         plan.acquired.conn.reset();  // the exchange tries again, the usual way

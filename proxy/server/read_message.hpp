@@ -19,7 +19,7 @@ namespace tokengate {
 class any_stream;
 
 // `whole`: until the message is complete; otherwise until its head is.
-// Deadlines are the stream's (tcp().expires_after).
+// Deadlines are the stream's (expires_after).
 template <bool isRequest>
 net::awaitable<error_code> read_message(any_stream& stream, beast::flat_buffer& buffer,
                                         http::basic_parser<isRequest>& parser, bool whole);

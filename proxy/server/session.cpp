@@ -46,7 +46,7 @@ net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& bu
                                       config::duration timeout) {
   if (buffer.size() > 0) co_return true;
   w.mark_idle(&stream);
-  stream.tcp().expires_after(timeout);
+  stream.expires_after(timeout);
   auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
   w.mark_busy(&stream);
   if (ec) co_return false;
@@ -92,7 +92,7 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes));
     parser.body_limit(limits.max_body_bytes);
 
-    stream.tcp().expires_after(limits.head_timeout);
+    stream.expires_after(limits.head_timeout);
     auto hec = co_await read_message(stream, buffer, parser, false);
     ctx.received = clock::now();
     ctx.request_id = hec ? request_id_for({}) : request_id_for(parser.get().base());
@@ -117,11 +117,11 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     }
     if (head[http::field::expect] == "100-continue" && !parser.is_done()) {
       static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
-      stream.tcp().expires_after(limits.body_timeout);
+      stream.expires_after(limits.body_timeout);
       auto [cec, cn] = co_await net::async_write(stream, net::buffer(continue_line), use_tuple);
       if (cec) co_return;
     }
-    stream.tcp().expires_after(limits.body_timeout);
+    stream.expires_after(limits.body_timeout);
     std::unique_ptr<early_forward> early;  // (on the heap: most requests have none, and the frame lasts the session)
     auto bec = co_await read_body(stream, buffer, parser, w, listener, ctx, !over_client_limit, early);
     if (bec) {
@@ -165,7 +165,7 @@ net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, wo
   w.metrics().downstream_cx_active.add();
   bool handshake_ok = true;
   if (stream.is_tls()) {
-    stream.tcp().expires_after(w.config().limits.head_timeout);
+    stream.expires_after(w.config().limits.head_timeout);
     auto [ec] = co_await stream.tls().async_handshake(net::ssl::stream_base::server, use_tuple);
     if (ec) {
       spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());

@@ -16,7 +16,7 @@ void unsent_part(std::span<const net::const_buffer> pieces, std::size_t sent, st
 
 // Writes all of `pieces`: at once when the kernel takes them (plain TCP),
 // the rest in an asynchronous write under the stream's own deadline
-// (tcp().expires_after, set by the caller). The error, and the bytes written.
+// (the stream's expires_after, set by the caller). The error, and the bytes written.
 net::awaitable<std::tuple<error_code, std::size_t>> write_all(any_stream& stream,
                                                               std::span<const net::const_buffer> pieces);
 

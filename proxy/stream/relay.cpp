@@ -105,12 +105,15 @@ net::awaitable<bool> write_client(exchange_state& s, std::span<const net::const_
   std::size_t n;
   if (watch) {
     watch->client_write(clock::now());
-    auto client = s.client.untimed();
-    std::tie(ec, n) = co_await net::async_write(client, buffers, use_tuple);
+    std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
     watch->client_write_done();
   } else {
-    s.client.tcp().expires_after(timeout);  // only arms the write timer: the watcher's read is pending
+    // The deadline covers the watcher's pending read too, which is as it
+    // should be (a client that takes no write in time is gone), but only
+    // for as long as the write lasts.
+    s.client.expires_after(timeout);
     std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
+    s.client.expires_never();
   }
   if (ec) {
     client_write_failed(s);
@@ -239,8 +242,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   head.clear();
   std::vector<net::const_buffer> pieces, framed, rest;
   // From here the stall watch keeps both deadlines (no timer per operation).
-  s.client.tcp().expires_never();
-  s.upstream->stream.tcp().expires_never();
+  s.client.expires_never();
+  s.upstream->stream.expires_never();
   stream::stall_watch watch(s.client.get_executor(), limits.client_write_timeout, [&s](stream::stall_watch::side side) {
     if (side == stream::stall_watch::side::client) s.client.tcp().close();  // its write fails: client gone
     else if (s.upstream) s.upstream->stream.close();                        // its read fails: a timeout
@@ -323,7 +326,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
     auto bytes = up_buffer.data();
     return std::span<char>(static_cast<char*>(bytes.data()), bytes.size());
   };
-  auto upstream = s.upstream->stream.untimed();
+  auto& upstream = s.upstream->stream;
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
   if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
   bool upstream_ended = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
@@ -587,7 +590,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       if (s.upstream->reused) s.w.metrics().upstream_cx_reused.add();
 
       auto& up_stream = s.upstream->stream;
-      up_stream.tcp().expires_after(until(deadline, settings.timeouts.first_byte));
+      up_stream.expires_after(until(deadline, settings.timeouts.first_byte));
       // Head and body in one scatter write; or the last byte of a body forwarded early.
       if (!early && up_pieces.empty())
         up_pieces = upstream_request(request, pool, settings, ctx, plan.edits[attempt], up_head);
@@ -657,7 +660,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
   exchange_state s{client, client_buffer, ctx, w};
   bool keep_client = request.keep_alive();
   // The watcher's read runs without a deadline; writes get their own.
-  client.tcp().expires_never();
+  client.expires_never();
   auto exchange = [&]() -> net::awaitable<void> {
     co_await run_exchange(s, request, plan, keep_client);
     s.finished = true;
@@ -709,7 +712,7 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
   const auto head = head_bytes(res.base());
   const std::array<net::const_buffer, 2> pieces{net::const_buffer(head.data(), head.size()),
                                                 net::const_buffer(body.data(), body.size())};
-  client.tcp().expires_after(std::chrono::seconds(10));
+  client.expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await write_all(client, pieces);
   if (ec) ctx.client_gone = true;
   ctx.bytes_to_client += n;

@@ -117,7 +117,7 @@ net::awaitable<acquire_result> pool::connect_new() {
 
 void pool::release(std::unique_ptr<connection> conn) {
   if (!conn || idle_.size() >= settings_.pool_size) return;  // dropping it closes it
-  conn->stream.tcp().expires_never();
+  conn->stream.expires_never();
   idle_.push_back(std::move(conn));
   if (idle_gauge_) idle_gauge_->add();
 }

@@ -2,6 +2,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "server/connection_gate.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -112,6 +114,32 @@ void complete_one_request(http_client& c) {
   auto r = read_response(c);
   ASSERT_EQ(r.status, 200);
   c.clear();
+}
+
+TEST(Limits, AKeptAliveConnectionIsClosedAfterTheIdleTimeout) {
+  proxy_fixture f(with_limits("  idle_timeout: 300ms\n  head_timeout: 5s\n"));
+  http_client c(f.port());
+  complete_one_request(c);
+  auto idle_since = clock::now();
+  c.read_some(3s);  // returns when the proxy closes
+  EXPECT_TRUE(c.eof()) << "the idle connection must be closed";
+  EXPECT_GE(clock::now() - idle_since, 250ms);
+  EXPECT_LT(clock::now() - idle_since, 2s) << "closed by the idle timeout, not the head timeout";
+}
+
+// Each request moves the connection's deadline on: a keep-alive connection
+// busy for longer than head_timeout is not cut at the first deadline.
+TEST(Limits, RequestsOnOneConnectionOutlastTheHeadTimeout) {
+  proxy_fixture f(with_limits("  head_timeout: 300ms\n  body_timeout: 300ms\n  idle_timeout: 300ms\n"));
+  http_client c(f.port());
+  auto start = clock::now();
+  for (int i = 0; i < 8; ++i) {
+    complete_one_request(c);
+    std::this_thread::sleep_for(150ms);
+  }
+  EXPECT_GE(clock::now() - start, 1200ms);
+  EXPECT_FALSE(c.eof());
+  EXPECT_EQ(f.engine_stats().requests.load(), 8u);
 }
 
 // Two connections from 127.0.0.1, each with one request done: both counted.
