@@ -114,12 +114,12 @@ class token_clock final : public stream::sse_sink {
 // The response's reads, as the connection's own, except that on plain TCP
 // each one also takes the kernel's arrival time of its newest bytes
 // (SO_TIMESTAMPNS through the drained read's recvmsg, as the relay does).
-// These reads go around Beast's timeout: one_request keeps the deadline.
+// The connection's deadline (one_request's) closes it under these reads too.
 class arrival_stamped_reads {
  public:
   using executor_type = any_stream::executor_type;
   explicit arrival_stamped_reads(any_stream& s) : s_(s) {
-    if (!s.is_tls()) reader_.emplace(s.tcp().socket());  // (stamps asked for at connect)
+    if (!s.is_tls()) reader_.emplace(s.socket());  // (stamps asked for at connect)
   }
   executor_type get_executor() { return s_.get_executor(); }
 
@@ -145,13 +145,6 @@ class arrival_stamped_reads {
  private:
   any_stream& s_;
   std::optional<drained_reader> reader_;
-};
-
-// Closes a connection at its request's deadline, for reads that Beast's
-// timeout does not cover. Gone with its owner: a later expiry does nothing.
-struct request_deadline {
-  any_stream* conn = nullptr;
-  bool passed = false;
 };
 
 // About four bytes per token, as engines estimate English text (the demo
@@ -204,9 +197,9 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
   tcp_stream.socket().set_option(tcp::no_delay(true));
   if (!st.url.tls) {
     enable_receive_timestamps(tcp_stream.socket());  // for each event's arrival (arrival_stamped_reads)
-    co_return std::make_unique<any_stream>(std::move(tcp_stream));
+    co_return std::make_unique<any_stream>(tcp_stream.release_socket());
   }
-  auto tls = std::make_unique<any_stream::tls_stream>(std::move(tcp_stream), *st.tls);
+  auto tls = std::make_unique<any_stream::tls_stream>(tcp_stream.release_socket(), *st.tls);
   SSL_set_tlsext_host_name(tls->native_handle(), st.url.host.c_str());
   tls->set_verify_callback(net::ssl::host_name_verification(st.url.host));
   auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
@@ -236,21 +229,12 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   req.content_length(st.body.size());
   const auto head = head_bytes(req.base());
   const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(st.body)};
-  conn->tcp().expires_after(st.o.timeout);
+  conn->expires_after(st.o.timeout);  // the whole request: write, head and every event
   auto start = clock::now();
   auto [wec, wn] = co_await net::async_write(*conn, pieces, use_tuple);
   // The response is read stamped, its head too: events that come with the
   // head are read with it.
   arrival_stamped_reads reads(*conn);
-  auto deadline = std::make_shared<request_deadline>();
-  deadline->conn = conn.get();
-  net::steady_timer deadline_timer(conn->get_executor(), start + st.o.timeout);
-  deadline_timer.async_wait([watch = std::weak_ptr<request_deadline>(deadline)](error_code tec) {
-    auto d = watch.lock();
-    if (tec || !d) return;
-    d->passed = true;
-    d->conn->close();
-  });
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(boost::none);
@@ -260,7 +244,7 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     ec = hec;
   }
   if (ec) {
-    s.error = ec == beast::error::timeout || deadline->passed ? "timeout" : "connect";
+    s.error = conn->timed_out() ? "timeout" : "connect";
     conn.reset();
     co_return;
   }
@@ -281,13 +265,14 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
       tokens.read_parsed(sse.boundary() == sse.fed());
     }
     if (rec) {
-      if (s.error.empty()) s.error = rec == beast::error::timeout || deadline->passed ? "timeout" : "stream_cut";
+      if (s.error.empty()) s.error = conn->timed_out() ? "timeout" : "stream_cut";
       conn.reset();
       co_return;
     }
   }
   auto end = clock::now();
   if (!parser.keep_alive()) conn.reset();
+  else conn->expires_never();
   if (!s.error.empty()) co_return;
   if (tokens.facts().error) s.error = "stream_error";
   else if (s.tokens == 0) s.error = "no_tokens";

@@ -19,13 +19,13 @@ net::awaitable<void> any_stream::graceful_close() {
     co_await tls_->async_shutdown(net::as_tuple(net::use_awaitable));
   }
   error_code ignored;
-  tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
-  tcp().close();
+  socket().shutdown(tcp::socket::shutdown_send, ignored);
+  close();
 }
 
 std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {
   ec = {};
-  if (tls_ || !plain_->socket().is_open()) return 0;
+  if (tls_ || !plain_->is_open()) return 0;
   constexpr std::size_t max_pieces = 64;
   iovec pieces[max_pieces];
   std::size_t count = 0, bytes = 0;
@@ -38,7 +38,7 @@ std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, err
   message.msg_iov = pieces;
   message.msg_iovlen = count;
   ssize_t sent;
-  do sent = ::sendmsg(plain_->socket().native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  do sent = ::sendmsg(plain_->native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
   while (sent < 0 && errno == EINTR);
   if (sent >= 0) return static_cast<std::size_t>(sent);
   if (errno != EAGAIN && errno != EWOULDBLOCK) ec = error_code(errno, boost::system::system_category());

@@ -37,10 +37,10 @@ struct deadline_aware_handler {
 
 class any_stream {
  public:
-  using executor_type = beast::tcp_stream::executor_type;
-  using tls_stream = net::ssl::stream<beast::tcp_stream>;
+  using executor_type = tcp::socket::executor_type;
+  using tls_stream = net::ssl::stream<tcp::socket>;
 
-  explicit any_stream(beast::tcp_stream plain)
+  explicit any_stream(tcp::socket plain)
       : plain_(std::move(plain)), deadline_(plain_->get_executor(), closer()) {}
   // `context` is kept as long as the stream: a certificate reload may drop
   // the listener's reference while this connection still uses it.
@@ -54,15 +54,14 @@ class any_stream {
         deadline_(std::move(other.deadline_)) {
     deadline_.rebind(closer());
   }
-  any_stream& operator=(any_stream&&) = delete;  // (Beast's tcp_stream cannot be assigned)
+  any_stream& operator=(any_stream&&) = delete;  // (the deadline would close the wrong connection)
 
   bool is_tls() const { return tls_ != nullptr; }
   tls_stream& tls() { return *tls_; }
 
-  // The TCP layer: socket options and close. (Its own per-operation
-  // timeouts stay unset: deadlines are the stream's, below.)
-  beast::tcp_stream& tcp() { return tls_ ? tls_->next_layer() : *plain_; }
-  executor_type get_executor() { return tcp().get_executor(); }
+  // The TCP socket under either: socket options, cancel.
+  tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
+  executor_type get_executor() { return socket().get_executor(); }
 
   // Every operation on the connection from now on, until the deadline is
   // moved or cleared, must end by then; when it passes the connection is
@@ -79,7 +78,7 @@ class any_stream {
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (tls_) tls_->async_read_some(b, std::move(done));
-          else plain_->socket().async_read_some(b, std::move(done));
+          else plain_->async_read_some(b, std::move(done));
         },
         token, buffers);
   }
@@ -90,7 +89,7 @@ class any_stream {
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (tls_) tls_->async_write_some(b, std::move(done));
-          else plain_->socket().async_write_some(b, std::move(done));
+          else plain_->async_write_some(b, std::move(done));
         },
         token, buffers);
   }
@@ -115,7 +114,10 @@ class any_stream {
   static constexpr std::size_t send_now_limit = 256 * 1024;
 
   // Closes the socket now: every pending operation completes with an error.
-  void close() { tcp().close(); }
+  void close() {
+    error_code ignored;
+    socket().close(ignored);
+  }
   // Closed because its deadline passed.
   bool timed_out() const { return deadline_.expired(); }
 
@@ -123,7 +125,7 @@ class any_stream {
   net::awaitable<void> graceful_close();
 
  private:
-  std::optional<beast::tcp_stream> plain_;
+  std::optional<tcp::socket> plain_;
   std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
   stream_deadline deadline_;  // declared after the stream it closes

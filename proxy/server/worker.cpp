@@ -18,7 +18,7 @@ namespace tokengate {
 namespace {
 
 // The certificate current at accept time serves this connection to its end.
-any_stream tls_stream_for(beast::tcp_stream plain, std::shared_ptr<net::ssl::context> context) {
+any_stream tls_stream_for(tcp::socket plain, std::shared_ptr<net::ssl::context> context) {
   auto tls = std::make_unique<any_stream::tls_stream>(std::move(plain), *context);
   return any_stream(std::move(tls), std::move(context));
 }
@@ -119,8 +119,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     socket.set_option(tcp::no_delay(true), ignored);
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
-    beast::tcp_stream plain(std::move(socket));
-    auto stream = l.tls ? tls_stream_for(std::move(plain), l.tls->current()) : any_stream(std::move(plain));
+    auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
     net::co_spawn(io_, run_session(std::move(stream), std::move(*ticket), *this, *l.settings), net::detached);
   }
 }

@@ -245,7 +245,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   s.client.expires_never();
   s.upstream->stream.expires_never();
   stream::stall_watch watch(s.client.get_executor(), limits.client_write_timeout, [&s](stream::stall_watch::side side) {
-    if (side == stream::stall_watch::side::client) s.client.tcp().close();  // its write fails: client gone
+    if (side == stream::stall_watch::side::client) s.client.close();  // its write fails: client gone
     else if (s.upstream) s.upstream->stream.close();                        // its read fails: a timeout
   });
 
@@ -328,7 +328,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   };
   auto& upstream = s.upstream->stream;
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
-  if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.tcp().socket());
+  if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.socket());
   bool upstream_ended = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
   // The time of the last read's return, taken once per read for the
   // chunk's time in the accounting and the relay delay's window. (The next
@@ -667,7 +667,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
     if (s.upstream) s.upstream->stream.close();  // not returned to the pool: not reusable
     // Stop the watcher's pending read; the connection itself stays usable.
     error_code ignored;
-    client.tcp().socket().cancel(ignored);
+    client.socket().cancel(ignored);
   };
   // The watcher runs as a coroutine of its own rather than through an
   // awaitable operator: a parallel group connects a cancellation slot to
@@ -687,7 +687,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
     failed = std::current_exception();
     s.finished = true;
     error_code ignored;
-    client.tcp().socket().cancel(ignored);
+    client.socket().cancel(ignored);
   }
   while (!watcher_done) co_await watcher_exit.async_wait(use_tuple);  // it references `s`
   if (failed) std::rethrow_exception(failed);

@@ -18,8 +18,7 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 // An idle keep-alive socket the upstream has closed (or sent stray bytes on)
 // must not carry the next request. A non-blocking peek tells without waiting.
-bool still_usable(beast::tcp_stream& stream) {
-  auto& sock = stream.socket();
+bool still_usable(tcp::socket& sock) {
   if (!sock.is_open()) return false;
   pollfd p{sock.native_handle(), POLLIN, 0};
   int ready = ::poll(&p, 1, 0);
@@ -46,7 +45,7 @@ net::awaitable<acquire_result> pool::acquire() {
     auto conn = std::move(idle_.back());  // most recently used: least likely to be stale
     idle_.pop_back();
     if (idle_gauge_) idle_gauge_->sub();
-    if (still_usable(conn->stream.tcp())) {
+    if (still_usable(conn->stream.socket())) {
       conn->reused = true;
       co_return acquire_result{std::move(conn)};
     }
@@ -90,11 +89,11 @@ net::awaitable<acquire_result> pool::connect_new() {
     // queued (server/drained_read.hpp); without this they are ordinary reads.
     enable_drained_reads(tcp_stream.socket());
     enable_receive_timestamps(tcp_stream.socket());
-    result.conn = std::make_unique<connection>(connection{any_stream(std::move(tcp_stream))});
+    result.conn = std::make_unique<connection>(connection{any_stream(tcp_stream.release_socket())});
     co_return result;
   }
 
-  auto tls = std::make_unique<any_stream::tls_stream>(std::move(tcp_stream), *tls_context_);
+  auto tls = std::make_unique<any_stream::tls_stream>(tcp_stream.release_socket(), *tls_context_);
   // SNI, so that a shared front end picks the right certificate, and a host
   // name check, so that a valid certificate for another name is refused.
   if (!SSL_set_tlsext_host_name(tls->native_handle(), url_.host.c_str())) {
@@ -103,15 +102,18 @@ net::awaitable<acquire_result> pool::connect_new() {
     co_return result;
   }
   tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
-  tls->next_layer().expires_after(settings_.timeouts.connect);
-  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
+  auto conn = std::make_unique<connection>(connection{any_stream(std::move(tls))});
+  conn->stream.expires_after(settings_.timeouts.connect);
+  auto [hec] = co_await conn->stream.tls().async_handshake(net::ssl::stream_base::client, use_tuple);
   if (hec) {
-    result.failure = hec == beast::error::timeout ? connect_failure::timeout : connect_failure::tls;
-    result.message = "TLS handshake with upstream " + url_.host_header + " failed: " + hec.message();
+    bool timed_out = conn->stream.timed_out();
+    result.failure = timed_out ? connect_failure::timeout : connect_failure::tls;
+    result.message = "TLS handshake with upstream " + url_.host_header + " failed: " +
+                     (timed_out ? std::string("timed out") : hec.message());
     co_return result;
   }
-  tls->next_layer().expires_never();
-  result.conn = std::make_unique<connection>(connection{any_stream(std::move(tls))});
+  conn->stream.expires_never();
+  result.conn = std::move(conn);
   co_return result;
 }
 

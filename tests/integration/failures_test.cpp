@@ -152,6 +152,27 @@ TEST(Faults, TlsHandshakeFailureIs502) {
   EXPECT_EQ(boost::json::parse(r.body).at("error").at("type").as_string(), "upstream_error");
 }
 
+// An https upstream whose TCP port answers (the kernel completes the
+// connection on its backlog) but which never says a word of TLS: the
+// handshake is bounded by the connect timeout and ends in a 504.
+TEST(Faults, ASilentTlsUpstreamTimesOutItsHandshake) {
+  hand_upstream silent{[](int) {}};  // never accepts: connections wait in the backlog
+  fixture_options o;
+  auto url = silent.base_url();
+  o.base_url = "https" + url.substr(4);
+  o.upstream_extra = "    timeouts:\n      connect: 300ms\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  auto start = clock::now();
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo"})"));
+  auto r = read_response(c, 5s);
+  EXPECT_EQ(r.status, 504);
+  EXPECT_GE(clock::now() - start, 250ms);
+  EXPECT_LT(clock::now() - start, 3s);
+  EXPECT_EQ(error_code_of(r), "upstream_timeout");
+  EXPECT_NE(r.body.find("timed out"), std::string::npos) << r.body;
+}
+
 TEST(Faults, AOneByteTrickleArrivesWholeAndInOrder) {
   proxy_fixture f;
   http_client c(f.port());
