@@ -7,7 +7,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/error.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <functional>
 #include <memory>

@@ -69,8 +69,8 @@ std::optional<read_failure> classify_read_error(const error_code& ec, const conf
   if (ec == http::error::body_limit)
     return read_failure{413, "request_too_large",
                         "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes"};
-  // A head or body that does not arrive in time (slowloris): Beast has
-  // already closed the socket when its timer fired, so the answer is the close.
+  // A head or body that does not arrive in time (slowloris): the stream's
+  // deadline has already closed the socket, so the answer is the close.
   if (ec == beast::error::timeout) return std::nullopt;
   if (ec == http::error::end_of_stream || ec == net::error::eof || is_disconnect(ec)) return std::nullopt;
   return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};

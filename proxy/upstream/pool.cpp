@@ -3,6 +3,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
