@@ -14,6 +14,7 @@
 #include <span>
 
 #include "net.hpp"
+#include "server/drained_read.hpp"
 #include "server/stream_deadline.hpp"
 
 namespace tokengate {
@@ -77,6 +78,8 @@ class any_stream {
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (tls_) tls_->async_read_some(b, std::move(done));
+          else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
+            start_drained_read(*plain_, b, std::move(done), nullptr);  // (see drained_read.hpp)
           else plain_->async_read_some(b, std::move(done));
         },
         token, buffers);

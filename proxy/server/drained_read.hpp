@@ -70,12 +70,31 @@ inline bool enable_receive_timestamps(tcp::socket& socket) {
   return ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
 }
 
+// What drained reads of one socket tell their reader.
+struct read_record {
+  std::size_t believed = 0;     // reads believed to have drained the socket
+  std::int64_t arrival_ns = 0;  // the last read's newest bytes' arrival, real-time ns (0: none)
+};
+
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define TOKENGATE_DRAINED_READ 1
 
 namespace drained_read_detail {
 namespace detail = boost::asio::detail;
 using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
+
+// The reactor of the io_context a socket belongs to. Looking it up takes a
+// lock; each worker's thread has one io_context, so one lookup a thread.
+inline detail::reactor& reactor_of(socket_type& socket) {
+  thread_local net::execution_context* context = nullptr;
+  thread_local detail::reactor* reactor = nullptr;
+  auto& current = net::query(socket.get_executor(), net::execution::context);
+  if (&current != context) {
+    reactor = &net::use_service<detail::reactor>(current);
+    context = &current;
+  }
+  return *reactor;
+}
 
 // The socket's implementation is a protected member of basic_socket; a
 // pointer to it, taken through a derived class, reads it without a cast.
@@ -145,24 +164,25 @@ class read_op : public detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(read_op);
 
-  read_op(int socket, net::mutable_buffer buffer, const unsigned* last_events, std::size_t& believed,
-          std::int64_t& arrival_ns, Handler& handler, const IoExecutor& io_ex)
+  read_op(int socket, net::mutable_buffer buffer, const unsigned* last_events, read_record* record,
+          Handler& handler, const IoExecutor& io_ex)
       : detail::reactor_op(error_code(), &read_op::do_perform, &read_op::do_complete),
         socket_(socket),
         buffer_(buffer),
         last_events_(last_events),
-        believed_(believed),
-        arrival_ns_(arrival_ns),
+        record_(record),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
   static status do_perform(detail::reactor_op* base) {
     auto* o = static_cast<read_op*>(base);
     bool drained;
-    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, o->arrival_ns_))
+    std::int64_t arrival_ns = 0;
+    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, arrival_ns))
       return not_done;  // EAGAIN: wait for the edge
+    if (o->record_) o->record_->arrival_ns = arrival_ns;
     if (!drained) return done;
-    if (!o->ec_) ++o->believed_;
+    if (!o->ec_ && o->record_) ++o->record_->believed;
     return done_and_exhausted;  // the reactor skips the next read's attempt
   }
 
@@ -186,8 +206,7 @@ class read_op : public detail::reactor_op {
   int socket_;
   net::mutable_buffer buffer_;
   const unsigned* last_events_;
-  std::size_t& believed_;
-  std::int64_t& arrival_ns_;
+  read_record* record_;
   Handler handler_;
   detail::handler_work<Handler, IoExecutor> work_;
 };
@@ -195,70 +214,69 @@ class read_op : public detail::reactor_op {
 }  // namespace drained_read_detail
 #endif
 
-// Reads from one socket, like its async_read_some. Made once per response
-// relayed (it looks up the socket's reactor, which takes a lock); the socket
-// must outlive it. No per-operation cancellation: closing or cancelling the
-// socket stops a read.
+// Starts a read of `socket` into `buffer`, like its async_read_some, that
+// leaves the next read to wait for epoll when this one drained the socket
+// (above). `record` (may be null) hears of each read; it must outlive the
+// read. Falls back to the ordinary read where the drained one cannot run.
+template <typename Handler>
+void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, net::mutable_buffer buffer,
+                        Handler&& handler, read_record* record) {
+  if (record) record->arrival_ns = 0;  // (set by this read, or by none)
+#ifdef TOKENGATE_DRAINED_READ
+  namespace detail = boost::asio::detail;
+  using op = drained_read_detail::read_op<std::decay_t<Handler>, net::any_io_executor>;
+  auto& impl = drained_read_detail::socket_access::implementation(socket);
+  // Asio made the socket non-blocking at its first asynchronous operation;
+  // before that (a socket never read yet), or for an empty buffer, the
+  // ordinary read.
+  if ((impl.state_ & detail::socket_ops::non_blocking) && buffer.size() > 0 && socket.is_open()) {
+    const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
+    typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
+    p.p = new (p.v) op(impl.socket_, buffer, last_events, record, handler, socket.get_executor());
+    drained_read_detail::reactor_of(socket).start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p,
+                                                     false, true);
+    p.v = p.p = nullptr;
+    return;
+  }
+#endif
+  socket.async_read_some(buffer, std::forward<Handler>(handler));
+}
+
+// Reads from one socket, like its async_read_some, keeping what the reads
+// tell (read_record). The socket must outlive it. No per-operation
+// cancellation: closing or cancelling the socket stops a read.
 class drained_reader {
  public:
   using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
-  explicit drained_reader(socket_type& socket) : socket_(socket) {
-#ifdef TOKENGATE_DRAINED_READ
-    reactor_ = &net::use_service<boost::asio::detail::reactor>(
-        net::query(socket.get_executor(), net::execution::context));
-#endif
-  }
+  explicit drained_reader(socket_type& socket) : socket_(socket) {}
 
   template <typename Token>
   auto async_read_some(net::mutable_buffer buffer, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
-        [this](auto handler, net::mutable_buffer b) {
-          arrival_ns_ = 0;  // (set by this read, or by none)
-#ifdef TOKENGATE_DRAINED_READ
-          namespace detail = boost::asio::detail;
-          using op = drained_read_detail::read_op<decltype(handler), net::any_io_executor>;
-          auto& impl = drained_read_detail::socket_access::implementation(socket_);
-          // Asio made the socket non-blocking at its first asynchronous
-          // operation; before that (never, on the relay's path), or for an
-          // empty buffer, the ordinary read.
-          if ((impl.state_ & detail::socket_ops::non_blocking) && b.size() > 0 && socket_.is_open()) {
-            const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
-            typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-            p.p = new (p.v) op(impl.socket_, b, last_events, believed_, arrival_ns_, handler, socket_.get_executor());
-            reactor_->start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
-            p.v = p.p = nullptr;
-            return;
-          }
-#endif
-          socket_.async_read_some(b, std::move(handler));
-        },
+        [this](auto handler, net::mutable_buffer b) { start_drained_read(socket_, b, std::move(handler), &record_); },
         token, buffer);
   }
 
   // How many reads were believed to have drained the socket (so that the
   // next read skipped its attempt).
-  std::size_t believed() const { return believed_; }
+  std::size_t believed() const { return record_.believed; }
   // When the newest bytes of the last read arrived in the kernel, real-time
   // nanoseconds; 0 when the socket does not report it
   // (enable_receive_timestamps) or the read was not this one's own.
-  std::int64_t last_arrival_ns() const { return arrival_ns_; }
+  std::int64_t last_arrival_ns() const { return record_.arrival_ns; }
   // How long ago that was, by the real-time clock; none when the read took
   // no stamp or the clock has stepped back past it.
   std::optional<std::chrono::nanoseconds> since_last_arrival() const {
-    if (arrival_ns_ == 0) return std::nullopt;
+    if (record_.arrival_ns == 0) return std::nullopt;
     auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
-    if (now_ns < arrival_ns_) return std::nullopt;
-    return std::chrono::nanoseconds(now_ns - arrival_ns_);
+    if (now_ns < record_.arrival_ns) return std::nullopt;
+    return std::chrono::nanoseconds(now_ns - record_.arrival_ns);
   }
 
  private:
   socket_type& socket_;
-  std::size_t believed_ = 0;
-  std::int64_t arrival_ns_ = 0;
-#ifdef TOKENGATE_DRAINED_READ
-  boost::asio::detail::reactor* reactor_ = nullptr;
-#endif
+  read_record record_;
 };
 
 }  // namespace tokengate

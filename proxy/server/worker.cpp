@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "server/any_stream.hpp"
+#include "server/drained_read.hpp"
 #include "server/connection_gate.hpp"
 #include "server/session.hpp"
 #include "server/tls_context.hpp"
@@ -117,6 +118,11 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    // The read that takes a request whole tells (TCP_INQ) that nothing is
+    // left, and the next read (the client watcher's, or the next request's)
+    // waits for epoll instead of trying first and failing: two recv calls a
+    // request that find nothing (server/drained_read.hpp).
+    enable_drained_reads(socket);
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
