@@ -16,6 +16,7 @@
 #include "metrics/latency.hpp"
 #include "net.hpp"
 #include "routing/balancer.hpp"
+#include "server/setup_pacer.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {
@@ -64,6 +65,7 @@ class worker {
   routing::health_table& health() { return health_; }
   std::mt19937_64& rng() { return rng_; }
   std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }
+  setup_pacer& setups() { return setups_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
   // others pass it here so every worker listens on the same one.
@@ -108,6 +110,7 @@ class worker {
   routing::health_table health_;
   std::mt19937_64 rng_{std::random_device{}()};
   std::map<std::string, std::size_t> active_streams_;
+  setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };
