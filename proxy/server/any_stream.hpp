@@ -41,17 +41,21 @@ class any_stream {
   using tls_stream = net::ssl::stream<tcp::socket>;
 
   explicit any_stream(tcp::socket plain)
-      : plain_(std::move(plain)), deadline_(plain_->get_executor(), closer()) {}
+      : plain_(std::move(plain)), deadline_(plain_->get_executor(), closer()), reactor_(*plain_) {}
   // `context` is kept as long as the stream: a certificate reload may drop
   // the listener's reference while this connection still uses it.
   explicit any_stream(std::unique_ptr<tls_stream> tls, std::shared_ptr<net::ssl::context> context = nullptr)
-      : context_(std::move(context)), tls_(std::move(tls)), deadline_(tls_->get_executor(), closer()) {}
+      : context_(std::move(context)),
+        tls_(std::move(tls)),
+        deadline_(tls_->get_executor(), closer()),
+        reactor_(tls_->next_layer()) {}
   // (The deadline closes whichever object holds the connection now.)
   any_stream(any_stream&& other)
       : plain_(std::move(other.plain_)),
         context_(std::move(other.context_)),
         tls_(std::move(other.tls_)),
-        deadline_(std::move(other.deadline_)) {
+        deadline_(std::move(other.deadline_)),
+        reactor_(other.reactor_) {
     deadline_.rebind(closer());
   }
   any_stream& operator=(any_stream&&) = delete;  // (the deadline would close the wrong connection)
@@ -79,7 +83,7 @@ class any_stream {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (tls_) tls_->async_read_some(b, std::move(done));
           else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
-            start_drained_read(*plain_, b, std::move(done), nullptr);  // (see drained_read.hpp)
+            start_drained_read(*plain_, reactor_, b, std::move(done), nullptr);  // (see drained_read.hpp)
           else plain_->async_read_some(b, std::move(done));
         },
         token, buffers);
@@ -131,6 +135,7 @@ class any_stream {
   std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
   stream_deadline deadline_;  // declared after the stream it closes
+  read_reactor reactor_;      // for plain reads (drained_read.hpp)
   std::function<void()> closer() {
     return [this] { close(); };
   }

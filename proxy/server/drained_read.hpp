@@ -83,19 +83,6 @@ namespace drained_read_detail {
 namespace detail = boost::asio::detail;
 using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
 
-// The reactor of the io_context a socket belongs to. Looking it up takes a
-// lock; each worker's thread has one io_context, so one lookup a thread.
-inline detail::reactor& reactor_of(socket_type& socket) {
-  thread_local net::execution_context* context = nullptr;
-  thread_local detail::reactor* reactor = nullptr;
-  auto& current = net::query(socket.get_executor(), net::execution::context);
-  if (&current != context) {
-    reactor = &net::use_service<detail::reactor>(current);
-    context = &current;
-  }
-  return *reactor;
-}
-
 // The socket's implementation is a protected member of basic_socket; a
 // pointer to it, taken through a derived class, reads it without a cast.
 struct socket_access : socket_type {
@@ -214,13 +201,33 @@ class read_op : public detail::reactor_op {
 }  // namespace drained_read_detail
 #endif
 
-// Starts a read of `socket` into `buffer`, like its async_read_some, that
-// leaves the next read to wait for epoll when this one drained the socket
-// (above). `record` (may be null) hears of each read; it must outlive the
-// read. Falls back to the ordinary read where the drained one cannot run.
+// The reactor that serves a socket, looked up once for the reads that
+// follow (the lookup takes a lock).
+class read_reactor {
+ public:
+  explicit read_reactor(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
+#ifdef TOKENGATE_DRAINED_READ
+    reactor_ = &net::use_service<boost::asio::detail::reactor>(net::query(socket.get_executor(), net::execution::context));
+#else
+    (void)socket;
+#endif
+  }
+#ifdef TOKENGATE_DRAINED_READ
+  boost::asio::detail::reactor& get() const { return *reactor_; }
+
+ private:
+  boost::asio::detail::reactor* reactor_;
+#endif
+};
+
+// Starts a read of `socket` (served by `reactor`) into `buffer`, like its
+// async_read_some, that leaves the next read to wait for epoll when this
+// one drained the socket (above). `record` (may be null) hears of each
+// read; it must outlive the read. Falls back to the ordinary read where the
+// drained one cannot run.
 template <typename Handler>
-void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, net::mutable_buffer buffer,
-                        Handler&& handler, read_record* record) {
+void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
+                        net::mutable_buffer buffer, Handler&& handler, read_record* record) {
   if (record) record->arrival_ns = 0;  // (set by this read, or by none)
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
@@ -233,27 +240,31 @@ void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& soc
     const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
     typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
     p.p = new (p.v) op(impl.socket_, buffer, last_events, record, handler, socket.get_executor());
-    drained_read_detail::reactor_of(socket).start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p,
-                                                     false, true);
+    reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
     p.v = p.p = nullptr;
     return;
   }
+#else
+  (void)reactor;
 #endif
   socket.async_read_some(buffer, std::forward<Handler>(handler));
 }
 
 // Reads from one socket, like its async_read_some, keeping what the reads
-// tell (read_record). The socket must outlive it. No per-operation
-// cancellation: closing or cancelling the socket stops a read.
+// tell (read_record). Made once per response relayed; the socket must
+// outlive it. No per-operation cancellation: closing or cancelling the
+// socket stops a read.
 class drained_reader {
  public:
   using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
-  explicit drained_reader(socket_type& socket) : socket_(socket) {}
+  explicit drained_reader(socket_type& socket) : socket_(socket), reactor_(socket) {}
 
   template <typename Token>
   auto async_read_some(net::mutable_buffer buffer, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
-        [this](auto handler, net::mutable_buffer b) { start_drained_read(socket_, b, std::move(handler), &record_); },
+        [this](auto handler, net::mutable_buffer b) {
+          start_drained_read(socket_, reactor_, b, std::move(handler), &record_);
+        },
         token, buffer);
   }
 
@@ -276,6 +287,7 @@ class drained_reader {
 
  private:
   socket_type& socket_;
+  read_reactor reactor_;
   read_record record_;
 };
 
