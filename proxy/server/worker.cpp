@@ -121,8 +121,9 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     // The read that takes a request whole tells (TCP_INQ) that nothing is
     // left, and the next read (the client watcher's, or the next request's)
     // waits for epoll instead of trying first and failing: two recv calls a
-    // request that find nothing (server/drained_read.hpp).
-    enable_drained_reads(socket);
+    // request that find nothing (server/drained_read.hpp; TLS reads go
+    // through the TLS engine instead).
+    if (!l.tls) enable_drained_reads(socket);
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
