@@ -29,6 +29,7 @@ const family families[] = {
     {"tokengate_downstream_cx_accept_paused_total", "counter", "Times a worker stopped accepting at limits.max_connections.", &shard::downstream_cx_accept_paused},
     {"tokengate_downstream_rq_total", "counter", "Client requests received.", &shard::downstream_rq_total},
     {"tokengate_downstream_rq_active", "gauge", "Client requests in progress.", &shard::downstream_rq_active},
+    {"tokengate_downstream_rq_paced_total", "counter", "Requests whose set-up waited for a later turn of the event loop (a burst of new requests), so that open streams' events went first.", &shard::downstream_rq_paced},
     {"tokengate_downstream_rq_client_cancelled_total", "counter", "Requests the client abandoned before the end.", &shard::downstream_rq_client_cancelled},
     {"tokengate_downstream_rq_stream_failed_total", "counter", "Streams cut by an upstream failure after the response began.", &shard::downstream_rq_stream_failed},
     {"tokengate_upstream_cx_connect_fail_total", "counter", "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},

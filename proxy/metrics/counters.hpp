@@ -29,6 +29,7 @@ struct shard {
   counter downstream_rq_client_cancelled;   // client went away before the end
   counter downstream_rq_stream_failed;      // upstream died after the 200 was sent
   counter downstream_rq_active;
+  counter downstream_rq_paced;              // set-ups that waited for a later turn (server/setup_pacer.hpp)
   counter upstream_cx_connect_fail;
   counter upstream_rq_timeout;
   counter upstream_cx_reused;

@@ -148,7 +148,10 @@ net::awaitable<void> session_loop(any_stream& stream, worker& w, const config::l
     w.metrics().downstream_rq_active.add();
 
     bool keep_alive = request.keep_alive() && !w.draining();
-    if (!w.setups().try_start()) co_await w.setups().wait_turn(net::use_awaitable);
+    if (!w.setups().try_start()) {  // a burst: open streams' events first (server/setup_pacer.hpp)
+      w.metrics().downstream_rq_paced.add();
+      co_await w.setups().wait_turn(net::use_awaitable);
+    }
     keep_alive = co_await dispatch_request(stream, buffer, request, w, listener, ctx, keep_alive, early);
     w.metrics().downstream_rq_active.sub();
     if (ctx.status) w.metrics().count_status(ctx.status);

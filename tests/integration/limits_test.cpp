@@ -225,6 +225,27 @@ TEST(Limits, FreedMemoryIsGivenBackOnlyAfterABurstEnds) {
   EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "once per burst, not every second";
 }
 
+// 300 requests written at once on 300 open connections: more set-ups become
+// ready in one turn of a worker's loop than it starts per turn, so some
+// wait for later turns (counted), and every one is served.
+TEST(Limits, ABurstOfRequestsIsPacedAndEveryOneServed) {
+  if (raise_descriptor_limit() < 1000) GTEST_SKIP() << "descriptor limit below 1,000";
+  proxy_fixture f;
+  std::vector<std::unique_ptr<http_client>> burst;
+  for (int i = 0; i < 300; ++i) burst.push_back(std::make_unique<http_client>(f.port()));
+  for (auto& c : burst) c->send(one_token_request);
+  int served = 0;
+  for (auto& c : burst) served += read_response(*c).status == 200;
+  EXPECT_EQ(served, 300);
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  const std::string sample = "\ntokengate_downstream_rq_paced_total ";
+  auto at = metrics.find(sample);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  auto paced = std::stoul(metrics.substr(at + sample.size()));
+  EXPECT_GT(paced, 0u) << "no set-up waited for a later turn";
+  EXPECT_LT(paced, 300u) << "at least the first of each worker's turn starts at once";
+}
+
 TEST(Limits, AdminEndpointsAnswer) {
   proxy_fixture f;
   EXPECT_EQ(http_get(f.admin_port(), "/healthz").status, 200);
