@@ -120,7 +120,7 @@ class arrival_stamped_reads {
  public:
   using executor_type = any_stream::executor_type;
   explicit arrival_stamped_reads(any_stream& s) : s_(s) {
-    if (!s.is_tls()) reader_.emplace(s.socket());  // (stamps asked for at connect)
+    if (!s.is_tls()) reader_.emplace(s.socket(), s.reactor());  // (stamps asked for at connect)
   }
   executor_type get_executor() { return s_.get_executor(); }
 

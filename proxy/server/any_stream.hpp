@@ -126,6 +126,8 @@ class any_stream {
   }
   // Closed because its deadline passed.
   bool timed_out() const { return deadline_.expired(); }
+  // The reactor serving the socket, for a drained_reader of its own.
+  const read_reactor& reactor() const { return reactor_; }
 
   // Orderly end: TLS close_notify (bounded by a short timeout), then FIN.
   net::awaitable<void> graceful_close();

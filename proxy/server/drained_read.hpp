@@ -258,6 +258,8 @@ class drained_reader {
  public:
   using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
   explicit drained_reader(socket_type& socket) : socket_(socket), reactor_(socket) {}
+  // With the reactor its connection already looked up (any_stream::reactor()).
+  drained_reader(socket_type& socket, const read_reactor& reactor) : socket_(socket), reactor_(reactor) {}
 
   template <typename Token>
   auto async_read_some(net::mutable_buffer buffer, Token&& token) {

@@ -328,7 +328,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   };
   auto& upstream = s.upstream->stream;
   std::optional<drained_reader> plain_upstream;  // (TLS reads go through the TLS engine)
-  if (!s.upstream->stream.is_tls()) plain_upstream.emplace(s.upstream->stream.socket());
+  if (!upstream.is_tls()) plain_upstream.emplace(upstream.socket(), upstream.reactor());
   bool upstream_ended = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
   // The time of the last read's return, taken once per read for the
   // chunk's time in the accounting and the relay delay's window. (The next
