@@ -50,6 +50,25 @@ __attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p
   return p;
 }
 
+// The first CR or LF, 64 bytes a step, as skip_plain_avx2: an SSE event's
+// data line is a chunk of 150-300 bytes, scanned once per event.
+__attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char* p, const char* end) {
+  const __m256i cr = _mm256_set1_epi8('\r'), lf = _mm256_set1_epi8('\n');
+  while (end - p >= 64) {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    __m256i low = _mm256_or_si256(_mm256_cmpeq_epi8(a, cr), _mm256_cmpeq_epi8(a, lf));
+    __m256i high = _mm256_or_si256(_mm256_cmpeq_epi8(b, cr), _mm256_cmpeq_epi8(b, lf));
+    __m256i either = _mm256_or_si256(low, high);
+    if (!_mm256_testz_si256(either, either)) {
+      if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(low))) return p + __builtin_ctz(mask);
+      return p + 32 + __builtin_ctz(static_cast<unsigned>(_mm256_movemask_epi8(high)));
+    }
+    p += 64;
+  }
+  return p;
+}
+
 }  // namespace byte_scan_detail
 #endif
 
@@ -79,8 +98,32 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
   return end;
 }
 
+// Whether every byte of [p, end) is plain string content (none of those
+// skip_plain_string_bytes stops at). It loads sixteen bytes at a time and so
+// may read up to 15 bytes past `end`: only for callers that know those
+// bytes exist (a token's text in a chunk whose remembered tail follows it).
+inline bool all_plain_string_bytes_reading_past_end(const char* p, const char* end) {
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  for (; p < end; p += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                   _mm_cmplt_epi8(v, space));
+    auto mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+    if (end - p < 16) mask &= (1u << (end - p)) - 1;  // the bytes past `end` do not count
+    if (mask) return false;
+  }
+  return true;
+#else
+  return skip_plain_string_bytes(p, end) == end;
+#endif
+}
+
 // The first CR or LF at or after `p`.
 inline const char* find_line_end(const char* p, const char* end) {
+#ifdef TOKENGATE_AVX2_SCAN
+  if (end - p >= 64 && byte_scan_detail::have_avx2()) p = byte_scan_detail::find_line_end_avx2(p, end);
+#endif
 #ifdef __SSE2__
   const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
   while (end - p >= 16) {

@@ -52,6 +52,27 @@ bool parse_size_line(std::string_view line, std::uint64_t& size) {
   return i == line.size() || (line[i] == ';' && quotes_close(line.substr(i)));
 }
 
+// The chunk almost every read holds: "<hex size>\r\n<payload>\r\n", all of
+// it in hand, no extension. Returns the size line's length (CRLF included)
+// and sets `size`; 0 for anything else, which the general path then reads
+// (and judges). A third of the decoder's work per event went to finding
+// that line with memchr and walking the states one by one (callgrind).
+std::size_t whole_chunk(const char* p, std::size_t n, std::uint64_t& size) {
+  constexpr std::size_t max_digits = 15;  // (no overflow)
+  std::size_t digits = 0;
+  size = 0;
+  for (; digits < n && digits < max_digits; ++digits) {
+    int digit = hex_value(p[digits]);
+    if (digit < 0) break;
+    size = size << 4 | static_cast<unsigned>(digit);
+  }
+  if (digits == 0 || size == 0 || n - digits < 2 || p[digits] != '\r' || p[digits + 1] != '\n') return 0;
+  std::size_t line = digits + 2;
+  if (n - line < size || n - line - size < 2) return 0;
+  if (p[line + size] != '\r' || p[line + size + 1] != '\n') return 0;
+  return line;
+}
+
 }  // namespace
 
 body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec) {
@@ -113,6 +134,13 @@ body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec)
         take_payload(end - at);
         break;
       case state::size_line: {
+        std::uint64_t whole_size;
+        if (auto line_length = whole_chunk(base + at, end - at, whole_size)) {
+          at += line_length;
+          take_payload(static_cast<std::size_t>(whole_size));
+          at += 2;  // its CRLF
+          break;
+        }
         std::string_view line;
         if (!next_line(line)) return finish();
         std::uint64_t size;

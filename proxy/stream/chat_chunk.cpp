@@ -316,7 +316,7 @@ bool reader::object(chat_chunk& out) {
         }
         ++p_;
         if (out.choice_count == chat_chunk::max_choices) return false;
-        if (!choice(out.choices[out.choice_count++])) return false;
+        if (!choice(out.add_choice())) return false;
       } while (take(','));
       return take(']');
     }
@@ -334,7 +334,7 @@ bool reader::object(chat_chunk& out) {
 }  // namespace
 
 bool read_chat_chunk(std::string_view data, chat_chunk& out) {
-  out = chat_chunk{};
+  out.reset();
   reader r(data);
   return r.object(out) && r.at_end();
 }
@@ -348,11 +348,14 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     bool escaped = false;
     // A string that closes exactly where the remembered bytes (which
     // begin with its closing quote) take over; nullptr: not vouched for,
-    // an earlier quote: the chunk is not shaped as remembered.
-    if (string_end(begin, end, escaped) == end) {
-      out = chat_chunk{};
-      out.choice_count = 1;
-      out.choices[0] = remembered_choice_;
+    // an earlier quote: the chunk is not shaped as remembered. A token's
+    // text is usually plain ASCII, checked sixteen bytes at once where the
+    // remembered tail leaves room to read past it.
+    constexpr std::size_t slack = 15;
+    bool plain = after.size() >= slack && all_plain_string_bytes_reading_past_end(begin, end);
+    if (plain || string_end(begin, end, escaped) == end) {
+      out.reset();
+      out.add_choice() = remembered_choice_;
       out.choices[0].text = begin != end;
       out.usage = remembered_usage_;
       out.prompt_tokens = remembered_prompt_tokens_;
@@ -361,7 +364,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
       return true;
     }
   }
-  out = chat_chunk{};
+  out.reset();
   reader r(data);
   if (!r.object(out) || !r.at_end()) return false;
   // Only a chunk whose one variable part is its content string; one with a

@@ -33,6 +33,17 @@ struct chat_chunk {
   std::size_t choice_count = 0;
   bool usage = false;  // a `usage` object was present
   std::optional<std::int64_t> prompt_tokens, completion_tokens;
+
+  // Empty again, without touching the choices beyond choice_count (each is
+  // reset as it is added): clearing all eight cost as much per event as
+  // reading a remembered chunk (callgrind).
+  void reset() {
+    choice_count = 0;
+    usage = false;
+    prompt_tokens.reset();
+    completion_tokens.reset();
+  }
+  choice& add_choice() { return choices[choice_count++] = choice{}; }
 };
 
 // True when `data` is certainly a chat/completions chunk and `out` holds

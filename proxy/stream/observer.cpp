@@ -16,6 +16,9 @@ namespace {
 // Parsing scratch space, reused by every event on this thread: events are
 // observed one at a time, so a typical event costs no heap allocation.
 thread_local std::array<unsigned char, 16 * 1024> parse_scratch;
+// What the lean reader found in the event at hand, likewise reused: built
+// afresh for each event, its eight choices cost as much as the reading.
+thread_local chat_chunk chunk_scratch;
 
 std::string_view str(const json::object& o, std::string_view key) {
   auto* v = o.if_contains(key);
@@ -131,7 +134,7 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
     if (record_) facts_.error_json = json::serialize(detail);
   };
 
-  chat_chunk chunk;
+  chat_chunk& chunk = chunk_scratch;
   if (data == "[DONE]") {
     kinds |= kind_done;
     facts_.terminator = "data: [DONE]";

@@ -36,6 +36,9 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
     }
   }
   while (i < bytes.size()) {
+    if (line_.empty() && !in_line_ && data_.empty() && type_.empty() && !oversized_event_ && !first_line_ &&
+        take_single_line_event(bytes, i, sink))
+      continue;
     auto end = line_end(bytes, i);
     if (end == std::string_view::npos) {
       // Keep the unfinished line, but never more than one event's worth.
@@ -66,6 +69,36 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
       }
     }
   }
+}
+
+// The event almost every stream is made of: one data line and the blank
+// line that ends it, whole in this chunk, with nothing pending before it.
+// It is dispatched from the chunk's own bytes instead of being copied into
+// data_ line by line (a third of the parser's work per event, callgrind);
+// what the sink sees (type, data, boundary(), position()) is exactly what
+// the line-by-line path gives, which the tests feed byte by byte to compare.
+bool sse_parser::take_single_line_event(std::string_view bytes, std::size_t& i, sse_sink& sink) {
+  constexpr std::string_view field = "data:";
+  if (bytes.size() - i < field.size() + 2 || bytes.compare(i, field.size(), field) != 0) return false;
+  auto end = line_end(bytes, i + field.size());
+  if (end == std::string_view::npos) return false;
+  std::size_t next;  // just past the blank line
+  if (bytes[end] == '\n') {
+    if (end + 1 == bytes.size() || bytes[end + 1] != '\n') return false;
+    next = end + 2;
+  } else {  // a CR: only CRLF CRLF here, any other mix goes line by line
+    if (bytes.size() - end < 4 || bytes.compare(end, 4, "\r\n\r\n") != 0) return false;
+    next = end + 4;
+  }
+  auto value = bytes.substr(i + field.size(), end - i - field.size());
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (value.size() + 1 > max_event_bytes_) return false;  // counted as oversized line by line
+  chunk_offset_ = next;
+  ++events_;
+  sink.on_event(sse_event{"message", value});
+  boundary_ = fed_ + next;
+  i = next;
+  return true;
 }
 
 void sse_parser::process_line(std::string_view line, sse_sink& sink) {

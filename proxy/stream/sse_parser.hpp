@@ -57,6 +57,7 @@ class sse_parser {
 
  private:
   void feed_lines(std::string_view bytes, sse_sink& sink);
+  bool take_single_line_event(std::string_view bytes, std::size_t& i, sse_sink& sink);
   void process_line(std::string_view line, sse_sink& sink);
   void dispatch(sse_sink& sink);
 

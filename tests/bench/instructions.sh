@@ -40,6 +40,7 @@ run_under() {
 }
 total=$((requests + 200))
 run_under valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out"
+[[ -n ${KEEP_CALLGRIND:-} ]] && cp "$work/callgrind.out" "$KEEP_CALLGRIND"
 instructions=$(callgrind_annotate "$work/callgrind.out" 2> /dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
 on_mimalloc=false
 "$bin" version | grep -q "heap: mimalloc" && on_mimalloc=true

@@ -77,6 +77,24 @@ TEST(FixedHistogram, BucketsAreUpperInclusive) {
   EXPECT_EQ(h.sum_micros(), 100'000'002'001u);
 }
 
+// Every value at and around every bound of every family lands in the
+// bucket a search over the bounds in seconds picks (value <= bound).
+TEST(FixedHistogram, EveryBoundIsExactInMicroseconds) {
+  std::vector<std::span<const double>> families{ttft_bounds, inter_token_bounds, duration_bounds, relay_delay_bounds};
+  for (auto bounds : families) {
+    for (double bound : bounds) {
+      auto at = static_cast<std::uint64_t>(std::llround(bound * 1e6));
+      for (std::uint64_t micros = at - 1; micros <= at + 1; ++micros) {
+        fixed_histogram h(bounds);
+        h.record_micros(micros);
+        auto expected = static_cast<std::size_t>(
+            std::lower_bound(bounds.begin(), bounds.end(), static_cast<double>(micros) / 1e6) - bounds.begin());
+        EXPECT_EQ(h.bucket(expected), 1u) << micros << " us against the bound " << bound;
+      }
+    }
+  }
+}
+
 TEST(WindowedHistogram, OldSlotsLeaveTheWindows) {
   auto w = std::make_unique<windowed_histogram>();
   auto t0 = windowed_histogram::clock::time_point(std::chrono::seconds(3000));

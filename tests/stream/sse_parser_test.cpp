@@ -97,6 +97,58 @@ TEST(SseParser, EveryFixtureMatchesItsExpectationAtEverySplit) {
   }
 }
 
+// Events whole in one chunk take a shortcut (one data line, no copy); fed a
+// byte at a time, every event goes line by line. Both must report the same
+// offsets to the sink, which the relay cuts and drops by.
+class offset_recorder final : public sse_sink {
+ public:
+  explicit offset_recorder(const sse_parser& parser) : parser_(parser) {}
+  void on_event(const sse_event& e) override {
+    seen.push_back(std::string(e.type) + '|' + std::string(e.data) + '|' + std::to_string(parser_.boundary()) + '-' +
+                   std::to_string(parser_.position()));
+  }
+  std::vector<std::string> seen;
+
+ private:
+  const sse_parser& parser_;
+};
+
+// Fed whole, or a byte at a time but for CRLF pairs (a CR that ends a feed
+// cannot know that an LF follows, so the event's end position differs;
+// BoundaryCoversACrlfSplitAcrossChunks covers that case).
+std::vector<std::string> offsets_seen(std::string_view body, bool whole) {
+  sse_parser parser;
+  offset_recorder r(parser);
+  std::size_t from = 0;
+  for (std::size_t at = 1; !whole && at < body.size(); ++at) {
+    if (body[at - 1] == '\r' && body[at] == '\n') continue;
+    parser.feed(body.substr(from, at - from), r);
+    from = at;
+  }
+  parser.feed(body.substr(from), r);
+  r.seen.push_back("end " + std::to_string(parser.boundary()) + (parser.at_event_boundary() ? " between" : " inside"));
+  return r.seen;
+}
+
+TEST(SseParser, WholeEventsAndBytewiseFeedsReportTheSameOffsets) {
+  for (const auto& path : sse_fixtures()) {
+    SCOPED_TRACE(path.filename().string());
+    auto body = read_file(path);
+    EXPECT_EQ(offsets_seen(body, true), offsets_seen(body, false));
+  }
+  // Line ends the shortcut takes (LF LF, CRLF CRLF) and those it leaves to
+  // the line-by-line path (mixed, CR alone, an event: field, two data lines).
+  std::string mixed =
+      ": hi\n\ndata: a\n\ndata:b\r\n\r\ndata: c\n\r\ndata: d\r\rdata: e\r\n\n"
+      "event: x\ndata: f\n\ndata: g\ndata: h\n\ndata:\n\ndata:  i\n\ndata: j\n";
+  auto whole = offsets_seen(mixed, true);
+  EXPECT_EQ(whole, offsets_seen(mixed, false));
+  EXPECT_EQ(whole, (std::vector<std::string>{"message|a|6-15", "message|b|15-25", "message|c|25-35",
+                                              "message|d|35-44", "message|e|44-54", "x|f|54-72",
+                                              "message|g\nh|72-89", "message||89-96", "message| i|96-106",
+                                              "end 106 inside"}));
+}
+
 TEST(SseParser, FollowsTheWhatwgFieldRules) {
   std::string body =
       "\xEF\xBB\xBF: comment\r\n"
