@@ -2,7 +2,10 @@
 // Oracles: the bytes split at an arbitrary point (taken from the input) must
 // give exactly the events, and the facts, that one whole feed gives; the
 // parser's offsets stay within what was fed; the lean chat-chunk reader
-// (stream/chat_chunk.hpp) gives every event the kinds the full parse gives.
+// (stream/chat_chunk.hpp) gives every event the kinds the full parse gives;
+// fed a byte at a time (CRLF pairs kept together), where no event is ever
+// whole in one feed, the parser reports the same events at the same
+// offsets as fed whole, where single-line events take its shortcut.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +40,34 @@ struct recorder final : sse_sink {
 };
 
 
+// Each event with the parser's offsets at its dispatch.
+struct offsets final : sse_sink {
+  const sse_parser* parser = nullptr;
+  std::vector<std::string> seen;
+  void on_event(const sse_event& e) override {
+    seen.push_back(std::string(e.type) + '\0' + std::string(e.data) + '\0' + std::to_string(parser->boundary()) +
+                   '-' + std::to_string(parser->position()));
+  }
+};
+
+void whole_and_bytewise_agree(std::string_view body) {
+  sse_parser whole_parser(4096), byte_parser(4096);
+  offsets whole, bytewise;
+  whole.parser = &whole_parser;
+  bytewise.parser = &byte_parser;
+  whole_parser.feed(body, whole);
+  std::size_t from = 0;
+  for (std::size_t at = 1; at < body.size(); ++at) {
+    if (body[at - 1] == '\r' && body[at] == '\n') continue;
+    byte_parser.feed(body.substr(from, at - from), bytewise);
+    from = at;
+  }
+  byte_parser.feed(body.substr(from), bytewise);
+  check(whole.seen == bytewise.seen);
+  check(whole_parser.boundary() == byte_parser.boundary());
+  check(whole_parser.oversized_events() == byte_parser.oversized_events());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -67,6 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(lean.input_tokens == full.input_tokens && lean.output_tokens == full.output_tokens &&
         lean.finish_by_choice == full.finish_by_choice && lean.finish_reason == full.finish_reason &&
         lean.usage_events == full.usage_events && lean.content_events == full.content_events);
+
+  whole_and_bytewise_agree(body);
 
   // Ollama's NDJSON path, split the same way.
   stream_observer nd_whole, nd_split;
