@@ -35,6 +35,10 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
       if (boundary_ == fed_) boundary_ = fed_ + 1;
     }
   }
+  // Only a stream's very first line may begin with a byte-order mark; when
+  // the stream's first byte says it does not, the first event may take the
+  // shortcut too (a short stream has few events).
+  if (first_line_ && fed_ == 0 && !bytes.empty() && bytes[0] != utf8_bom[0]) first_line_ = false;
   while (i < bytes.size()) {
     if (line_.empty() && !in_line_ && data_.empty() && type_.empty() && !oversized_event_ && !first_line_ &&
         take_single_line_event(bytes, i, sink))
