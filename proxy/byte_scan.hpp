@@ -26,20 +26,14 @@ inline bool have_avx2() {
   return have;
 }
 
-// The long-string part of skip_plain_string_bytes, 64 bytes a step: stops at
-// the first byte that ends plain content, or where fewer than 64 bytes are
-// left (the caller's loop takes the rest). A 200 KB prompt is one string:
-// this is where the request scan spends its time.
-__attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p, const char* end) {
-  const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\'), space = _mm256_set1_epi8(0x20);
+// Scans 64 bytes a step for the first byte that `mark` flags (it maps 32
+// bytes to 0xFF where a byte matters): returns it, or where fewer than 64
+// bytes are left (the caller's loop takes the rest).
+template <typename Mark>
+__attribute__((target("avx2"))) inline const char* scan_avx2(const char* p, const char* end, Mark mark) {
   while (end - p >= 64) {
-    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-    // (Signed: below 0x20 catches control characters and every non-ASCII byte.)
-    __m256i low = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, quote), _mm256_cmpeq_epi8(a, backslash)),
-                                  _mm256_cmpgt_epi8(space, a));
-    __m256i high = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(b, quote), _mm256_cmpeq_epi8(b, backslash)),
-                                   _mm256_cmpgt_epi8(space, b));
+    __m256i low = mark(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m256i high = mark(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
     __m256i either = _mm256_or_si256(low, high);
     if (!_mm256_testz_si256(either, either)) {
       if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(low))) return p + __builtin_ctz(mask);
@@ -50,23 +44,32 @@ __attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p
   return p;
 }
 
-// The first CR or LF, 64 bytes a step, as skip_plain_avx2: an SSE event's
-// data line is a chunk of 150-300 bytes, scanned once per event.
-__attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char* p, const char* end) {
-  const __m256i cr = _mm256_set1_epi8('\r'), lf = _mm256_set1_epi8('\n');
-  while (end - p >= 64) {
-    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-    __m256i low = _mm256_or_si256(_mm256_cmpeq_epi8(a, cr), _mm256_cmpeq_epi8(a, lf));
-    __m256i high = _mm256_or_si256(_mm256_cmpeq_epi8(b, cr), _mm256_cmpeq_epi8(b, lf));
-    __m256i either = _mm256_or_si256(low, high);
-    if (!_mm256_testz_si256(either, either)) {
-      if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(low))) return p + __builtin_ctz(mask);
-      return p + 32 + __builtin_ctz(static_cast<unsigned>(_mm256_movemask_epi8(high)));
-    }
-    p += 64;
+// What ends plain JSON string content: a quote, a backslash, and (signed:
+// below 0x20) control characters and every non-ASCII byte.
+struct plain_string_stops {
+  __attribute__((target("avx2"))) __m256i operator()(__m256i v) const {
+    return _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\'))),
+        _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v));
   }
-  return p;
+};
+
+struct line_ends {
+  __attribute__((target("avx2"))) __m256i operator()(__m256i v) const {
+    return _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')));
+  }
+};
+
+// The long-string part of skip_plain_string_bytes: a 200 KB prompt is one
+// string, and this is where the request scan spends its time.
+__attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p, const char* end) {
+  return scan_avx2(p, end, plain_string_stops{});
+}
+
+// The first CR or LF: an SSE event's data line is a chunk of 150-300
+// bytes, scanned once per event.
+__attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char* p, const char* end) {
+  return scan_avx2(p, end, line_ends{});
 }
 
 }  // namespace byte_scan_detail
