@@ -10,9 +10,11 @@
 # Allocations are only counted on glibc's heap: mimalloc's operator new
 # goes around heaptrack's hooks, so for a release binary (mimalloc) build
 # one with `cmake -DTOKENGATE_MIMALLOC=OFF` to count them.
+# KEEP_CALLGRIND=FILE keeps callgrind's output there, for callgrind_annotate.
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
 #   short requests: instructions.sh build/tokengate 2000 20 20 4
 #   long prompts:   instructions.sh build/tokengate 400 20 50000 8
+#   fast streams (scenario 2's shape): instructions.sh build/tokengate 300 256 20 64
 set -euo pipefail
 bin=$1 requests=${2:-2000} tokens=${3:-20} prompt=${4:-20} concurrency=${5:-4}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
