@@ -1,5 +1,7 @@
 #include "stream/chat_chunk.hpp"
 
+#include "stream/observer.hpp"  // (the event kinds)
+
 #include "byte_scan.hpp"
 #include "utf8.hpp"
 
@@ -337,6 +339,40 @@ bool read_chat_chunk(std::string_view data, chat_chunk& out) {
   out.reset();
   reader r(data);
   return r.object(out) && r.at_end();
+}
+
+bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
+  constexpr std::string_view head = R"({"type":"content_block_delta","index":)";
+  constexpr std::string_view text_delta = R"(,"delta":{"type":"text_delta","text":")";
+  constexpr std::string_view thinking_delta = R"(,"delta":{"type":"thinking_delta","thinking":")";
+  constexpr std::string_view tail = R"("}})";
+  // (The first test is a quick no for the other shapes, whose first member
+  // is not `type`: an OpenAI chunk starts with {"id".)
+  if (data.size() < head.size() + tail.size() || data[2] != head[2]) return false;
+  if (!data.starts_with(head) || !data.ends_with(tail)) return false;
+  // The index: a plain integer, as the full parser reads one (nothing here
+  // depends on its value).
+  auto rest = data.substr(head.size(), data.size() - head.size() - tail.size());
+  std::size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 18 || (digits > 1 && rest[0] == '0')) return false;
+  rest.remove_prefix(digits);
+  unsigned kind;
+  if (rest.starts_with(text_delta)) {
+    rest.remove_prefix(text_delta.size());
+    kind = kind_text;
+  } else if (rest.starts_with(thinking_delta)) {
+    rest.remove_prefix(thinking_delta.size());
+    kind = kind_reasoning;
+  } else {
+    return false;
+  }
+  // The string runs exactly to the tail (which begins with its closing quote).
+  bool escaped = false;
+  const char* end = rest.data() + rest.size();
+  if (string_end(rest.data(), end, escaped) != end) return false;
+  kinds = rest.empty() ? 0 : kind;  // (an escape decodes to at least one character)
+  return true;
 }
 
 bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {

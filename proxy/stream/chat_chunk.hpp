@@ -50,6 +50,17 @@ struct chat_chunk {
 // what it says; false means "parse it the general way".
 bool read_chat_chunk(std::string_view data, chat_chunk& out);
 
+// The other shape that carries almost every token: an Anthropic text or
+// thinking delta, exactly as the API writes it (no blanks),
+//   {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"…"}}
+// True when `data` is certainly that, with `kinds` what the full parse
+// would find (kind_text or kind_reasoning when the string is not empty, else
+// none); false means "parse it the general way". A full parse of each such
+// event was three quarters of the proxy's instructions on an Anthropic
+// stream (callgrind, 256 tokens: 1.5 million instructions a request
+// against 0.32 million for an OpenAI one).
+bool read_anthropic_delta(std::string_view data, unsigned& kinds);
+
 // read_chat_chunk for the events of one stream, which repeat themselves:
 // within a stream every byte of a token chunk but its content string is
 // usually the same (id, created, model, the closing finish_reason: null).

@@ -138,6 +138,10 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
   if (data == "[DONE]") {
     kinds |= kind_done;
     facts_.terminator = "data: [DONE]";
+  } else if (fast_path_ && !record_ && event_type != "error" && read_anthropic_delta(data, kinds)) {
+    // What the `content_block_delta` branch below finds for text and
+    // thinking, without building a document.
+    ++fast_path_events_;
   } else if (fast_path_ && !record_ && event_type != "error" && chunk_reader_.read(data, chunk)) {
     // What the `choices` branch below finds, without building a document
     // (recording needs the decoded text, so it always takes the full parse).

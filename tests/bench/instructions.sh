@@ -11,6 +11,7 @@
 # goes around heaptrack's hooks, so for a release binary (mimalloc) build
 # one with `cmake -DTOKENGATE_MIMALLOC=OFF` to count them.
 # KEEP_CALLGRIND=FILE keeps callgrind's output there, for callgrind_annotate.
+# API=anthropic sends Anthropic requests (/v1/messages) instead of OpenAI ones.
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
 #   short requests: instructions.sh build/tokengate 2000 20 20 4
 #   long prompts:   instructions.sh build/tokengate 400 20 50000 8
@@ -23,7 +24,7 @@ engine=$(free_port)
 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
 load() {  # $1: requests, $2: port
-  "$bin" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" \
+  "$bin" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" ${API:+--api "$API"} \
     --max-tokens "$tokens" --prompt-tokens "$prompt" --json \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens}}" > "$work/r.json"
 }

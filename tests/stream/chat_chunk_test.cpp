@@ -222,5 +222,53 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
   }
 }
 
+// Anthropic's text and thinking deltas, read without a document where they
+// are exactly the API's shape; whatever the lean reader says, the full parse
+// (an observer without it) finds the same kinds.
+TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
+  struct variant {
+    std::string data;
+    bool lean;
+  };
+  const std::string text = R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")";
+  const std::string thinking =
+      R"({"type":"content_block_delta","index":3,"delta":{"type":"thinking_delta","thinking":")";
+  const variant variants[] = {
+      {text + R"(Hello"}})", true},
+      {text + R"("}})", true},  // empty: no kind
+      {text + R"(h\u00e9 \"\u2603\" \n)" + "\xE6\x97\xA5" + R"("}})", true},
+      {thinking + R"(Let me think"}})", true},
+      {R"({"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"x"}})", true},
+      {R"({"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}})", false},  // not JSON
+      {R"({"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}})", false},
+      {R"({"type": "content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})", false},  // blanks
+      {text + R"(x"}} )", false},
+      {text + R"(x"},"error":{"type":"overloaded_error"}})", false},  // another member: the full parse decides
+      {text + R"(a"b"}})", false},           // a bare quote inside
+      {text + R"(ab\"}})", false},           // the closing quote escaped
+      {text + R"(\ud83d\ude00"}})", false},  // surrogates
+      {text + "\xC0\xAF\"}}", false},        // overlong UTF-8
+      {R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a"}})", false},
+      {R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","citations":[]}})", false},
+  };
+  for (const auto& v : variants) {
+    unsigned lean_kinds = 999;
+    EXPECT_EQ(read_anthropic_delta(v.data, lean_kinds), v.lean) << v.data;
+    stream_observer lean{false, true}, full{false, false};
+    lean.on_event(sse_event{"content_block_delta", v.data});
+    full.on_event(sse_event{"content_block_delta", v.data});
+    EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << v.data;
+    EXPECT_EQ(lean.fast_path_events(), v.lean ? 1u : 0u) << v.data;
+    if (v.lean) {
+      EXPECT_EQ(lean_kinds, full.last_kinds()) << v.data;
+    }
+  }
+  // An error event is never read the lean way, whatever its data.
+  stream_observer lean{false, true};
+  lean.on_event(sse_event{"error", text + R"(x"}})"});
+  EXPECT_EQ(lean.fast_path_events(), 0u);
+  EXPECT_TRUE(lean.facts().error);
+}
+
 }  // namespace
 }  // namespace tokengate::stream

@@ -147,6 +147,13 @@ TEST(SseParser, WholeEventsAndBytewiseFeedsReportTheSameOffsets) {
                                               "message|d|35-44", "message|e|44-54", "x|f|54-72",
                                               "message|g\nh|72-89", "message||89-96", "message| i|96-106",
                                               "end 106 inside"}));
+  // An `event:` line before the data line (Anthropic's events) is taken
+  // whole too; an empty type leaves the event to start after it.
+  std::string typed = "event: delta\ndata: k\n\nevent: d2\r\ndata: l\r\n\r\nevent:\r\ndata: m\r\n\r\nevent: x\ndata: n\r\n\r\n";
+  auto typed_whole = offsets_seen(typed, true);
+  EXPECT_EQ(typed_whole, offsets_seen(typed, false));
+  EXPECT_EQ(typed_whole, (std::vector<std::string>{"delta|k|0-22", "d2|l|22-44", "message|m|52-63", "x|n|63-83",
+                                                    "end 83 between"}));
 }
 
 TEST(SseParser, FollowsTheWhatwgFieldRules) {
