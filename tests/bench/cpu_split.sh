@@ -6,6 +6,7 @@
 # (LD_PRELOAD, see start_proxy), for a quick comparison of allocators without a build.
 # Usage: tests/bench/cpu_split.sh tokengate|nginx TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS] [REQUESTS]
 #   short streams opened by thousands: cpu_split.sh nginx build/tokengate 2000 100 2 8000
+#   Anthropic streams: API=anthropic cpu_split.sh tokengate build/tokengate 64 0 256 2048
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-2} requests=${6:-8000}
@@ -16,7 +17,7 @@ start_engine "$bin" "$engine"
 start_proxy "$target" "$bin" "$port" "$engine"
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
-  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
+  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json ${API:+--api "$API"} \
   --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens}}" > "$work/r.json"
 read -r user1 sys1 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 ticks=$(getconf CLK_TCK)
