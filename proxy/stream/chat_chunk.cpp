@@ -128,10 +128,13 @@ bool reader::integer(std::optional<std::int64_t>& value) {
   skip_space();
   const char* begin = p_;
   std::int64_t v = 0;
-  // (Stops at 19 digits: more would overflow, and are declined below.)
-  while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - begin < 19) v = v * 10 + (*p_++ - '0');
+  // (Reads at most 18 digits, which cannot overflow; a 19th is declined
+  // below. Reading it first overflowed: found by tests/fuzz/sse_fuzz.)
+  constexpr std::ptrdiff_t max_digits = 18;
+  while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - begin < max_digits) v = v * 10 + (*p_++ - '0');
   auto digits = p_ - begin;
-  if (digits == 0 || digits > 18 || (digits > 1 && *begin == '0')) return false;
+  if (digits == 0 || (digits > 1 && *begin == '0')) return false;
+  if (p_ < end_ && *p_ >= '0' && *p_ <= '9') return false;  // more than 18 digits
   if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
   value = v;
   return true;

@@ -118,6 +118,7 @@ TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
       R"({"choices":[{"index":-1}]})",                                    // signs
       R"({"choices":[],"n":12345678901234567890})",                       // past 18 digits
       R"({"choices":[{"index":77777777777777777777}]})",                  // (found by sse_fuzz: overflowed)
+      R"({"choices":[{"index":9333333333333333333}]})",                   // 19 digits (sse_fuzz again)
       R"({"choices":[{"delta":{"content":"\ud83d\ude00"}}]})",            // surrogates
       R"({"choices":[{"finish_reason":"st\u006fp"}]})",                   // an escaped finish reason
       R"({"choices":{}})",                                                // choices not an array
