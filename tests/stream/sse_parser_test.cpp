@@ -97,8 +97,8 @@ TEST(SseParser, EveryFixtureMatchesItsExpectationAtEverySplit) {
   }
 }
 
-// Events whole in one chunk take a shortcut (one data line, no copy); fed a
-// byte at a time, every event goes line by line. Both must report the same
+// Events whole in one chunk take a shortcut (a data line, perhaps after an
+// event: line; no copy); fed a byte at a time, every event goes line by line. Both must report the same
 // offsets to the sink, which the relay cuts and drops by.
 class offset_recorder final : public sse_sink {
  public:
@@ -137,7 +137,7 @@ TEST(SseParser, WholeEventsAndBytewiseFeedsReportTheSameOffsets) {
     EXPECT_EQ(offsets_seen(body, true), offsets_seen(body, false));
   }
   // Line ends the shortcut takes (LF LF, CRLF CRLF) and those it leaves to
-  // the line-by-line path (mixed, CR alone, an event: field, two data lines).
+  // the line-by-line path (mixed, CR alone, two data lines).
   std::string mixed =
       ": hi\n\ndata: a\n\ndata:b\r\n\r\ndata: c\n\r\ndata: d\r\rdata: e\r\n\n"
       "event: x\ndata: f\n\ndata: g\ndata: h\n\ndata:\n\ndata:  i\n\ndata: j\n";
