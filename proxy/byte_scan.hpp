@@ -75,6 +75,18 @@ __attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char
 }  // namespace byte_scan_detail
 #endif
 
+#ifdef __SSE2__
+// The bytes of 16 that end plain JSON string content, as a movemask: a
+// quote, a backslash and (a signed compare below 0x20) control characters
+// and, as negative numbers, every non-ASCII byte.
+inline unsigned plain_string_stops_sse(const char* p) {
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                 _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+  return static_cast<unsigned>(_mm_movemask_epi8(special));
+}
+#endif
+
 // The first byte at or after `p` that ends a run of plain JSON string
 // content: a quote, a backslash, a control character or any non-ASCII byte
 // (which the caller checks as UTF-8).
@@ -83,14 +95,8 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
   if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_avx2(p, end);
 #endif
 #ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
   while (end - p >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    // A signed compare below 0x20 catches control characters and, as
-    // negative numbers, every non-ASCII byte.
-    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                   _mm_cmplt_epi8(v, space));
-    if (int mask = _mm_movemask_epi8(special)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    if (auto mask = plain_string_stops_sse(p)) return p + __builtin_ctz(mask);
     p += 16;
   }
 #endif
@@ -107,12 +113,8 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
 // bytes exist (a token's text in a chunk whose remembered tail follows it).
 inline bool all_plain_string_bytes_reading_past_end(const char* p, const char* end) {
 #ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
   for (; p < end; p += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                   _mm_cmplt_epi8(v, space));
-    auto mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+    auto mask = plain_string_stops_sse(p);
     if (end - p < 16) mask &= (1u << (end - p)) - 1;  // the bytes past `end` do not count
     if (mask) return false;
   }

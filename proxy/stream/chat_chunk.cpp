@@ -122,20 +122,28 @@ bool reader::string(std::string_view& raw, bool& escaped) {
   return true;
 }
 
-// Only the plain integers a chunk's counters use: at most 18 digits (no
-// overflow), no sign, no leading zero. Anything else: not sure.
+// The length of the plain integer at `p` that these readers vouch for (the
+// only kind a chunk's counters and indexes use): 1 to 18 digits, which
+// cannot overflow, no sign, no leading zero, no fraction or exponent after;
+// 0 for anything else ("not sure").
+std::size_t plain_integer_length(const char* p, const char* end) {
+  constexpr std::ptrdiff_t max_digits = 18;
+  const char* q = p;
+  while (q < end && *q >= '0' && *q <= '9' && q - p <= max_digits) ++q;  // (a 19th is looked at, not read)
+  auto digits = q - p;
+  if (digits == 0 || digits > max_digits || (digits > 1 && *p == '0')) return 0;
+  if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return 0;
+  return static_cast<std::size_t>(digits);
+}
+
 bool reader::integer(std::optional<std::int64_t>& value) {
   skip_space();
-  const char* begin = p_;
+  auto digits = plain_integer_length(p_, end_);
+  if (digits == 0) return false;
+  // (Only vouched-for digits are added up: adding a 19th first overflowed,
+  // found by tests/fuzz/sse_fuzz.)
   std::int64_t v = 0;
-  // (Reads at most 18 digits, which cannot overflow; a 19th is declined
-  // below. Reading it first overflowed: found by tests/fuzz/sse_fuzz.)
-  constexpr std::ptrdiff_t max_digits = 18;
-  while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - begin < max_digits) v = v * 10 + (*p_++ - '0');
-  auto digits = p_ - begin;
-  if (digits == 0 || (digits > 1 && *begin == '0')) return false;
-  if (p_ < end_ && *p_ >= '0' && *p_ <= '9') return false;  // more than 18 digits
-  if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+  for (; digits > 0; --digits) v = v * 10 + (*p_++ - '0');
   value = v;
   return true;
 }
@@ -356,9 +364,8 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   // The index: a plain integer, as the full parser reads one (nothing here
   // depends on its value).
   auto rest = data.substr(head.size(), data.size() - head.size() - tail.size());
-  std::size_t digits = 0;
-  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 18 || (digits > 1 && rest[0] == '0')) return false;
+  auto digits = plain_integer_length(rest.data(), rest.data() + rest.size());
+  if (digits == 0) return false;
   rest.remove_prefix(digits);
   unsigned kind;
   if (rest.starts_with(text_delta)) {

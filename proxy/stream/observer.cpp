@@ -135,16 +135,19 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
   };
 
   chat_chunk& chunk = chunk_scratch;
+  // The lean readers answer for what the full parse below would find,
+  // without building a document; recording needs the decoded text, and an
+  // error event its detail, so those always take the full parse.
+  const bool lean = fast_path_ && !record_ && event_type != "error";
   if (data == "[DONE]") {
     kinds |= kind_done;
     facts_.terminator = "data: [DONE]";
-  } else if (fast_path_ && !record_ && event_type != "error" && read_anthropic_delta(data, kinds)) {
+  } else if (lean && read_anthropic_delta(data, kinds)) {
     // What the `content_block_delta` branch below finds for text and
     // thinking, without building a document.
     ++fast_path_events_;
-  } else if (fast_path_ && !record_ && event_type != "error" && chunk_reader_.read(data, chunk)) {
-    // What the `choices` branch below finds, without building a document
-    // (recording needs the decoded text, so it always takes the full parse).
+  } else if (lean && chunk_reader_.read(data, chunk)) {
+    // What the `choices` branch below finds.
     ++fast_path_events_;
     for (std::size_t i = 0; i < chunk.choice_count; ++i) {
       const auto& c = chunk.choices[i];
