@@ -296,7 +296,14 @@ void draw_progress(const point_state& st, int concurrency, int prompt) {
   if (st.done == st.o.requests) std::fprintf(stderr, "\n");
 }
 
-net::awaitable<void> client_loop(point_state& st, int concurrency, int prompt) {
+// Client `index` of `concurrency`: starts at its share of the ramp-up, then
+// takes requests until none are left.
+net::awaitable<void> client_loop(point_state& st, int index, int concurrency, int prompt) {
+  if (st.o.ramp_up.count() > 0 && index > 0) {
+    net::steady_timer start_at(co_await net::this_coro::executor);
+    start_at.expires_after(st.o.ramp_up * index / concurrency);
+    co_await start_at.async_wait(net::as_tuple(net::use_awaitable));
+  }
   std::unique_ptr<any_stream> conn;
   while (st.next < st.o.requests) {
     auto index = static_cast<std::size_t>(st.next++);
@@ -329,7 +336,7 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   st.samples.resize(static_cast<std::size_t>(o.requests));
   net::io_context io(1);
   auto start = clock::now();
-  for (int c = 0; c < concurrency; ++c) net::co_spawn(io, client_loop(st, concurrency, prompt), net::detached);
+  for (int c = 0; c < concurrency; ++c) net::co_spawn(io, client_loop(st, c, concurrency, prompt), net::detached);
   io.run();
   point_result r;
   r.concurrency = concurrency;

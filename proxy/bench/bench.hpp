@@ -22,6 +22,11 @@ struct options {
   int max_tokens = 64;
   std::string extra_body;                         // JSON members added to each request body
   std::chrono::seconds timeout{300};              // per request
+  // The clients start one after another over this time instead of at once,
+  // so that many slow streams reach their steady state with their tokens
+  // spread over the interval, as streams opened over time are (opened
+  // together, every stream's token falls due at the same moment).
+  std::chrono::milliseconds ramp_up{0};
   bool json = false;
   bool progress = false;                          // a progress bar on stderr
 };

@@ -39,7 +39,7 @@ constexpr const char* usage =
     "              [--output-tokens N]       run the simulated LLM on its own\n"
     "  bench --url URL [--api openai|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
-    "        [--extra-body JSON] [--timeout SECONDS] [--json]\n"
+    "        [--extra-body JSON] [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
     "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s deadline)\n"
     "  version                               print the version\n";
@@ -302,6 +302,7 @@ int bench_command(const std::vector<std::string>& args) {
     else if (a == "--max-tokens") o.max_tokens = int_list("max-tokens", v).front();
     else if (a == "--extra-body") o.extra_body = v;
     else if (a == "--timeout") o.timeout = std::chrono::seconds(int_list("timeout", v).front());
+    else if (a == "--ramp-up") o.ramp_up = std::chrono::seconds(int_list("ramp-up", v).front());
     else throw std::runtime_error("unknown bench option " + a);
   }
   if (o.json) o.progress = false;

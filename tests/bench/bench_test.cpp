@@ -80,6 +80,31 @@ TEST(Bench, AStreamThatRunsPastTheTimeoutIsATimeout) {
   EXPECT_LT(took, std::chrono::milliseconds(2500)) << "the deadline did not cut the stream";
 }
 
+// With a ramp-up the clients start one after another over it (client i of
+// n at i/n of the ramp); the wait before a client's first request is not
+// part of that request's time to first token.
+TEST(Bench, ARampUpSpreadsTheClientsStartsWithoutCountingTheWait) {
+  proxy_fixture f;
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  o.requests = 4;
+  o.concurrency = {4};
+  o.max_tokens = 3;
+  o.prompt_tokens = {10};
+  o.extra_body = R"({"demo":{"ttft_ms":0,"interval_ms":20,"tokens":3}})";  // about 40 ms a stream
+  auto at_once = bench::run(o);
+  ASSERT_EQ(at_once.size(), 1u);
+  EXPECT_EQ(at_once[0].ok, 4);
+  EXPECT_LT(at_once[0].wall_seconds, 0.4);
+
+  o.ramp_up = std::chrono::milliseconds(800);
+  auto ramped = bench::run(o);
+  ASSERT_EQ(ramped.size(), 1u);
+  EXPECT_EQ(ramped[0].ok, 4);
+  EXPECT_GE(ramped[0].wall_seconds, 0.6) << "the last client starts 600 ms in";
+  EXPECT_LT(ramped[0].ttft.max, 100.0) << "a client's wait to start counted as time to first token";
+}
+
 TEST(Bench, CountsErrorsByKind) {
   bench::options o;
   o.url = "http://127.0.0.1:1/v1";

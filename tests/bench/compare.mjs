@@ -269,9 +269,11 @@ async function main() {
     return le === undefined ? NaN : le === "+Inf" ? Infinity : Number(le) * 1000;
   };
 
-  const slowStreams = async (streams, targets) => {
-    const args = ["--model", "bench", "--requests", String(streams), "--concurrency", String(streams), "--max-tokens", "12",
-      "--prompt-tokens", "20", "--extra-body", JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 500, tokens: 12, stamp: true } })];
+  // tokens: per stream; rampUp: seconds over which the streams open (0: all at once).
+  const slowStreams = async (streams, targets, { tokens = 12, rampUp = 0 } = {}) => {
+    const args = ["--model", "bench", "--requests", String(streams), "--concurrency", String(streams), "--max-tokens", String(tokens),
+      "--prompt-tokens", "20", ...(rampUp ? ["--ramp-up", String(rampUp)] : []),
+      "--extra-body", JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 500, tokens, stamp: true } })];
     const runs = {};
     for (const t of Object.keys(targets)) runs[t] = [];
     for (let round = 0; round < rounds; round++) {
@@ -294,12 +296,23 @@ async function main() {
   };
   const slowName = "3 many slow streams (9,000 at once, a token every 500 ms)";
   const slowTwoName = "3b 10,000 slow streams (each proxy as two processes on one core, a token every 500 ms)";
+  // 3c: the same 10,000 streams opened over 5 s, as streams arriving over
+  // time are, rather than in one instant. Opened together, every stream's
+  // token falls due at the same moment and each 500 ms brings a burst of
+  // 10,000 events that one core works through in turn (tens of
+  // milliseconds for any proxy, the last event waiting for all before it);
+  // opened over 5 s, their tokens are spread over the interval and the
+  // figure is the proxy's own delay at 20,000 events a second. 40 tokens:
+  // 15 s with all 10,000 open.
+  const slowSpreadName = "3c 10,000 slow streams opened over 5 s (two processes each, a token every 500 ms, 40 tokens)";
   const slow = {};
   if (wanted(slowName)) slow[slowName] = await slowStreams(9000, targets);
-  if (wanted(slowTwoName)) {
+  if (wanted(slowTwoName) || wanted(slowSpreadName)) {
     const two = await startProxies(2);
+    const twoTargets = { direct, nginx: two.nginx, tokengate: two.tokengate };
     try {
-      slow[slowTwoName] = await slowStreams(10000, { direct, nginx: two.nginx, tokengate: two.tokengate });
+      if (wanted(slowTwoName)) slow[slowTwoName] = await slowStreams(10000, twoTargets);
+      if (wanted(slowSpreadName)) slow[slowSpreadName] = await slowStreams(10000, twoTargets, { tokens: 40, rampUp: 5 });
     } finally {
       two.stop();
     }

@@ -10,6 +10,7 @@
 # Usage: tests/bench/relay_delay.sh TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS]
 #   scenario 3's load:   relay_delay.sh build/tokengate 9000 500 12
 #   2,000 busier ones:   relay_delay.sh build/tokengate 2000 100 60
+#   opened over 5 s:     RAMP_UP=5 relay_delay.sh build/tokengate 9000 500 40
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 bin=$1 streams=${2:-9000} interval=${3:-500} tokens=${4:-12}
@@ -23,7 +24,8 @@ start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
 pids+=("$proxy")
 extra="{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens}}"
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$streams" \
-  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json --extra-body "$extra" > "$work/r.json" &
+  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json ${RAMP_UP:+--ramp-up "$RAMP_UP"} \
+  --extra-body "$extra" > "$work/r.json" &
 load=$!
 buckets() {
   curl -s "http://127.0.0.1:$admin/metrics" | { grep '^tokengate_relay_delay_seconds_bucket' || true; } |

@@ -9,6 +9,8 @@
 # Usage: tests/bench/transit.sh TOKENGATE_BIN [ROUNDS] [STREAMS] [INTERVAL_MS] [TOKENS]
 #   one stream:              transit.sh build/tokengate 3 1 20 100
 #   2,000 streams at 100 ms: transit.sh build/tokengate 3 2000 100 30
+#   9,000 streams opened over 5 s (their tokens spread over the interval):
+#                            RAMP_UP=5 transit.sh build/tokengate 3 9000 500 40
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 bin=$1 rounds=${2:-3} streams=${3:-1000} interval=${4:-100} tokens=${5:-30}
@@ -26,7 +28,7 @@ sleep 0.3
 
 one_round() {  # $1: target name, $2: port, $3: model; prints "target p50 p95 p99 count"
   taskset -c 1 "$bin" bench --url "http://127.0.0.1:$2/v1" --model "$3" --requests "$streams" \
-    --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
+    --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json ${RAMP_UP:+--ramp-up "$RAMP_UP"} \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true}}" > "$work/r.json"
   python3 - "$1" "$work/r.json" <<'PY'
 import json, sys
