@@ -9,12 +9,18 @@
 namespace tokengate::test {
 namespace {
 
+// Bench options aimed at the fixture's proxy, the rest at their defaults.
+bench::options options_through(const proxy_fixture& f) {
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  return o;
+}
+
 TEST(Bench, RecoversTheDemoEnginesTimings) {
   fixture_options fo;
   fo.decode_tokens_per_second = 50;  // 20 ms between tokens; prefill: 5 ms + 10 ms per 1k prompt tokens
   proxy_fixture f(fo);
-  bench::options o;
-  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  auto o = options_through(f);
   o.requests = 8;
   o.max_tokens = 10;
   o.prompt_tokens = {100, 4000};
@@ -38,8 +44,7 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
 
 TEST(Bench, MeasuresEventTransitFromAStampingSource) {
   proxy_fixture f;
-  bench::options o;
-  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  auto o = options_through(f);
   o.requests = 4;
   o.max_tokens = 5;
   o.prompt_tokens = {10};
@@ -64,8 +69,7 @@ TEST(Bench, MeasuresEventTransitFromAStampingSource) {
 // past it.
 TEST(Bench, AStreamThatRunsPastTheTimeoutIsATimeout) {
   proxy_fixture f;
-  bench::options o;
-  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  auto o = options_through(f);
   o.requests = 2;
   o.concurrency = {2};
   o.max_tokens = 10;
@@ -85,8 +89,7 @@ TEST(Bench, AStreamThatRunsPastTheTimeoutIsATimeout) {
 // part of that request's time to first token.
 TEST(Bench, ARampUpSpreadsTheClientsStartsWithoutCountingTheWait) {
   proxy_fixture f;
-  bench::options o;
-  o.url = "http://127.0.0.1:" + std::to_string(f.port()) + "/v1";
+  auto o = options_through(f);
   o.requests = 4;
   o.concurrency = {4};
   o.max_tokens = 3;

@@ -98,8 +98,9 @@ TEST(SseParser, EveryFixtureMatchesItsExpectationAtEverySplit) {
 }
 
 // Events whole in one chunk take a shortcut (a data line, perhaps after an
-// event: line; no copy); fed a byte at a time, every event goes line by line. Both must report the same
-// offsets to the sink, which the relay cuts and drops by.
+// event: line; no copy); fed a byte at a time, every event goes line by
+// line. Both must report the same offsets to the sink, which the relay cuts
+// and drops by.
 class offset_recorder final : public sse_sink {
  public:
   explicit offset_recorder(const sse_parser& parser) : parser_(parser) {}
