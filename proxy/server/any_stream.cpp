@@ -1,4 +1,5 @@
 #include "server/any_stream.hpp"
+#include "server/plain_syscalls.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -38,7 +39,7 @@ std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, err
   message.msg_iov = pieces;
   message.msg_iovlen = count;
   ssize_t sent;
-  do sent = ::sendmsg(plain_->native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  do sent = sendmsg_plain(plain_->native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
   while (sent < 0 && errno == EINTR);
   if (sent >= 0) return static_cast<std::size_t>(sent);
   if (errno != EAGAIN && errno != EWOULDBLOCK) ec = error_code(errno, boost::system::system_category());

@@ -50,6 +50,7 @@
 #include <optional>
 
 #include "net.hpp"
+#include "server/plain_syscalls.hpp"
 
 namespace tokengate {
 
@@ -113,7 +114,7 @@ inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* la
   message.msg_control = control;
   message.msg_controllen = sizeof control;
   ssize_t got;
-  do got = ::recvmsg(socket, &message, 0);
+  do got = recvmsg_plain(socket, &message, 0);
   while (got < 0 && errno == EINTR);
   drained = false;
   n = 0;

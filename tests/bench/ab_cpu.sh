@@ -33,7 +33,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))[0]
 cpu = int(sys.argv[2]) / int(sys.argv[3])
 assert r["ok"] == r["requests"], f"errors: {r['errors']}"
-print(f"{cpu / r['output_tokens'] * 1e6:.1f} {r['transit_ms']['p50']:.3f} {r['transit_ms']['p99']:.3f}")
+print(f"{cpu / r['output_tokens'] * 1e6:.2f} {r['transit_ms']['p50']:.3f} {r['transit_ms']['p99']:.3f}")
 PY
 }
 : > "$work/old" ; : > "$work/new"
@@ -49,6 +49,6 @@ print("binary  CPU s/M events  transit p50 ms  transit p99 ms   (rounds: CPU)")
 med = {}
 for name, rs in rows.items():
     med[name] = [statistics.median(col) for col in zip(*rs)]
-    print(f"{name:7} {med[name][0]:14.1f}  {med[name][1]:14.3f}  {med[name][2]:14.3f}   {[r[0] for r in rs]}")
+    print(f"{name:7} {med[name][0]:14.2f}  {med[name][1]:14.3f}  {med[name][2]:14.3f}   {[r[0] for r in rs]}")
 print(f"new/old CPU per event: {med['new'][0] / med['old'][0]:.3f}")
 PY
