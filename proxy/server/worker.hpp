@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "metrics/counters.hpp"
 #include "metrics/latency.hpp"
+#include "metrics/realtime_estimate.hpp"
 #include "net.hpp"
 #include "routing/balancer.hpp"
 #include "server/setup_pacer.hpp"
@@ -58,6 +59,7 @@ class worker {
   metrics::shard& metrics() { return metrics_; }
   metrics::latency_shard& latency() { return latency_; }
   const metrics::latency_shard& latency() const { return latency_; }
+  metrics::realtime_estimate& realtime() { return realtime_; }
   const metrics::shard& metrics() const { return metrics_; }
   // The pool for an upstream as the given config describes it; a reload that
   // changes its address gets a new pool.
@@ -101,6 +103,7 @@ class worker {
   std::shared_ptr<const config::config> config_;
   metrics::shard metrics_;
   metrics::latency_shard latency_;
+  metrics::realtime_estimate realtime_;
   std::vector<bound_listener> listeners_;
   std::map<std::string, std::unique_ptr<upstream::pool>> pools_;
   std::string pool_identity_;  // pool_for's key, rebuilt in place
