@@ -360,7 +360,8 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
     duration.push_back(s.duration_ms);
     r.output_tokens_total += s.tokens;
   }
-  r.ttft = summarise(ttft);
+  r.ttft_each = ttft;
+  r.ttft = summarise(std::move(ttft));
   r.inter_token = summarise(gaps);
   r.transit = summarise(transit);
   r.time_per_output_token = summarise(tpot);
@@ -429,6 +430,7 @@ std::string render_json(const std::vector<point_result>& results) {
                                {"ok", r.ok},
                                {"errors", errors},
                                {"ttft_ms", pct(r.ttft)},
+                               {"ttft_ms_each", json::array(r.ttft_each.begin(), r.ttft_each.end())},
                                {"inter_token_ms", pct(r.inter_token)},
                                {"transit_ms", pct(r.transit)},  // count 0 unless the source stamps events
                                {"time_per_output_token_ms", pct(r.time_per_output_token)},

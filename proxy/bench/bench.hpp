@@ -44,6 +44,10 @@ struct point_result {
   std::map<std::string, int> errors;  // by kind: connect, http_429, stream_error, timeout, …
   percentiles ttft, inter_token, time_per_output_token, tokens_per_second, duration;
   percentiles transit;  // event transit from a stamping source (the demo engine with stamp: true)
+  // Each successful request's TTFT (ms), in the order the requests were
+  // issued: for statistics over several runs (one run's p99 rests on its
+  // few slowest requests; a p99 over the pooled runs does not).
+  std::vector<double> ttft_each;
   double output_tokens_total = 0;
   double wall_seconds = 0;
   double throughput_tokens_per_second() const { return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0; }

@@ -41,6 +41,7 @@ constexpr const char* usage =
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
     "        [--extra-body JSON] [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
+    "                                        (--json: also each request's TTFT, ttft_ms_each)\n"
     "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s deadline)\n"
     "  version                               print the version\n";
 

@@ -3,6 +3,10 @@
 // and concurrency raises throughput while per-request latency holds.
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+
 #include "bench/bench.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -106,6 +110,28 @@ TEST(Bench, ARampUpSpreadsTheClientsStartsWithoutCountingTheWait) {
   EXPECT_EQ(ramped[0].ok, 4);
   EXPECT_GE(ramped[0].wall_seconds, 0.6) << "the last client starts 600 ms in";
   EXPECT_LT(ramped[0].ttft.max, 100.0) << "a client's wait to start counted as time to first token";
+}
+
+TEST(Bench, TheJsonReportCarriesEachSuccessfulRequestsTtft) {
+  fixture_options fo;
+  fo.decode_tokens_per_second = 200;
+  proxy_fixture f(fo);
+  auto o = options_through(f);
+  o.requests = 6;
+  o.max_tokens = 3;
+  o.concurrency = {2};
+  auto report = boost::json::parse(bench::render_json(bench::run(o))).as_array().at(0).as_object();
+  ASSERT_EQ(report.at("ok").to_number<int>(), 6);
+  std::vector<double> each;
+  for (const auto& v : report.at("ttft_ms_each").as_array()) each.push_back(v.to_number<double>());
+  ASSERT_EQ(each.size(), 6u);
+  // The same values the percentiles were taken from: nearest rank 3 of 6
+  // is the median, the last the maximum.
+  std::sort(each.begin(), each.end());
+  const auto& ttft = report.at("ttft_ms").as_object();
+  EXPECT_GT(each.front(), 0.0);
+  EXPECT_DOUBLE_EQ(each[2], ttft.at("p50").to_number<double>());
+  EXPECT_DOUBLE_EQ(each.back(), ttft.at("max").to_number<double>());
 }
 
 TEST(Bench, CountsErrorsByKind) {
