@@ -75,6 +75,7 @@ inline bool enable_receive_timestamps(tcp::socket& socket) {
 struct read_record {
   std::size_t believed = 0;     // reads believed to have drained the socket
   std::int64_t arrival_ns = 0;  // the last read's newest bytes' arrival, real-time ns (0: none)
+  std::size_t queued = 0;       // bytes the kernel still held after the last read (TCP_INQ; 0: none or unknown)
 };
 
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
@@ -105,7 +106,7 @@ struct last_events_access : detail::scheduler_operation {
 // no error: would block. `arrival_ns`: when the newest bytes read arrived
 // (real-time nanoseconds), where the socket reports it.
 inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events, error_code& ec,
-                      std::size_t& n, bool& drained, std::int64_t& arrival_ns) {
+                      std::size_t& n, bool& drained, std::int64_t& arrival_ns, std::size_t& queued_after) {
   iovec piece{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec))];
   msghdr message{};
@@ -136,6 +137,7 @@ inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* la
       int queued;
       std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
       nothing_queued = queued == 0;
+      queued_after = queued > 0 ? static_cast<std::size_t>(queued) : 0;
     } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
       timespec at;
       std::memcpy(&at, CMSG_DATA(c), sizeof at);
@@ -166,9 +168,14 @@ class read_op : public detail::reactor_op {
     auto* o = static_cast<read_op*>(base);
     bool drained;
     std::int64_t arrival_ns = 0;
-    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, arrival_ns))
+    std::size_t queued = 0;
+    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, arrival_ns,
+                   queued))
       return not_done;  // EAGAIN: wait for the edge
-    if (o->record_) o->record_->arrival_ns = arrival_ns;
+    if (o->record_) {
+      o->record_->arrival_ns = arrival_ns;
+      o->record_->queued = queued;
+    }
     if (!drained) return done;
     if (!o->ec_ && o->record_) ++o->record_->believed;
     return done_and_exhausted;  // the reactor skips the next read's attempt
@@ -229,7 +236,7 @@ class read_reactor {
 template <typename Handler>
 void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
                         net::mutable_buffer buffer, Handler&& handler, read_record* record) {
-  if (record) record->arrival_ns = 0;  // (set by this read, or by none)
+  if (record) record->arrival_ns = 0, record->queued = 0;  // (set by this read, or by none)
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
   using op = drained_read_detail::read_op<std::decay_t<Handler>, net::any_io_executor>;
@@ -278,6 +285,10 @@ class drained_reader {
   // nanoseconds; 0 when the socket does not report it
   // (enable_receive_timestamps) or the read was not this one's own.
   std::int64_t last_arrival_ns() const { return record_.arrival_ns; }
+  // How many bytes the kernel still held for this socket after the last
+  // read (the upstream is ahead of its reader); 0 when none, or when the
+  // read was not this one's own.
+  std::size_t last_queued() const { return record_.queued; }
   // How long ago that was, by the real-time clock; none when the read took
   // no stamp or the clock has stepped back past it.
   std::optional<std::chrono::nanoseconds> since_last_arrival() const {

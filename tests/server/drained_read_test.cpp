@@ -184,6 +184,23 @@ TEST(DrainedRead, AFullReadLeavesTheRestToTheNextRead) {
   EXPECT_EQ(all, std::string(100, 'x'));
 }
 
+// What the kernel still holds after a read is what the relay grows its
+// buffer by (the upstream is ahead of it).
+TEST(DrainedRead, TellsHowManyBytesTheKernelStillHoldsAfterARead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send(std::string(100, 'x'));
+  s.idle(10ms);
+  auto first = s.read(reader, 30, 500ms);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->second.size(), 30u);
+  EXPECT_EQ(reader.last_queued(), 70u);
+  auto rest = s.read(reader, 4096, 500ms);
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->second.size(), 70u);
+  EXPECT_EQ(reader.last_queued(), 0u);
+}
+
 // The bytes and the end arrive together while a read waits: one epoll report
 // for both, and the read that takes the bytes must not be believed.
 TEST(DrainedRead, BytesWithAResetBehindThemEndInTheReset) {
