@@ -13,8 +13,9 @@
 // "Usually" is the catch. When the peer's FIN or reset is already queued
 // behind the bytes, recv returns the bytes and the end only on the next call,
 // and the epoll wakeup that announced both has been used: a read that waits
-// for another one waits for the idle timeout. So a short read is believed only
-// when two things say nothing is queued behind it:
+// for another one waits for the idle timeout. So a read is believed to have
+// drained the socket (short or not) only when two things say nothing is
+// queued behind it:
 //  - TCP_INQ: the kernel attaches to each recvmsg how much is still queued,
 //    and counts a received FIN as one byte (kernel 4.18+; the socket must
 //    have it on: enable_drained_reads). It does not count a reset.
@@ -144,8 +145,11 @@ inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* la
       arrival_ns = static_cast<std::int64_t>(at.tv_sec) * 1'000'000'000 + at.tv_nsec;
     }
   }
-  // A full buffer may have left more behind; a reset may be queued.
-  drained = nothing_queued && n < buffer.size() && !(*last_events & (EPOLLERR | EPOLLHUP));
+  // TCP_INQ counts what is left, so a read that filled its buffer to the
+  // last byte is believed too (a body read to its declared length: the
+  // next read, the relay's watch on the client, then waits for epoll
+  // instead of failing with EAGAIN first). A reset may be queued.
+  drained = nothing_queued && !(*last_events & (EPOLLERR | EPOLLHUP));
   return true;
 }
 
