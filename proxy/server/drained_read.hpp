@@ -240,7 +240,10 @@ class read_reactor {
 template <typename Handler>
 void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
                         net::mutable_buffer buffer, Handler&& handler, read_record* record) {
-  if (record) record->arrival_ns = 0, record->queued = 0;  // (set by this read, or by none)
+  if (record) {  // (set by this read, or by none)
+    record->arrival_ns = 0;
+    record->queued = 0;
+  }
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
   using op = drained_read_detail::read_op<std::decay_t<Handler>, net::any_io_executor>;
