@@ -287,6 +287,10 @@ int bench_command(const std::vector<std::string>& args) {
   o.progress = ::isatty(STDERR_FILENO) != 0;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return 0;
+    }
     if (a == "--json") {
       o.json = true;
       continue;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Black-box test of the real binary: `check` accepts a good file and rejects a
-# bad one with file:line:column; `serve` starts on ephemeral ports, streams
-# through the built-in demo engine, and drains and exits 0 on SIGTERM while a
-# stream is still running (the stream completes).
+# Black-box test of the real binary: `bench --help` shows the options;
+# `check` accepts a good file and rejects a bad one with file:line:column;
+# `serve` starts on ephemeral ports, streams through the built-in demo
+# engine, and drains and exits 0 on SIGTERM while a stream is still running
+# (the stream completes).
 set -euo pipefail
 bin=$1
 work=$(mktemp -d)
@@ -26,6 +27,10 @@ grep -q ": ok" <<<"$("$bin" check -c "$work/good.yaml")" || fail "check rejected
 printf 'upstreams:\n  a: {base_url: "http://x/v1"}\nlisteners:\n  - name: main\n    prot: 80\n' > "$work/bad.yaml"
 if "$bin" check -c "$work/bad.yaml" > "$work/check.out" 2>&1; then fail "check accepted a bad file"; fi
 grep -q "bad.yaml:5:5: unknown key 'prot'" "$work/check.out" || fail "check message: $(cat "$work/check.out")"
+
+# `bench --help` shows the options (it used to ask for the value of --help).
+"$bin" bench --help > "$work/help.out" 2>&1 || fail "bench --help exited $?: $(cat "$work/help.out")"
+grep -q -- "--ramp-up SECONDS" "$work/help.out" || fail "bench --help: $(cat "$work/help.out")"
 
 # The demo engine's port is only known once it runs: start it alone first.
 "$bin" demo-engine --port 0 --decode-tps 20 > "$work/engine.log" 2>&1 &
