@@ -393,20 +393,15 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         if (grow_before_next_read) {
           // The last read left bytes waiting in the kernel (TCP_INQ; through
           // TLS: it filled all the room it had): the upstream is ahead of
-          // us, so grow the buffer and catch up in few reads. With 515-byte
-          // reads a loaded proxy made 1.6x nginx's syscalls per event
-          // (strace, 64 fast streams; nginx reads 4 KiB). Straight to 16x
-          // (512 B -> 8 KiB): a short fast answer (20 tokens, one
-          // connection) then takes 1.7 syscalls fewer per request than when
-          // it grew 4x at a time from half full (perf stat: sendmsg 5.1 ->
-          // 4.4, epoll_wait 8.1 -> 7.4). A slow stream's reads leave nothing
-          // behind, so its buffer never grows; grown at half full, it grew
-          // for events over a quarter of it (a long model name made the
-          // demo's events 335 bytes: 20.7 -> 20.2 KB per stream at 2,000
-          // streams, tests/bench/burst_memory.sh). Grown here, when another
-          // read follows, not on the read that brought the stream's last
-          // events: every stream of a burst grew it as it ended, an
-          // allocation in the burst's busiest second.
+          // us, so grow the buffer and catch up in few reads (with 515-byte
+          // reads a loaded proxy made 1.6x nginx's syscalls per event; nginx
+          // reads 4 KiB). 16x at once, 512 B -> 8 KiB: a 20-token answer
+          // takes 1.7 syscalls fewer than growing 4x at a time. A slow
+          // stream's reads leave nothing behind, so its buffer stays small
+          // whatever the size of its events. Grown here, when another read
+          // follows, not on the read that brought the stream's last events:
+          // every stream of a burst grew it as it ended, an allocation in
+          // the burst's busiest second.
           up_buffer.reserve(std::min(16 * up_buffer.capacity(), limits.stream_buffer_bytes));
           grow_before_next_read = false;
         }
@@ -421,7 +416,6 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         watch.upstream_read_done();
         now = clock::now();
         up_buffer.commit(n);
-        // (The buffer starts at the size of the response head.)
         bool upstream_ahead = plain_upstream ? plain_upstream->last_queued() > 0 : n == room;
         grow_before_next_read = upstream_ahead && up_buffer.capacity() < limits.stream_buffer_bytes;
         if (rec == net::error::eof) upstream_ended = true;

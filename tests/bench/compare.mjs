@@ -426,9 +426,8 @@ async function main() {
     // milliseconds from round to round (scenario 6: +-4 ms); the requests of
     // all rounds pooled give a p99 that rests on many more.
     const pooled = Object.fromEntries(Object.entries(per).map(([t, runs]) => {
-      const all = runs.flatMap((r) => r.ttft_each).sort((x, y) => x - y);
-      const at = (q) => all[Math.min(all.length, Math.max(1, Math.ceil(q * all.length))) - 1];
-      return [t, { p50: at(0.5), p99: at(0.99), n: all.length }];
+      const all = runs.flatMap((r) => r.ttft_each);
+      return [t, { p50: pctl(all, 0.5), p99: pctl(all, 0.99), n: all.length }];
     }));
     lines.push(`pooled over the rounds (${pooled.tokengate.n} requests each): TTFT p50 / p99 ms direct ` +
       `${fmt(pooled.direct.p50)} / ${fmt(pooled.direct.p99)}, nginx ${fmt(pooled.nginx.p50)} / ${fmt(pooled.nginx.p99)}, ` +
