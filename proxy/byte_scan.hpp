@@ -91,6 +91,10 @@ inline unsigned plain_string_stops_sse(const char* p) {
 // content: a quote, a backslash, a control character or any non-ASCII byte
 // (which the caller checks as UTF-8).
 inline const char* skip_plain_string_bytes(const char* p, const char* end) {
+  if (p < end) {  // a stop right here (an escape after an escape) needs no wide load
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
+  }
 #ifdef TOKENGATE_AVX2_SCAN
   if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_avx2(p, end);
 #endif

@@ -1,6 +1,7 @@
 #pragma once
 // Text checks shared by the request-body scanner and the chunk reader:
 // UTF-8 validation and the code unit of a JSON \u escape.
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -24,20 +25,24 @@ inline std::size_t utf8_sequence(const unsigned char* s, const unsigned char* en
   return 0;
 }
 
+// Each byte's value as a hex digit, 0xFF where it is none: a request
+// written with \u escapes for every non-ASCII character (Python's json
+// module by default) has one escape in six bytes.
+inline constexpr auto hex_digit_values = [] {
+  std::array<unsigned char, 256> values{};
+  values.fill(0xFF);
+  for (int d = 0; d < 10; ++d) values['0' + d] = static_cast<unsigned char>(d);
+  for (int d = 0; d < 6; ++d) values['a' + d] = values['A' + d] = static_cast<unsigned char>(10 + d);
+  return values;
+}();
+
 // The value of the four hex digits that follow "\u", or nothing.
 inline std::optional<unsigned> hex4(std::string_view four) {
   if (four.size() < 4) return std::nullopt;
-  unsigned value = 0;
-  for (int i = 0; i < 4; ++i) {
-    char c = four[i];
-    unsigned digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else return std::nullopt;
-    value = value * 16 + digit;
-  }
-  return value;
+  auto digit = [&](int i) -> unsigned { return hex_digit_values[static_cast<unsigned char>(four[i])]; };
+  unsigned a = digit(0), b = digit(1), c = digit(2), d = digit(3);
+  if ((a | b | c | d) > 0xF) return std::nullopt;
+  return a << 12 | b << 8 | c << 4 | d;
 }
 
 }  // namespace tokengate

@@ -149,27 +149,73 @@ class arrival_stamped_reads {
 };
 
 // About four bytes per token, as engines estimate English text (the demo
-// engine does exactly that), so --prompt-tokens means what it says.
-std::string synthetic_prompt(int tokens) {
-  static constexpr std::string_view words[] = {"the ", "cat ", "sat ", "and ", "ran ", "far ", "but ", "not "};
+// engine does exactly that), so --prompt-tokens means what it says. Other
+// scripts take the same bytes (real tokenisers give Cyrillic and Chinese
+// text more tokens per byte; the bytes are what a proxy handles).
+std::string synthetic_prompt(int tokens, std::string_view script) {
+  static constexpr std::string_view latin[] = {"the ", "cat ", "sat ", "and ", "ran ", "far ", "but ", "not "};
+  static constexpr std::string_view cyrillic[] = {"кот ", "сел ", "и ", "убежал ", "далеко ", "но ", "не ", "там "};
+  static constexpr std::string_view han[] = {"猫咪", "坐下", "跑远", "但是", "不要", "天气", "很好，", "我们。"};
+  const std::string_view* words = script == "latin" ? latin : script == "cyrillic" ? cyrillic : script == "han" ? han : nullptr;
+  if (!words) throw std::runtime_error("--prompt-script must be latin, cyrillic or han");
   std::string out;
-  out.reserve(static_cast<std::size_t>(tokens) * 4);
-  for (int i = 0; i < tokens; ++i) out += words[(i * 7 + i / 8) % 8];
+  auto bytes = static_cast<std::size_t>(tokens) * 4;
+  out.reserve(bytes + 16);
+  for (int i = 0; out.size() < bytes; ++i) out += words[(i * 7 + i / 8) % 8];
   return out;
 }
+
+// JSON text with each non-ASCII character written as a \u escape (a
+// surrogate pair above U+FFFF). Outside strings JSON has no such bytes, so
+// the text's meaning is unchanged. The input is valid UTF-8 (serialised
+// by Boost.JSON).
+std::string escape_non_ascii(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() * 2);
+  auto unit = [&](unsigned u) {
+    static constexpr char digits[] = "0123456789abcdef";
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += digits[(u >> shift) & 0xF];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+    unsigned code = b & (0x7F >> n);
+    for (std::size_t k = 1; k < n; ++k) code = code << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    i += n;
+    if (code < 0x10000) {
+      unit(code);
+    } else {
+      code -= 0x10000;
+      unit(0xD800 + (code >> 10));
+      unit(0xDC00 + (code & 0x3FF));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string request_body(const options& o, int prompt_tokens) {
   json::object body{{"model", o.model},
                     {"stream", true},
                     {"max_tokens", o.max_tokens},
-                    {"messages", json::array{json::object{{"role", "user"}, {"content", synthetic_prompt(prompt_tokens)}}}}};
+                    {"messages", json::array{json::object{{"role", "user"},
+                                                          {"content", synthetic_prompt(prompt_tokens, o.prompt_script)}}}}};
   if (!o.extra_body.empty()) {
     auto extra = json::parse(o.extra_body);
     if (!extra.is_object()) throw std::runtime_error("--extra-body must be a JSON object");
     for (const auto& [k, v] : extra.get_object()) body[k] = v;
   }
-  return json::serialize(body);
+  auto text = json::serialize(body);
+  return o.escape_non_ascii ? escape_non_ascii(text) : text;
 }
+
+namespace {
 
 struct point_state {
   const options& o;

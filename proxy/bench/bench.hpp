@@ -21,6 +21,13 @@ struct options {
   std::vector<int> prompt_tokens{100};
   int max_tokens = 64;
   std::string extra_body;                         // JSON members added to each request body
+  // The synthetic prompt's writing system: latin (English-like words),
+  // cyrillic or han, about four bytes a token in each; and whether the body
+  // spells each non-ASCII character as a \u escape, as Python's json
+  // module does by default (the JavaScript SDK and httpx since 0.28 send
+  // UTF-8). What a proxy does with a long prompt depends on both.
+  std::string prompt_script = "latin";
+  bool escape_non_ascii = false;
   std::chrono::seconds timeout{300};              // per request
   // The clients start one after another over this time instead of at once,
   // so that many slow streams reach their steady state with their tokens
@@ -52,6 +59,12 @@ struct point_result {
   double wall_seconds = 0;
   double throughput_tokens_per_second() const { return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0; }
 };
+
+// The body of each request at a prompt length: the synthetic prompt (see
+// options::prompt_script) and --extra-body's members; throws
+// std::runtime_error on an unknown script or an --extra-body that is not a
+// JSON object.
+std::string request_body(const options& o, int prompt_tokens);
 
 // Runs every (concurrency, prompt length) point; throws std::runtime_error
 // on a bad URL or a missing key variable.

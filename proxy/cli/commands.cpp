@@ -39,6 +39,7 @@ constexpr const char* usage =
     "              [--output-tokens N]       run the simulated LLM on its own\n"
     "  bench --url URL [--api openai|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
+    "        [--prompt-script latin|cyrillic|han] [--escape-non-ascii]\n"
     "        [--extra-body JSON] [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
     "                                        (--json: also each request's TTFT, ttft_ms_each)\n"
@@ -295,6 +296,10 @@ int bench_command(const std::vector<std::string>& args) {
       o.json = true;
       continue;
     }
+    if (a == "--escape-non-ascii") {
+      o.escape_non_ascii = true;
+      continue;
+    }
     if (i + 1 >= args.size()) throw std::runtime_error("option " + a + " needs a value");
     const auto& v = args[++i];
     if (a == "--url") o.url = v;
@@ -306,6 +311,7 @@ int bench_command(const std::vector<std::string>& args) {
     else if (a == "--prompt-tokens") o.prompt_tokens = int_list("prompt-tokens", v);
     else if (a == "--max-tokens") o.max_tokens = int_list("max-tokens", v).front();
     else if (a == "--extra-body") o.extra_body = v;
+    else if (a == "--prompt-script") o.prompt_script = v;
     else if (a == "--timeout") o.timeout = std::chrono::seconds(int_list("timeout", v).front());
     else if (a == "--ramp-up") o.ramp_up = std::chrono::seconds(int_list("ramp-up", v).front());
     else throw std::runtime_error("unknown bench option " + a);

@@ -5,9 +5,24 @@
 
 #include "byte_scan.hpp"
 #include "utf8.hpp"
+#include "utf8_skip.hpp"
 
 namespace tokengate::routing {
 namespace {
+
+// The end of a run of \u escapes outside the surrogate range, checked in a
+// loop of their own: Python's json module writes every non-ASCII character
+// so by default, six bytes each (a 200 KB Chinese prompt holds 33,000).
+// Surrogates and bad escapes end the run, for the general code.
+const char* skip_plain_escapes(const char* p, const char* end) {
+  while (end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+    auto digit = [&](int i) -> unsigned { return hex_digit_values[static_cast<unsigned char>(p[i])]; };
+    unsigned a = digit(2), b = digit(3), c = digit(4), d = digit(5);
+    if ((a | b | c | d) > 0xF || (a == 0xD && b >= 8)) break;  // not hex, or U+D800..DFFF
+    p += 6;
+  }
+  return p;
+}
 
 class scanner {
  public:
@@ -163,6 +178,7 @@ class scanner {
 
   bool string() {
     ++i_;  // opening quote
+    bool vouched_utf8 = true;  // until a run of non-ASCII text was not (then byte at a time)
     while (i_ < s_.size()) {
       skip_plain_bytes();
       if (i_ >= s_.size()) break;
@@ -175,6 +191,10 @@ class scanner {
         if (i_ + 1 >= s_.size()) break;
         char e = s_[i_ + 1];
         if (e == 'u') {
+          if (auto run_end = skip_plain_escapes(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
+            i_ = static_cast<std::size_t>(run_end - s_.data());
+            continue;
+          }
           auto unit = hex4(i_ + 2);
           if (!unit) return failed("bad \\u escape");
           i_ += 6;
@@ -198,6 +218,17 @@ class scanner {
       if (c < 0x80) {
         ++i_;
         continue;
+      }
+      // Non-ASCII text: skipped in runs, checked as it goes (utf8_skip.hpp);
+      // where a run holds a bad sequence, the loop below finds it.
+      if (vouched_utf8) {
+        auto here = s_.data() + i_;
+        auto stop = skip_utf8_string_bytes(here, s_.data() + s_.size());
+        if (stop != here) {
+          i_ = static_cast<std::size_t>(stop - s_.data());
+          continue;
+        }
+        vouched_utf8 = false;
       }
       // Strict UTF-8 (no overlong forms or encoded surrogates: upstreams
       // refuse them; found by tests/fuzz/policy_fuzz against Boost.JSON).

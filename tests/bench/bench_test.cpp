@@ -134,6 +134,54 @@ TEST(Bench, TheJsonReportCarriesEachSuccessfulRequestsTtft) {
   EXPECT_DOUBLE_EQ(each.back(), ttft.at("max").to_number<double>());
 }
 
+// Prompts in other scripts, as UTF-8 or as \u escapes (Python's json
+// module): the same text either way, about four bytes a token raw.
+TEST(Bench, WritesPromptsInOtherScriptsRawOrEscaped) {
+  bench::options o;
+  o.extra_body = R"({"user":"\ud83d\ude00"})";  // above U+FFFF: a surrogate pair when escaped
+  for (std::string script : {"latin", "cyrillic", "han"}) {
+    o.prompt_script = script;
+    o.escape_non_ascii = false;
+    auto raw = bench::request_body(o, 1000);
+    o.escape_non_ascii = true;
+    auto escaped = bench::request_body(o, 1000);
+    EXPECT_TRUE(std::all_of(escaped.begin(), escaped.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+        << script;
+    EXPECT_NE(escaped.find("\\ud83d\\ude00"), std::string::npos) << script;
+    EXPECT_EQ(boost::json::parse(raw), boost::json::parse(escaped)) << script;
+    auto prompt = boost::json::parse(raw).at("messages").at(0).at("content").as_string();
+    EXPECT_GE(prompt.size(), 4000u) << script;
+    EXPECT_LT(prompt.size(), 4020u) << script;
+    if (script != "latin") {
+      EXPECT_GT(escaped.size(), raw.size() + 1000) << script << ": its letters are escaped";
+    }
+  }
+  o.prompt_script = "klingon";
+  EXPECT_THROW(bench::request_body(o, 10), std::runtime_error);
+}
+
+// The proxy's body scan takes long non-ASCII prompts in either form (runs
+// of 32 bytes, and \u escapes one after another) and forwards the text as
+// it came.
+TEST(Bench, LongChinesePromptsGoThroughTheProxyRawAndEscaped) {
+  proxy_fixture f;
+  auto o = options_through(f);
+  o.requests = 2;
+  o.max_tokens = 2;
+  o.prompt_tokens = {5000};
+  o.prompt_script = "han";
+  o.extra_body = R"({"demo":{"ttft_ms":0,"interval_ms":0,"tokens":2}})";
+  auto prompt = boost::json::parse(bench::request_body(o, 5000)).at("messages").at(0).at("content");
+  for (bool escape : {false, true}) {
+    o.escape_non_ascii = escape;
+    auto r = bench::run(o).at(0);
+    EXPECT_EQ(r.ok, 2) << "escaped: " << escape;
+    EXPECT_TRUE(r.errors.empty()) << "escaped: " << escape;
+    auto sent = boost::json::parse(f.engine_last_request().at("body").as_string());
+    EXPECT_EQ(sent.at("messages").at(0).at("content"), prompt) << "escaped: " << escape;
+  }
+}
+
 TEST(Bench, CountsErrorsByKind) {
   bench::options o;
   o.url = "http://127.0.0.1:1/v1";

@@ -197,6 +197,11 @@ async function main() {
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
     "6 long prompts (63 x 200 KB + one of 4 MB at a time, routing + rewrite)": ["--model", "bench", "--requests", "2048",
       "--concurrency", "63", "--max-tokens", "20", "--prompt-tokens", "50000", "--extra-body", fast(20)],
+    // The same bytes in Chinese (UTF-8, as the JavaScript SDK and httpx
+    // since 0.28 send it): every byte of the prompt is non-ASCII.
+    "6c long prompts in Chinese (63 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "1024",
+      "--concurrency", "63", "--max-tokens", "20", "--prompt-tokens", "50000", "--prompt-script", "han",
+      "--extra-body", fast(20)],
   };
   // Loads run at the same time as a scenario's own, measured on their own:
   // scenario 6's one 4 MB prompt (as with an inline image) among the 200 KB

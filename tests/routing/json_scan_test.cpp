@@ -74,6 +74,79 @@ TEST(JsonScan, WordAtATimeSkipAgreesWithBoostJsonAtEveryOffset) {
     }
 }
 
+// Non-ASCII text is skipped 32 bytes at a time with a check that it is
+// valid UTF-8 (utf8_skip.hpp): every pair that starts with a non-ASCII byte,
+// and three- and four-byte sequences built from the boundary values of
+// each rule, at the offsets where a block or a 16-byte lane ends, just
+// before the closing quote and cut off by the end of the text, must be
+// judged as Boost.JSON judges them.
+TEST(JsonScan, NonAsciiRunsAgreeWithBoostJsonAtBlockEdges) {
+  auto judge = [](const std::string& body) {
+    boost::system::error_code ec;
+    boost::json::parse(body, ec);
+    scan_error e;
+    bool ours = static_cast<bool>(scan_object(body, e));
+    return std::pair{ours, !ec};
+  };
+  // The run starts at a non-ASCII character; the candidate then lands at
+  // byte 13 to 17 or 29 to 35 of it.
+  const std::string lead = "\xD0\x96";  // a Cyrillic letter
+  auto check = [&](const std::string& candidate) {
+    for (std::size_t filler : {11u, 15u, 27u, 28u, 29u, 30u, 31u, 32u, 33u}) {
+      std::string run = lead + std::string(filler, 'y');
+      for (const std::string& body : {"{\"a\":\"" + run + candidate + "z\\n\u00e9\",\"b\":1}",
+                                      "{\"a\":\"" + run + candidate + "\"}", "{\"a\":\"" + run + candidate}) {
+        auto [ours, boost] = judge(body);
+        ASSERT_EQ(ours, boost) << "candidate " << testing::PrintToString(candidate) << " after " << filler;
+      }
+    }
+  };
+  for (int first = 0x80; first <= 0xFF; ++first)
+    for (int second = 0x20; second <= 0xFF; ++second)
+      if (second != '"' && second != '\\') check({static_cast<char>(first), static_cast<char>(second)});
+  const unsigned char edges[] = {0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF};
+  for (int first = 0xE0; first <= 0xFF; ++first)
+    for (auto second : edges)
+      for (auto third : edges) {
+        check({static_cast<char>(first), static_cast<char>(second), static_cast<char>(third)});
+        if (first >= 0xF0)
+          for (auto fourth : edges)
+            check({static_cast<char>(first), static_cast<char>(second), static_cast<char>(third), static_cast<char>(fourth)});
+      }
+}
+
+// Runs of \u escapes (Python's json module writes every non-ASCII
+// character so) are checked in a loop of their own that hands surrogates
+// and bad escapes to the general code: every run of three from these must
+// be judged as Boost.JSON judges it.
+TEST(JsonScan, EscapeRunsAgreeWithBoostJson) {
+  const std::vector<std::string> escapes{"\\u0000", "\\u00e9", "\\u4F60", "\\ud7ff", "\\uD800", "\\udbff", "\\udc00",
+                                         "\\uDFFF", "\\ue000", "\\uffff", "\\u12G4", "\\u00", "\\n", "x"};
+  for (const auto& a : escapes)
+    for (const auto& b : escapes)
+      for (const auto& c : escapes)
+        for (const std::string& body : {"{\"a\":\"" + a + b + c + "\"}", "{\"a\":\"" + a + b + c}) {
+          boost::system::error_code ec;
+          boost::json::parse(body, ec);
+          EXPECT_EQ(static_cast<bool>(scan(body)), !ec) << body;
+        }
+}
+
+TEST(JsonScan, ABadSequenceDeepInNonAsciiTextIsReportedWhereItIs) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "\xE4\xBD\xA0";  // 1,500 bytes of Chinese
+  std::string body = "{\"a\":\"" + text + "\xE4\xBD" + text + "\"}";
+  scan_error e;
+  EXPECT_FALSE(scan_object(body, e));
+  EXPECT_EQ(e.message, "invalid UTF-8 in string");
+  EXPECT_EQ(e.offset, 6 + text.size()) << "the offset of the sequence cut short";
+  std::string good = "{\"a\":\"" + text + "\\n" + text + "\",\"b\":\"\xC3\xA9\"}";
+  auto o = scan(good);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->members.size(), 2u);
+  EXPECT_EQ(o->find("b")->begin, good.size() - 5);
+}
+
 TEST(JsonScan, IntegerValueIsExact) {
   std::string body = R"({"a":1e309,"b":"100","c":18446744073709551616,"d":-1,"e":2.0,"f":7})";
   auto o = scan(body);
