@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 namespace tokengate {
@@ -21,6 +22,20 @@ net::awaitable<void> any_stream::graceful_close() {
   }
   error_code ignored;
   socket().shutdown(tcp::socket::shutdown_send, ignored);
+  close();
+}
+
+net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linger) {
+  expires_after(linger);
+  error_code ignored;
+  if (!tls_) socket().shutdown(tcp::socket::shutdown_send, ignored);
+  // What is read is dropped, so every lingering connection of a thread can
+  // share one buffer.
+  static thread_local std::array<char, 16384> dropped;
+  for (;;) {
+    auto [ec, n] = co_await async_read_some(net::buffer(dropped), net::as_tuple(net::use_awaitable));
+    if (ec) break;
+  }
   close();
 }
 

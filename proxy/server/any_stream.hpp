@@ -131,6 +131,14 @@ class any_stream {
 
   // Orderly end: TLS close_notify (bounded by a short timeout), then FIN.
   net::awaitable<void> graceful_close();
+  // The end after an answer sent while the client may still be sending (a
+  // head or body over its limit, bad framing): our side is shut (FIN after
+  // the answer; over TLS the answer is simply left to be read), then what
+  // the client still sends is read and dropped until it closes or `linger`
+  // passes. Closing with its bytes unread would reset the connection, and a
+  // client still writing would see "connection reset", not our answer
+  // (nginx's lingering close, for the same reason).
+  net::awaitable<void> lingering_close(std::chrono::milliseconds linger);
 
  private:
   std::optional<tcp::socket> plain_;

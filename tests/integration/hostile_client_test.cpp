@@ -90,6 +90,25 @@ TEST(Hostile, AMegabyteHeaderLineIs431) {
   still_serving(f);
 }
 
+// A client still sending when it is answered (its declared body is over
+// the limit) must get to read the answer: the proxy reads and drops the
+// rest instead of closing on unread bytes, which resets the connection
+// and fails the client's send before it ever reads the 413.
+TEST(Hostile, AClientStillSendingAnOversizedBodyReadsItsAnswer) {
+  proxy_fixture f(strict());
+  constexpr std::size_t body = 32 << 20;  // far more than the sockets' buffers hold
+  http_client c(f.port());
+  c.send(head("/v1/chat/completions", "Content-Length: " + std::to_string(body) + "\r\n"));
+  EXPECT_NO_THROW(c.send(std::string(body, 'x'))) << "the proxy stopped reading and reset the connection";
+  auto r = read_response(c, 5s);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("request_too_large"), std::string::npos) << r.body;
+  EXPECT_FALSE(c.read_some(2s));
+  EXPECT_TRUE(c.eof()) << "the connection ends after the answer";
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+  still_serving(f);
+}
+
 TEST(Hostile, UndeclaredOversizedChunkedBodyIs413) {
   proxy_fixture f(strict());
   std::string chunk(3000, 'x');

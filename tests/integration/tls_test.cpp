@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +95,22 @@ TEST(Tls, KeepAliveSurvivesTheClientWatcher) {
   }
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   EXPECT_NE(metrics.find("tokengate_downstream_cx_total 1\n"), std::string::npos);
+}
+
+// Over TLS too, a client still sending a body over the limit reads the
+// 413 rather than a reset (any_stream::lingering_close).
+TEST(Tls, AClientStillSendingAnOversizedBodyReadsItsAnswer) {
+  proxy_fixture f(tls_listener());
+  client_context tls(certificate().cert);
+  http_client c(f.port(), tls.ctx);
+  constexpr std::size_t body = 24 << 20;  // three times the default limit of 8 MiB
+  std::signal(SIGPIPE, SIG_IGN);  // SSL_write on a reset connection: an error, not the end of the test binary
+  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body) + "\r\n\r\n");
+  EXPECT_NO_THROW(c.send(std::string(body, 'x'))) << "the proxy stopped reading and reset the connection";
+  auto r = read_response(c, std::chrono::seconds(5));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("request_too_large"), std::string::npos) << r.body;
 }
 
 TEST(Tls, ListenerRejectsPlainHttp) {
