@@ -14,7 +14,7 @@ namespace {
 // loop of their own: Python's json module writes every non-ASCII character
 // so by default, six bytes each (a 200 KB Chinese prompt holds 33,000).
 // Surrogates and bad escapes end the run, for the general code.
-const char* skip_plain_escapes(const char* p, const char* end) {
+const char* skip_escape_run(const char* p, const char* end) {
   while (end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
     auto digit = [&](int i) -> unsigned { return hex_digit_values[static_cast<unsigned char>(p[i])]; };
     unsigned a = digit(2), b = digit(3), c = digit(4), d = digit(5);
@@ -191,7 +191,7 @@ class scanner {
         if (i_ + 1 >= s_.size()) break;
         char e = s_[i_ + 1];
         if (e == 'u') {
-          if (auto run_end = skip_plain_escapes(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
+          if (auto run_end = skip_escape_run(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
             i_ = static_cast<std::size_t>(run_end - s_.data());
             continue;
           }

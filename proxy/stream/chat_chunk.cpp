@@ -16,10 +16,14 @@ class reader {
   explicit reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
   bool object(chat_chunk& out);
-  // The strings that decided a choice's `text` (delta.content, text): how
-  // many were read, and the content of the last.
+  // The strings that decided a choice's `text` (delta.content, text) or
+  // `tool_call` (a function's arguments): how many were read, the content
+  // of the last, and whether it was arguments; and how many tool-call
+  // names were read (a name decides `tool_call` too).
   int text_strings() const { return text_strings_; }
   std::string_view text_string() const { return text_string_; }
+  bool text_string_is_arguments() const { return text_string_is_arguments_; }
+  int tool_names() const { return tool_names_; }
   bool at_end() {
     skip_space();
     return p_ == end_;
@@ -59,14 +63,16 @@ class reader {
 
   bool choice(chat_chunk::choice& c);
   bool delta(chat_chunk::choice& c);
+  bool tool_calls(chat_chunk::choice& c);
   bool usage(chat_chunk& out);
   // A value read only for its type: a string gives its raw bytes, an
   // integer its value, anything else is validated and skipped.
   bool string_or_skip(std::string_view& raw, bool& escaped, bool& is_string);
   bool integer_or_skip(std::optional<std::int64_t>& value);
-  void note_text_string(std::string_view raw) {
+  void note_text_string(std::string_view raw, bool arguments = false) {
     ++text_strings_;
     text_string_ = raw;
+    text_string_is_arguments_ = arguments;
   }
 
   const char* p_;
@@ -74,6 +80,8 @@ class reader {
   int depth_ = 0;  // objects and arrays open around the reader
   int text_strings_ = 0;
   std::string_view text_string_;
+  bool text_string_is_arguments_ = false;
+  int tool_names_ = 0;
 };
 
 // The closing quote of the string whose content starts at `p`; nullptr
@@ -254,11 +262,54 @@ struct seen_once {
   }
 };
 
+// delta.tool_calls: an array of calls, each with a `function` object whose
+// non-empty `name` or `arguments` string makes the choice a tool call (as
+// the full parse reads them; other members and non-object elements are
+// validated and skipped).
+bool reader::tool_calls(chat_chunk::choice& c) {
+  if (!take('[')) return value();  // not an array: no calls
+  if (depth_ == max_depth) return false;
+  ++depth_;
+  bool ok = take(']');
+  if (!ok) {
+    do {
+      if (!next_is('{')) {
+        if (!value()) return false;
+        continue;
+      }
+      ++p_;
+      seen_once call_seen;
+      bool call_ok = members([&](std::string_view name) {
+        if (name != "function") return value();
+        if (!call_seen.first(1)) return false;
+        if (!take('{')) return value();
+        seen_once function_seen;
+        return members([&](std::string_view field) {
+          bool is_name = field == "name";
+          if (!is_name && field != "arguments") return value();
+          if (!function_seen.first(is_name ? 1 : 2)) return false;
+          std::string_view raw;
+          bool escaped, is_string;
+          if (!string_or_skip(raw, escaped, is_string)) return false;
+          if (is_string && !raw.empty()) c.tool_call = true;
+          if (is_string && is_name) ++tool_names_;
+          if (is_string && !is_name) note_text_string(raw, true);
+          return true;
+        });
+      });
+      if (!call_ok) return false;
+    } while (take(','));
+    ok = take(']');
+  }
+  --depth_;
+  return ok;
+}
+
 bool reader::delta(chat_chunk::choice& c) {
   seen_once seen;
   return members([&](std::string_view name) {
     unsigned bit = name == "content" ? 1 : name == "reasoning_content" ? 2 : name == "reasoning" ? 4 : 0;
-    if (name == "tool_calls") return false;  // needs the full parser
+    if (name == "tool_calls") return seen.first(8) && tool_calls(c);
     if (bit == 0) return value();
     if (!seen.first(bit)) return false;
     std::string_view raw;
@@ -356,6 +407,9 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   constexpr std::string_view head = R"({"type":"content_block_delta","index":)";
   constexpr std::string_view text_delta = R"(,"delta":{"type":"text_delta","text":")";
   constexpr std::string_view thinking_delta = R"(,"delta":{"type":"thinking_delta","thinking":")";
+  // A tool call's arguments, streamed as fragments of JSON text (agents'
+  // streams are mostly these): their content is not looked at.
+  constexpr std::string_view input_json_delta = R"(,"delta":{"type":"input_json_delta","partial_json":")";
   constexpr std::string_view tail = R"("}})";
   // (The first test is a quick no for the other shapes, whose first member
   // is not `type`: an OpenAI chunk starts with {"id".)
@@ -374,6 +428,9 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   } else if (rest.starts_with(thinking_delta)) {
     rest.remove_prefix(thinking_delta.size());
     kind = kind_reasoning;
+  } else if (rest.starts_with(input_json_delta)) {
+    rest.remove_prefix(input_json_delta.size());
+    kind = kind_tool_call;
   } else {
     return false;
   }
@@ -402,7 +459,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     if (plain || string_end(begin, end, escaped) == end) {
       out.reset();
       out.add_choice() = remembered_choice_;
-      out.choices[0].text = begin != end;
+      (remembered_arguments_ ? out.choices[0].tool_call : out.choices[0].text) = begin != end;
       out.usage = remembered_usage_;
       out.prompt_tokens = remembered_prompt_tokens_;
       out.completion_tokens = remembered_completion_tokens_;
@@ -416,8 +473,9 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   // Only a chunk whose one variable part is its content string; one with a
   // finish reason would also need its view moved into the new bytes.
   constexpr std::size_t longest_remembered = 512;
+  // Arguments only where no name also decides `tool_call`.
   if (r.text_strings() == 1 && out.choice_count == 1 && out.choices[0].finish_reason.empty() &&
-      data.size() <= longest_remembered) {
+      data.size() <= longest_remembered && !(r.text_string_is_arguments() && r.tool_names() > 0)) {
     auto content = r.text_string();
     auto start = static_cast<std::size_t>(content.data() - data.data());
     frame_.assign(data.substr(0, start));
@@ -427,6 +485,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     remembered_usage_ = out.usage;
     remembered_prompt_tokens_ = out.prompt_tokens;
     remembered_completion_tokens_ = out.completion_tokens;
+    remembered_arguments_ = r.text_string_is_arguments();
   }
   return true;
 }

@@ -153,6 +153,7 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
       const auto& c = chunk.choices[i];
       if (c.text) kinds |= kind_text;
       if (c.reasoning) kinds |= kind_reasoning;
+      if (c.tool_call) kinds |= kind_tool_call;
       finish(c.index, c.finish_reason);
     }
     if (chunk.usage) {

@@ -109,7 +109,10 @@ TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
   const char* declined[] = {
       R"({"type":"message_start","choices":[]})",                         // Anthropic / Responses shapes
       R"({"error":null,"choices":[]})",                                   // error members, even falsy
-      R"({"choices":[{"delta":{"tool_calls":[]}}]})",                     // tool calls
+      R"({"choices":[{"delta":{"tool_calls":[],"tool_calls":[]}}]})",    // twice
+      R"({"choices":[{"delta":{"tool_calls":[{"function":{},"function":{}}]}}]})",
+      R"({"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]})",
+      R"({"choices":[{"delta":{"tool_calls":[{"function":{"n\u0061me":"a"}}]}}]})",  // an escaped key
       R"({"ch\u006fices":[]})",                                           // an escaped key
       R"({"choices":[],"choices":[]})",                                   // duplicate keys
       R"({"choices":[{"index":0,"index":1}]})",
@@ -156,6 +159,7 @@ void expect_same_chunk(const chat_chunk& a, const chat_chunk& b, std::string_vie
     EXPECT_EQ(a.choices[i].index, b.choices[i].index) << data;
     EXPECT_EQ(a.choices[i].text, b.choices[i].text) << data;
     EXPECT_EQ(a.choices[i].reasoning, b.choices[i].reasoning) << data;
+    EXPECT_EQ(a.choices[i].tool_call, b.choices[i].tool_call) << data;
     EXPECT_EQ(a.choices[i].finish_reason, b.choices[i].finish_reason) << data;
   }
   EXPECT_EQ(a.usage, b.usage) << data;
@@ -223,7 +227,68 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
   }
 }
 
-// Anthropic's text and thinking deltas, read without a document where they
+// OpenAI's tool calls: a function's non-empty name or arguments make the
+// event a tool call, as the full parse finds (an observer without the lean
+// reader); every shape here must give the same kinds both ways.
+TEST(ChatChunk, ReadsToolCallsAsTheFullParseDoes) {
+  struct variant {
+    std::string delta;
+    bool lean;
+  };
+  const variant variants[] = {
+      {R"("tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}])", true},
+      {R"("tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Par"}}])", true},
+      {R"("tool_calls":[{"index":0,"function":{"arguments":""}}])", true},       // nothing yet: no kind
+      {R"("tool_calls":[{"index":0,"function":{"name":""}}])", true},
+      {R"("tool_calls":[{"index":1,"function":{"arguments":"x"}},{"index":2,"function":{"name":"f"}}])", true},
+      {R"("tool_calls":[])", true},
+      {R"("tool_calls":null)", true},                                           // not an array: no calls
+      {R"("tool_calls":[7,"x",{"function":null},{"function":{"arguments":3}}])", true},  // nothing a call counts
+      {R"("content":null,"tool_calls":[{"index":0,"function":{"arguments":"1"}}])", true},
+      {R"("tool_calls":[{"index":0,"function":{"arguments":"\ud83d\ude00"}}])", false},  // surrogates
+      {R"("tool_calls":[{"function":{"arguments":"a","arguments":"b"}}])", false},
+  };
+  for (const auto& v : variants) {
+    const auto data = demo_chunk(v.delta);
+    stream_observer lean{false, true}, full{false, false};
+    lean.on_event(sse_event{"message", data});
+    full.on_event(sse_event{"message", data});
+    EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << data;
+    EXPECT_EQ(lean.fast_path_events(), v.lean ? 1u : 0u) << data;
+  }
+}
+
+// A tool call's arguments arrive in many small chunks that differ only in
+// the fragment: they are read from memory like content, and each reads as
+// a fresh read does. A chunk whose name also decides `tool_call` is never
+// remembered (an empty fragment beside it would still be a tool call).
+TEST(ChatChunk, ToolArgumentFragmentsAreReadFromMemoryWithTheSameResult) {
+  auto call = [](std::string_view function) {
+    return demo_chunk(R"("tool_calls":[{"index":0,"function":{)" + std::string(function) + "}}]");
+  };
+  std::vector<std::string> stream{call(R"("name":"get_weather","arguments":"")"), call(R"("name":"get_weather","arguments":"")")};
+  for (std::string_view fragment : {R"({\"ci)", R"(ty\": )", "", R"(\"Par\u00eds\"})"})
+    stream.push_back(call(R"("arguments":")" + std::string(fragment) + "\""));
+  stream.push_back(demo_chunk(R"("content":"done")"));
+  chat_chunk_reader reader;
+  for (const auto& data : stream) {
+    chat_chunk remembered, fresh;
+    ASSERT_TRUE(reader.read(data, remembered)) << data;
+    ASSERT_TRUE(read_chat_chunk(data, fresh)) << data;
+    expect_same_chunk(remembered, fresh, data);
+  }
+  // Both named chunks and the first fragment are read in full, the other
+  // three fragments from memory; the content chunk has another shape.
+  EXPECT_EQ(reader.remembered_reads(), 3u);
+  chat_chunk empty;
+  ASSERT_TRUE(reader.read(call(R"("arguments":"")"), empty));
+  EXPECT_FALSE(empty.choices[0].tool_call);
+  chat_chunk some;
+  ASSERT_TRUE(reader.read(call(R"("arguments":"1")"), some));
+  EXPECT_TRUE(some.choices[0].tool_call);
+}
+
+// Anthropic's text, thinking and tool-argument deltas, read without a document where they
 // are exactly the API's shape; whatever the lean reader says, the full parse
 // (an observer without it) finds the same kinds.
 TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
@@ -234,6 +299,8 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
   const std::string text = R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")";
   const std::string thinking =
       R"({"type":"content_block_delta","index":3,"delta":{"type":"thinking_delta","thinking":")";
+  const std::string json =
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":")";
   const variant variants[] = {
       {text + R"(Hello"}})", true},
       {text + R"("}})", true},  // empty: no kind
@@ -249,7 +316,9 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
       {text + R"(ab\"}})", false},           // the closing quote escaped
       {text + R"(\ud83d\ude00"}})", false},  // surrogates
       {text + "\xC0\xAF\"}}", false},        // overlong UTF-8
-      {R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a"}})", false},
+      {json + R"({\"city\": \"Par"}})", true},
+      {json + R"("}})", true},  // an empty fragment: no kind
+      {json + R"(x", "extra": 1}})", false},
       {R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","citations":[]}})", false},
   };
   for (const auto& v : variants) {
