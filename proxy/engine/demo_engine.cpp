@@ -53,6 +53,10 @@ struct plan {
   // event spent in transit (what a proxy adds), apart from the engine's own
   // timing jitter.
   bool stamp = false;
+  // The answer is one call of a tool named demo_tool, streamed as its
+  // arguments ({"text": "<the tokens>"}) a token at a time, as an agent's
+  // stream mostly is (chat and messages; streaming only).
+  bool tool_call = false;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -108,6 +112,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   p.drip = std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
+  if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool()) p.tool_call = t->get_bool() && kind != api::completions;
   return p;
 }
 
@@ -119,8 +124,18 @@ std::string garbage_bytes() {
 }
 
 std::string finish_reason(const plan& p) {
-  if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : "end_turn";
-  return p.hit_limit ? "length" : "stop";
+  if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : p.tool_call ? "tool_use" : "end_turn";
+  return p.hit_limit ? "length" : p.tool_call ? "tool_calls" : "stop";
+}
+
+// Token i of `count` as a fragment of the tool call's arguments, which
+// together read {"text": "<the tokens>"}.
+std::string argument_fragment(std::size_t i, std::size_t count) {
+  auto quoted = json::serialize(json::string(demo_token(i)));
+  std::string out = i == 0 ? R"({"text": ")" : "";
+  out.append(quoted, 1, quoted.size() - 2);
+  if (i + 1 == count) out += "\"}";
+  return out;
 }
 
 json::object openai_usage(const plan& p, std::size_t produced) {
@@ -207,24 +222,40 @@ class generator {
                            {"content", json::array{}}, {"model", plan_.model}, {"stop_reason", nullptr},
                            {"stop_sequence", nullptr},
                            {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", 1}}}};
+      json::object block{{"type", "text"}, {"text", ""}};
+      if (plan_.tool_call) block = {{"type", "tool_use"}, {"id", "toolu_" + id_}, {"name", "demo_tool"}, {"input", json::object{}}};
       return sse("message_start", {{"type", "message_start"}, {"message", message}}) +
-             sse("content_block_start", {{"type", "content_block_start"}, {"index", 0},
-                                         {"content_block", {{"type", "text"}, {"text", ""}}}}) +
+             sse("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", std::move(block)}}) +
              sse("ping", {{"type", "ping"}});
     }
     if (plan_.kind == api::completions) return {};
+    if (plan_.tool_call)  // the call's id and name first, its arguments after
+      return sse("", chat_chunk({{"role", "assistant"}, {"content", nullptr},
+                                 {"tool_calls", json::array{json::object{
+                                                    {"index", 0}, {"id", "call_" + id_}, {"type", "function"},
+                                                    {"function", {{"name", "demo_tool"}, {"arguments", ""}}}}}}},
+                                nullptr));
     // OpenAI sends the role first, with empty content: not yet a token.
     return sse("", chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
   }
 
   std::string token_event(std::size_t i) {
     auto token = demo_token(i);
+    if (plan_.kind == api::messages && plan_.tool_call)
+      return sse("content_block_delta",
+                 {{"type", "content_block_delta"}, {"index", 0},
+                  {"delta", {{"type", "input_json_delta"}, {"partial_json", argument_fragment(i, plan_.output_tokens)}}}});
     if (plan_.kind == api::messages)
       return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions)
       return sse("", completion_chunk(token, nullptr));
-    auto chunk = chat_chunk({{"content", token}}, nullptr);
+    auto chunk = plan_.tool_call
+                     ? chat_chunk({{"tool_calls", json::array{json::object{
+                                                      {"index", 0},
+                                                      {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}},
+                                  nullptr)
+                     : chat_chunk({{"content", token}}, nullptr);
     if (plan_.stamp)
       chunk["demo_sent_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -82,6 +82,41 @@ TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
   EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.25\"}"), 3);
 }
 
+// An agent's stream is mostly a tool call's arguments, a fragment per
+// token: the proxy times and counts those events as it does text (read by
+// its lean readers), for OpenAI and Anthropic alike, and passes them on
+// whole.
+TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
+  proxy_fixture f(routed());
+  const std::string knobs = R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":6,"tool_call":true})";
+  for (const std::string path : {"/v1/chat/completions", "/v1/messages"}) {
+    http_client c(f.port());
+    c.send(post_json(path, R"({"model":"demo","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}],)" +
+                               knobs + "}"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << path;
+    auto facts = observe(r.body);
+    ASSERT_EQ(facts.tool_calls.size(), 1u) << path;
+    EXPECT_EQ(facts.tool_calls[0].name, "demo_tool") << path;
+    auto arguments = json::parse(facts.tool_calls[0].arguments);
+    EXPECT_EQ(arguments.at("text").as_string(), "The quick brown fox jumps over") << path;
+    EXPECT_EQ(facts.tool_call_events, 7u) << path << ": the call's name, then six fragments";
+    EXPECT_EQ(facts.text_events, 0u) << path;
+    EXPECT_EQ(facts.finish_reason, path == "/v1/messages" ? "tool_use" : "tool_calls");
+  }
+  const std::string chat = R"(route="chat",model="demo",upstream="demo")";
+  std::string metrics;
+  ASSERT_TRUE(wait_until([&] {
+    metrics = http_get(f.admin_port(), "/metrics").body;
+    return sample(metrics, "tokengate_requests_total{" + chat + ",outcome=\"success\"}") == 2;
+  }, 2s, "both requests to be recorded as successes"));
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + chat + ",type=\"output\"}"), 12);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_count{" + chat + "}"), 2);
+  // Each stream's gaps between content events: from the name (written
+  // with the first fragment) through the sixth fragment, 15 ms apart.
+  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + chat + "}"), 12);
+}
+
 TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
   proxy_fixture f(routed());
   {
