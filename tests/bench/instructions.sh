@@ -11,8 +11,11 @@
 # goes around heaptrack's hooks, so for a release binary (mimalloc) build
 # one with `cmake -DTOKENGATE_MIMALLOC=OFF` to count them.
 # KEEP_CALLGRIND=FILE keeps callgrind's output there, for callgrind_annotate.
-# API=anthropic sends Anthropic requests (/v1/messages) instead of OpenAI ones.
+# API=anthropic sends Anthropic requests (/v1/messages) instead of OpenAI ones;
+# DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true').
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
+# ENGINE_BIN runs the demo engine (and the load) of another build, for a
+# binary older than a knob: ENGINE_BIN=build/tokengate instructions.sh OLD ...
 #   short requests: instructions.sh build/tokengate 2000 20 20 4
 #   long prompts:   instructions.sh build/tokengate 400 20 50000 8
 #   fast streams (scenario 2's shape): instructions.sh build/tokengate 300 256 20 64
@@ -21,12 +24,12 @@ bin=$1 requests=${2:-2000} tokens=${3:-20} prompt=${4:-20} concurrency=${5:-4}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port)
-"$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
+"${ENGINE_BIN:-$bin}" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
 load() {  # $1: requests, $2: port
-  "$bin" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" ${API:+--api "$API"} \
+  "${ENGINE_BIN:-$bin}" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" ${API:+--api "$API"} \
     --max-tokens "$tokens" --prompt-tokens "$prompt" --json \
-    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens}}" > "$work/r.json"
+    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json"
 }
 # run_under TOOL...: the proxy under a tool, the warm-up and the load, then
 # an orderly stop (SIGINT), so that the tool writes its results.
