@@ -44,6 +44,28 @@ test("openai SDK streams a chat completion token by token", async () => {
   assert.equal(seen.last_request.headers.Authorization, "Bearer sk-e2e-upstream");
 });
 
+test("openai SDK assembles a streamed tool call", async () => {
+  // The demo engine answers with one call of demo_tool, its arguments
+  // streamed a token at a time (read by the proxy's lean reader, passed on
+  // untouched); the SDK's stream helper puts them together.
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k" });
+  const stream = client.chat.completions.stream({
+    model: "demo",
+    max_tokens: 50,
+    messages: [{ role: "user", content: "Call the tool." }],
+    tools: [{ type: "function", function: { name: "demo_tool", parameters: { type: "object", properties: { text: { type: "string" } } } } }],
+    demo: { tool_call: true, tokens: 5, interval_ms: 2 },
+  });
+  let chunks = 0;
+  for await (const chunk of stream) if (chunk.choices[0]?.delta?.tool_calls) chunks++;
+  const done = await stream.finalChatCompletion();
+  const call = done.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, "demo_tool");
+  assert.deepEqual(JSON.parse(call.function.arguments), { text: "The quick brown fox jumps" });
+  assert.equal(done.choices[0].finish_reason, "tool_calls");
+  assert.equal(chunks, 6, "the call's name, then five fragments");
+});
+
 test("openai SDK gets a non-streaming completion", async () => {
   const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k" });
   const done = await client.chat.completions.create({
