@@ -10,20 +10,6 @@
 namespace tokengate::routing {
 namespace {
 
-// The end of a run of \u escapes outside the surrogate range, checked in a
-// loop of their own: Python's json module writes every non-ASCII character
-// so by default, six bytes each (a 200 KB Chinese prompt holds 33,000).
-// Surrogates and bad escapes end the run, for the general code.
-const char* skip_escape_run(const char* p, const char* end) {
-  while (end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-    auto digit = [&](int i) -> unsigned { return hex_digit_values[static_cast<unsigned char>(p[i])]; };
-    unsigned a = digit(2), b = digit(3), c = digit(4), d = digit(5);
-    if ((a | b | c | d) > 0xF || (a == 0xD && b >= 8)) break;  // not hex, or U+D800..DFFF
-    p += 6;
-  }
-  return p;
-}
-
 class scanner {
  public:
   scanner(std::string_view text, scan_error& error, int max_depth)
@@ -168,12 +154,12 @@ class scanner {
   }
 
   // Validates a string: escapes, no raw control characters, valid UTF-8.
-  // Plain string bytes are skipped sixteen at a time (byte_scan.hpp):
-  // prompts are mostly ASCII text, and this loop is where a 200 KB
-  // conversation spends its scan (perf: 7 % of the proxy's CPU under
-  // scenario 6 with eight bytes at a time).
+  // Plain string bytes and simple escapes are skipped 64 bytes a step
+  // (byte_scan.hpp), non-ASCII text 32 (utf8_skip.hpp): this loop is where
+  // a 200 KB conversation spends its scan; what stops those skips comes to
+  // the code below.
   void skip_plain_bytes() {
-    i_ = static_cast<std::size_t>(skip_plain_string_bytes(s_.data() + i_, s_.data() + s_.size()) - s_.data());
+    i_ = static_cast<std::size_t>(skip_plain_bytes_and_escapes(s_.data() + i_, s_.data() + s_.size()) - s_.data());
   }
 
   bool string() {
@@ -191,7 +177,7 @@ class scanner {
         if (i_ + 1 >= s_.size()) break;
         char e = s_[i_ + 1];
         if (e == 'u') {
-          if (auto run_end = skip_escape_run(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
+          if (auto run_end = skip_unicode_escape_run(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
             i_ = static_cast<std::size_t>(run_end - s_.data());
             continue;
           }

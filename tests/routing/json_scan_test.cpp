@@ -74,6 +74,31 @@ TEST(JsonScan, WordAtATimeSkipAgreesWithBoostJsonAtEveryOffset) {
     }
 }
 
+// Long strings are skipped 64 bytes a step with simple escapes stepped over
+// inside the step (byte_scan.hpp): an escape, a bad one or a surrogate at
+// every offset of two blocks, one running into the next block or cut off
+// by the end of the text, must be judged as Boost.JSON judges it, and the
+// member after the string found where it is.
+TEST(JsonScan, EscapesInLongStringsAgreeWithBoostJsonAtEveryOffset) {
+  const std::vector<std::string> specials{"\\n", "\\\"", "\\\\", "\\/", "\\u00e9", "\\u12", "\\uD83D\\uDE00", "\\uDE00",
+                                          "\\uD83D", "\\x", "\\u00G0", "\\\\\\\"", "\\n\\t\\r", "\"", "\x01", "\xC3\xA9", "\\",
+                                          "\\u00e9\x01", "\\u00e9\\u4f60\\uD800", "\\u00e9\""};
+  for (const auto& special : specials)
+    for (std::size_t at = 0; at < 140; ++at) {
+      std::string text(200, 'x');
+      text.insert(at, special);
+      for (const std::string& body : {"{\"a\":\"" + text + "\",\"b\":1}", "{\"a\":\"" + text.substr(0, at + special.size())}) {
+        boost::system::error_code ec;
+        boost::json::parse(body, ec);
+        auto o = scan(body);
+        ASSERT_EQ(static_cast<bool>(o), !ec) << "special " << special << " at " << at;
+        if (o) {
+          EXPECT_EQ(o->find("b")->begin, body.size() - 2) << "special " << special << " at " << at;
+        }
+      }
+    }
+}
+
 // Non-ASCII text is skipped 32 bytes at a time with a check that it is
 // valid UTF-8 (utf8_skip.hpp): every pair that starts with a non-ASCII byte,
 // and three- and four-byte sequences built from the boundary values of
