@@ -173,6 +173,17 @@ std::string demo_chunk(std::string_view delta, std::string_view finish = "null")
          R"(}],"usage":{"prompt_tokens":7,"completion_tokens":null}})";
 }
 
+// Reads a stream's chunks with `reader` and each afresh: both must say the
+// same.
+void read_both_ways(chat_chunk_reader& reader, const std::vector<std::string>& stream) {
+  for (const auto& data : stream) {
+    chat_chunk remembered, fresh;
+    ASSERT_TRUE(reader.read(data, remembered)) << data;
+    ASSERT_TRUE(read_chat_chunk(data, fresh)) << data;
+    expect_same_chunk(remembered, fresh, data);
+  }
+}
+
 TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
   std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
   for (std::string_view word : {"The", " quick", "", R"( caf\u00e9)", R"( \"q\")", " 日本", R"(\\)"})
@@ -181,12 +192,7 @@ TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
   stream.push_back(demo_chunk(R"("content":"again")"));
 
   chat_chunk_reader reader;
-  for (const auto& data : stream) {
-    chat_chunk remembered, fresh;
-    ASSERT_TRUE(reader.read(data, remembered)) << data;
-    ASSERT_TRUE(read_chat_chunk(data, fresh)) << data;
-    expect_same_chunk(remembered, fresh, data);
-  }
+  read_both_ways(reader, stream);
   // The role chunk and the first token chunk are read in full, then every
   // token from memory; the finish chunk does not match (and is not
   // remembered: its reason is a view into its own bytes), the next does.
@@ -271,12 +277,7 @@ TEST(ChatChunk, ToolArgumentFragmentsAreReadFromMemoryWithTheSameResult) {
     stream.push_back(call(R"("arguments":")" + std::string(fragment) + "\""));
   stream.push_back(demo_chunk(R"("content":"done")"));
   chat_chunk_reader reader;
-  for (const auto& data : stream) {
-    chat_chunk remembered, fresh;
-    ASSERT_TRUE(reader.read(data, remembered)) << data;
-    ASSERT_TRUE(read_chat_chunk(data, fresh)) << data;
-    expect_same_chunk(remembered, fresh, data);
-  }
+  read_both_ways(reader, stream);
   // Both named chunks and the first fragment are read in full, the other
   // three fragments from memory; the content chunk has another shape.
   EXPECT_EQ(reader.remembered_reads(), 3u);
