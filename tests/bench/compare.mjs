@@ -15,7 +15,7 @@ import { join } from "node:path";
 
 const bin = process.argv[2];
 const rounds = Number(process.argv[3] ?? 3);
-// The TTFT scenarios (1, 2+5, 6) take seconds a round, and their p99 rests
+// The TTFT scenarios (1, 2+5, 6, 6c) take seconds a round, and their p99 rests
 // on a round's few slowest requests (scenario 6: +-4 ms from round to
 // round), so they run four times the rounds and report the requests of all
 // rounds pooled as well.
