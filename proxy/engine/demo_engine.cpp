@@ -112,7 +112,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   p.drip = std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
-  if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool()) p.tool_call = t->get_bool() && kind != api::completions;
+  if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
+    p.tool_call = t->get_bool() && p.stream && kind != api::completions;  // (a whole answer stays text)
   return p;
 }
 
