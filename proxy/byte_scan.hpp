@@ -180,16 +180,20 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
   return end;
 }
 
-// skip_plain_string_bytes for the request-body scan of long strings, which
-// also steps over simple escapes (simple_escape_length) where the processor
-// has AVX2. What it stops at is a stop of skip_plain_string_bytes that is
-// not such an escape, or a byte within the last 64 (the caller's loop
-// takes those).
+// skip_plain_string_bytes for the request-body scan, which also steps over
+// simple escapes (simple_escape_length): it stops at a quote, a control or
+// non-ASCII byte, or an escape that needs the caller's general code.
 inline const char* skip_plain_bytes_and_escapes(const char* p, const char* end) {
 #ifdef TOKENGATE_AVX2_SCAN
-  if (end - p >= 128 && byte_scan_detail::have_avx2()) return byte_scan_detail::skip_plain_and_escapes_avx2(p, end);
+  if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_and_escapes_avx2(p, end);
 #endif
-  return skip_plain_string_bytes(p, end);
+  for (;;) {  // the last 64 bytes, or all of them without AVX2
+    p = skip_plain_string_bytes(p, end);
+    if (p == end || *p != '\\') return p;
+    auto n = simple_escape_length(p, end);
+    if (n == 0) return p;
+    p += n;
+  }
 }
 
 // Whether every byte of [p, end) is plain string content (none of those

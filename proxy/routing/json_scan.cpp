@@ -177,10 +177,6 @@ class scanner {
         if (i_ + 1 >= s_.size()) break;
         char e = s_[i_ + 1];
         if (e == 'u') {
-          if (auto run_end = skip_unicode_escape_run(s_.data() + i_, s_.data() + s_.size()); run_end != s_.data() + i_) {
-            i_ = static_cast<std::size_t>(run_end - s_.data());
-            continue;
-          }
           auto unit = hex4(i_ + 2);
           if (!unit) return failed("bad \\u escape");
           i_ += 6;
