@@ -38,7 +38,6 @@ namespace {
 
 namespace json = boost::json;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 struct sample {
   std::string error;  // empty: success

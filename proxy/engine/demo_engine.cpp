@@ -29,7 +29,6 @@ namespace tokengate::engine {
 namespace json = boost::json;
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 using clock = std::chrono::steady_clock;
 
 enum class api { chat, completions, messages };

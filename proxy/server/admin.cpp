@@ -19,8 +19,6 @@
 namespace tokengate {
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-
 net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handlers& handlers) {
   beast::flat_buffer buffer;
   for (;;) {

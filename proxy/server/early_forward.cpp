@@ -20,7 +20,6 @@
 namespace tokengate {
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 // Shorter bodies go through the parser (through the connection buffer).
 constexpr std::size_t direct_from = 16 * 1024;
 // The members that decide must lie in the first 64 KiB; a body whose

@@ -21,8 +21,6 @@
 namespace tokengate {
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-
 // The client's own id is kept when it is short and printable (it ends up in
 // logs); otherwise we make one.
 std::string request_id_for(const http::fields& headers) {

@@ -40,7 +40,6 @@
 namespace tokengate {
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 // For the relay's upstream reads, one per event: awaited as a deferred
 // operation, a read resumes this coroutine from its completion handler,
 // where use_awaitable wraps it in a coroutine frame of its own (allocated,

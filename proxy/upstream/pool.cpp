@@ -15,8 +15,6 @@
 namespace tokengate::upstream {
 namespace {
 
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-
 // An idle keep-alive socket the upstream has closed (or sent stray bytes on)
 // must not carry the next request. A non-blocking peek tells without waiting.
 bool still_usable(tcp::socket& sock) {

@@ -123,10 +123,6 @@ TEST(Failures, UpstreamErrorStatusPassesThroughWithItsHeaders) {
 
 // --- Faulty upstreams (issue #6) ----------------------------------------
 
-std::string error_code_of(const http_response& r) {
-  return std::string(boost::json::parse(r.body).at("error").at("code").as_string());
-}
-
 TEST(Faults, DnsFailureOfANamedUpstreamIs502NamingIt) {
   fixture_options o;
   o.base_url = "http://no-such-host.invalid/v1";  // .invalid never resolves (RFC 6761)

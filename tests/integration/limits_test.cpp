@@ -24,10 +24,6 @@ fixture_options tight_limits() {
       "  head_timeout: 300ms\n");
 }
 
-std::string error_code_of(const http_response& r) {
-  return std::string(boost::json::parse(r.body).at("error").at("code").as_string());
-}
-
 TEST(Limits, OversizedBodyIs413) {
   proxy_fixture f(tight_limits());
   http_client c(f.port());

@@ -8,6 +8,8 @@
 #include <openssl/x509.h>
 #include <unistd.h>
 
+#include <boost/json/parse.hpp>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -196,6 +198,10 @@ http_response read_response(http_client& c, std::chrono::milliseconds timeout) {
     }
     c.read_some(left);
   }
+}
+
+std::string error_code_of(const http_response& r) {
+  return std::string(boost::json::parse(r.body).at("error").at("code").as_string());
 }
 
 std::string post_json(const std::string& path, const std::string& body, const std::string& extra_headers) {

@@ -80,4 +80,7 @@ http_response read_response(http_client& c, std::chrono::milliseconds timeout = 
 // "POST path" with a JSON body and optional extra header lines ("Name: value\r\n").
 std::string post_json(const std::string& path, const std::string& body, const std::string& extra_headers = "");
 
+// The `error.code` of an OpenAI-style JSON error body (throws if there is none).
+std::string error_code_of(const http_response& r);
+
 }  // namespace tokengate::test
