@@ -347,7 +347,7 @@ net::awaitable<void> client_loop(point_state& st, int index, int concurrency, in
   if (st.o.ramp_up.count() > 0 && index > 0) {
     net::steady_timer start_at(co_await net::this_coro::executor);
     start_at.expires_after(st.o.ramp_up * index / concurrency);
-    co_await start_at.async_wait(net::as_tuple(net::use_awaitable));
+    co_await start_at.async_wait(use_tuple);
   }
   std::unique_ptr<any_stream> conn;
   while (st.next < st.o.requests) {

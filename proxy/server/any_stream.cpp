@@ -18,7 +18,7 @@ namespace tokengate {
 net::awaitable<void> any_stream::graceful_close() {
   if (tls_) {
     expires_after(std::chrono::seconds(2));
-    co_await tls_->async_shutdown(net::as_tuple(net::use_awaitable));
+    co_await tls_->async_shutdown(use_tuple);
   }
   error_code ignored;
   socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -33,7 +33,7 @@ net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linge
   // share one buffer.
   static thread_local std::array<char, 16384> dropped;
   for (;;) {
-    auto [ec, n] = co_await async_read_some(net::buffer(dropped), net::as_tuple(net::use_awaitable));
+    auto [ec, n] = co_await async_read_some(net::buffer(dropped), use_tuple);
     if (ec) break;
   }
   close();

@@ -24,7 +24,7 @@ net::awaitable<error_code> read_message(any_stream& stream, beast::flat_buffer& 
     }
     auto size = beast::read_size(buffer, 65536);
     if (size == 0) co_return http::error::buffer_overflow;
-    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(size), net::as_tuple(net::use_awaitable));
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(size), use_tuple);
     buffer.commit(n);
     if (ec == net::error::eof) {
       // Nothing at all: the peer simply closed. Part of a message: the

@@ -97,7 +97,7 @@ net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l
   net::steady_timer pause(io_);
   for (;;) {
     pause.expires_after(std::chrono::milliseconds(5));
-    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+    co_await pause.async_wait(use_tuple);
     if (auto ticket = gate_.try_admit(client)) co_return ticket;
     if (!l.acceptor->is_open()) co_return std::nullopt;
   }
@@ -107,13 +107,13 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
   for (;;) {
     // (The peer's address comes with the accept: no getpeername per connection.)
     tcp::endpoint peer;
-    auto [ec, socket] = co_await l.acceptor->async_accept(peer, net::as_tuple(net::use_awaitable));
+    auto [ec, socket] = co_await l.acceptor->async_accept(peer, use_tuple);
     if (ec) {
       if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;
       // EMFILE and friends: log, back off briefly, keep serving the others.
       spdlog::warn("accept on {} failed: {}", l.settings->name, ec.message());
       net::steady_timer pause(io_, std::chrono::milliseconds(50));
-      co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+      co_await pause.async_wait(use_tuple);
       continue;
     }
     error_code ignored;

@@ -26,7 +26,7 @@ net::awaitable<std::tuple<error_code, std::size_t>> write_all(any_stream& stream
   if (ec || sent == net::buffer_size(pieces)) co_return std::make_tuple(ec, sent);
   std::vector<net::const_buffer> rest;
   unsent_part(pieces, sent, rest);
-  auto [wec, n] = co_await net::async_write(stream, rest, net::as_tuple(net::use_awaitable));
+  auto [wec, n] = co_await net::async_write(stream, rest, use_tuple);
   co_return std::make_tuple(wec, sent + n);
 }
 
