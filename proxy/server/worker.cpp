@@ -123,7 +123,14 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     // waits for epoll instead of trying first and failing: two recv calls a
     // request that find nothing (server/drained_read.hpp; TLS reads go
     // through the TLS engine instead).
-    if (!l.tls) enable_drained_reads(socket);
+    if (!l.tls) {
+      enable_drained_reads(socket);
+      // Non-blocking now rather than at the first read, as Asio would
+      // make it: so the first read (the request's) is a drained read too,
+      // and the watcher's read after it waits for epoll instead of failing
+      // first. (Nothing reads or writes this socket synchronously.)
+      socket.non_blocking(true, ignored);
+    }
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
