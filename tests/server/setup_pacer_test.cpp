@@ -54,5 +54,24 @@ TEST(SetupPacer, ABurstStartsTwoATurnInOrderBetweenOtherWork) {
   EXPECT_EQ(pacer.waiting(), 0u);
 }
 
+TEST(SetupPacer, AQuietProxyPostsNoTurnEndUntilTheStartsAddUp) {
+  // A turn's end is a posted handler, and each one costs an epoll poll:
+  // starts below the limit schedule none, the one that reaches it does.
+  net::io_context io;
+  setup_pacer pacer(io.get_executor(), 3);
+  auto handlers_of_a_turn = [&] {
+    io.restart();
+    return io.poll();
+  };
+  EXPECT_TRUE(pacer.try_start());
+  EXPECT_EQ(handlers_of_a_turn(), 0u) << "one start in a quiet turn: no turn end posted";
+  EXPECT_TRUE(pacer.try_start());
+  EXPECT_EQ(handlers_of_a_turn(), 0u);
+  EXPECT_TRUE(pacer.try_start()) << "the third start since the last turn end";
+  EXPECT_FALSE(pacer.try_start()) << "counted over turns, so no turn starts more than three";
+  EXPECT_EQ(handlers_of_a_turn(), 1u) << "the turn end, posted by the start that reached the limit";
+  EXPECT_TRUE(pacer.try_start()) << "counting starts again";
+}
+
 }  // namespace
 }  // namespace tokengate
