@@ -1,9 +1,7 @@
 #include "server/any_stream.hpp"
 #include "server/plain_syscalls.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 
 #include <sys/socket.h>

@@ -1,8 +1,6 @@
 #include "server/early_forward.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/read.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 

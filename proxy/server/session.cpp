@@ -1,6 +1,5 @@
 #include "server/session.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/parser.hpp>

@@ -45,7 +45,7 @@ class setup_pacer {
 
   // True when this turn has room and nobody waits: the set-up starts now.
   bool try_start() {
-    if (!waiting_.empty() || started_this_turn_ >= per_turn_) return false;
+    if (!waiting_.empty() || started_since_turn_end_ >= per_turn_) return false;
     start_one();
     return true;
   }
@@ -67,7 +67,7 @@ class setup_pacer {
   // Counts a start; the one that fills the count schedules the turn's end,
   // which runs after everything ready now.
   void start_one() {
-    if (++started_this_turn_ >= per_turn_) schedule_turn_end();
+    if (++started_since_turn_end_ >= per_turn_) schedule_turn_end();
   }
   void schedule_turn_end() {
     if (turn_end_scheduled_) return;
@@ -76,8 +76,8 @@ class setup_pacer {
   }
   void next_turn() {
     turn_end_scheduled_ = false;
-    started_this_turn_ = 0;
-    while (!waiting_.empty() && started_this_turn_ < per_turn_) {
+    started_since_turn_end_ = 0;
+    while (!waiting_.empty() && started_since_turn_end_ < per_turn_) {
       auto next = std::move(waiting_.front());
       waiting_.pop_front();
       start_one();
@@ -87,7 +87,7 @@ class setup_pacer {
 
   boost::asio::any_io_executor executor_;
   std::size_t per_turn_;
-  std::size_t started_this_turn_ = 0;  // since the last turn end
+  std::size_t started_since_turn_end_ = 0;
   bool turn_end_scheduled_ = false;
   std::deque<boost::asio::any_completion_handler<void()>> waiting_;
 };

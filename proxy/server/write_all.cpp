@@ -1,7 +1,5 @@
 #include "server/write_all.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include "server/any_stream.hpp"

@@ -1,8 +1,6 @@
 #include "upstream/pool.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
