@@ -74,6 +74,7 @@ class any_stream {
   void expires_after(std::chrono::duration<Rep, Period> limit) {
     deadline_.expires_at(stream_deadline::clock::now() + limit);
   }
+  void expires_at(stream_deadline::clock::time_point at) { deadline_.expires_at(at); }
   void expires_never() { deadline_.expires_never(); }
 
   template <typename Buffers, typename Token>

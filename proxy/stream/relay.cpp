@@ -35,7 +35,6 @@
 #include "stream/body_decoder.hpp"
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
-#include "stream/stall_watch.hpp"
 
 namespace tokengate {
 namespace {
@@ -102,25 +101,16 @@ void count_sent_to_client(exchange_state& s, std::size_t n) {
 }
 
 // A client write; on failure the client is treated as gone. Its deadline is
-// `timeout` from now, kept by the stream's stall watch when there is one.
-// (The pieces must outlive the write: the caller awaits it.)
+// `timeout` from now. (The pieces must outlive the write: the caller awaits it.)
 net::awaitable<bool> write_client(exchange_state& s, std::span<const net::const_buffer> buffers,
-                                  config::duration timeout, stream::stall_watch* watch = nullptr) {
+                                  config::duration timeout) {
   if (net::buffer_size(buffers) == 0) co_return true;  // (an empty HTTP chunk would end the body)
-  error_code ec;
-  std::size_t n;
-  if (watch) {
-    watch->client_write(clock::now());
-    std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
-    watch->client_write_done();
-  } else {
-    // The deadline covers the watcher's pending read too, which is as it
-    // should be (a client that takes no write in time is gone), but only
-    // for as long as the write lasts.
-    s.client.expires_after(timeout);
-    std::tie(ec, n) = co_await net::async_write(s.client, buffers, use_tuple);
-    s.client.expires_never();
-  }
+  // The deadline covers the watcher's pending read too, which is as it
+  // should be (a client that takes no write in time is gone), but only for
+  // as long as the write lasts.
+  s.client.expires_after(timeout);
+  auto [ec, n] = co_await net::async_write(s.client, buffers, use_tuple);
+  s.client.expires_never();
   if (ec) {
     client_write_failed(s);
     co_return false;
@@ -254,13 +244,18 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // framing and keep-alive, apart).
   head.clear();
   std::vector<net::const_buffer> pieces, framed, rest;
-  // From here the stall watch keeps both deadlines (no timer per operation).
+  // From here each side's deadline is set around each wait on it: the
+  // upstream's read must bring a byte within the idle timeout, a client's
+  // write that the kernel did not take at once must end within the write
+  // timeout. Setting one stores a time point; the connection's one timer
+  // (stream_deadline.hpp) is armed again only when it is due later than
+  // the new deadline, which a relay's deadlines, all later than the
+  // connection's first ones (its connect or head timeout), never are. A
+  // timer of the relay's own cost an allocation, a timer-heap insertion
+  // and, at the stream's end, a cancelled wait that Asio queued as a
+  // handler, and so a zero-timeout epoll_wait, per stream.
   s.client.expires_never();
   s.upstream->stream.expires_never();
-  stream::stall_watch watch(s.client.get_executor(), limits.client_write_timeout, [&s](stream::stall_watch::side side) {
-    if (side == stream::stall_watch::side::client) s.client.close();  // its write fails: client gone
-    else if (s.upstream) s.upstream->stream.close();                        // its read fails: a timeout
-  });
 
   stream::sse_parser sse;
   auto& series = s.w.latency().series_for(ctx.route, ctx.model_label, r.settings.name);
@@ -308,7 +303,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // takes it all, the usual case (no asynchronous operation, no suspension;
   // not a coroutine either: no frame per event). True when nothing is left
   // to send, or when the client is gone (ctx.client_gone); false leaves the
-  // unsent part in `rest`, for write_client under the stall watch.
+  // unsent part in `rest`, for write_client.
   auto sent_at_once = [&](std::span<const net::const_buffer> out) {
     auto total = net::buffer_size(out);
     if (total == 0) return true;
@@ -326,7 +321,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   bool waited_for_client = false;  // since the last read: its time stamp may be long past
   auto send_rest = [&]() {
     waited_for_client = true;
-    return write_client(s, rest, limits.client_write_timeout, &watch);
+    return write_client(s, rest, limits.client_write_timeout);
   };
   // The body's framing (chunks, a length, or up to the close) is undone in
   // the read buffer itself (stream/body_decoder.hpp): no second buffer, no
@@ -407,18 +402,18 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         // Beast's sizing: the buffer's free room, at least 512 bytes.
         auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
         if (std::exchange(waited_for_client, false)) now = clock::now();
-        watch.upstream_read(std::min(total_deadline, now + idle_timeout));
+        upstream.expires_at(std::min(total_deadline, now + idle_timeout));
         error_code rec;
         std::size_t n;
         if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(up_buffer.prepare(room), deferred_tuple);
         else std::tie(rec, n) = co_await upstream.async_read_some(up_buffer.prepare(room), deferred_tuple);
-        watch.upstream_read_done();
+        upstream.expires_never();  // (while the client is written to, the upstream may wait)
         now = clock::now();
         up_buffer.commit(n);
         bool upstream_ahead = plain_upstream ? plain_upstream->last_queued() > 0 : n == room;
         grow_before_next_read = upstream_ahead && up_buffer.capacity() < limits.stream_buffer_bytes;
         if (rec == net::error::eof) upstream_ended = true;
-        else if (rec && watch.stalled() == stream::stall_watch::side::upstream) ec = beast::error::timeout;
+        else if (rec && upstream.timed_out()) ec = beast::error::timeout;  // (plain reads are not wrapped)
         else ec = rec;
         if (!ec) part = body.decode(in_hand(), ec);
       }
