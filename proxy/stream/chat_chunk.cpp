@@ -5,6 +5,8 @@
 #include "byte_scan.hpp"
 #include "utf8.hpp"
 
+#include <utility>
+
 namespace tokengate::stream {
 namespace {
 
@@ -13,9 +15,21 @@ constexpr int max_depth = 16;
 
 class reader {
  public:
-  explicit reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  explicit reader(std::string_view text) : begin_(text.data()), p_(begin_), end_(begin_ + text.size()) {}
 
+  // The chunk, from its '{'; or, `resumed`, from `at` bytes in, after
+  // members that an earlier read found valid and of no interest (see
+  // resumable_prefix).
   bool object(chat_chunk& out);
+  bool object_resumed_at(std::size_t at, chat_chunk& out) {
+    p_ = begin_ + at;
+    return object(out, true);
+  }
+  // How many of the text's first bytes are its '{' and whole members that
+  // come before any the reader looks at (`choices`, `usage`), up to and
+  // including the comma after the last of them; 0 when there are none.
+  // A chunk that starts with the same bytes reads the same from there on.
+  std::size_t resumable_prefix() const { return resumable_prefix_; }
   // The strings that decided a choice's `text` (delta.content, text) or
   // `tool_call` (a function's arguments): how many were read, the content
   // of the last, and whether it was arguments; and how many tool-call
@@ -55,10 +69,13 @@ class reader {
   bool number();
   bool literal(std::string_view word);
   bool value();  // any JSON value, validated and skipped
-  // Members of an object whose '{' was just taken; `member` reads each
-  // value and returns false to give up.
+  bool object(chat_chunk& out, bool resumed);
+  // Members of an object whose '{' was just taken (or, `after_comma`, the
+  // rest of them after a member's comma); `member` reads each value and
+  // returns false to give up.
   template <typename Member>
-  bool members(Member member);
+  bool members(Member member, bool after_comma = false);
+  void note_first_looked_at_member(std::string_view name);
   bool key(std::string_view& name);
 
   bool choice(chat_chunk::choice& c);
@@ -75,8 +92,11 @@ class reader {
     text_string_is_arguments_ = arguments;
   }
 
+  const char* begin_;
   const char* p_;
   const char* end_;
+  std::size_t resumable_prefix_ = 0;
+  bool looked_at_a_member_ = false;
   int depth_ = 0;  // objects and arrays open around the reader
   int text_strings_ = 0;
   std::string_view text_string_;
@@ -223,10 +243,10 @@ bool reader::key(std::string_view& name) {
 }
 
 template <typename Member>
-bool reader::members(Member member) {
+bool reader::members(Member member, bool after_comma) {
   if (depth_ == max_depth) return false;
   ++depth_;
-  bool ok = take('}');
+  bool ok = !after_comma && take('}');
   if (!ok) {
     do {
       std::string_view name;
@@ -362,13 +382,27 @@ bool reader::usage(chat_chunk& out) {
   });
 }
 
-bool reader::object(chat_chunk& out) {
-  if (!take('{')) return false;
+void reader::note_first_looked_at_member(std::string_view name) {
+  if (std::exchange(looked_at_a_member_, true)) return;
+  // The member's key starts at its opening quote, right before `name` (a
+  // key has no escapes); a comma before it (and any blanks) ends the one
+  // before.
+  const char* key = name.data() - 1;
+  const char* q = key;
+  while (q > begin_ && (q[-1] == ' ' || q[-1] == '\n' || q[-1] == '\r' || q[-1] == '\t')) --q;
+  if (q > begin_ && q[-1] == ',') resumable_prefix_ = static_cast<std::size_t>(q - begin_);
+}
+
+bool reader::object(chat_chunk& out) { return object(out, false); }
+
+bool reader::object(chat_chunk& out, bool resumed) {
+  if (!resumed && !take('{')) return false;
   seen_once seen;
   bool has_choices = false;
   bool ok = members([&](std::string_view name) {
     // These change how the event is read (errors, Anthropic, Responses).
     if (name == "type" || name == "error") return false;
+    if (name == "choices" || name == "usage") note_first_looked_at_member(name);
     if (name == "choices") {
       if (!seen.first(1) || !take('[')) return false;  // choices that are not an array: not this shape
       has_choices = true;
@@ -391,7 +425,7 @@ bool reader::object(chat_chunk& out) {
       return usage(out);
     }
     return value();
-  });
+  }, resumed);
   return ok && has_choices;
 }
 
@@ -467,9 +501,16 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
       return true;
     }
   }
+  // Read in full; but where the chunk starts with the remembered one's
+  // members before `choices` (id, object, created, model: the same bytes
+  // in every chunk of a stream, which the chunks that change shape, a
+  // stream's first and last few, repeat too), from after those.
   out.reset();
   reader r(data);
-  if (!r.object(out) || !r.at_end()) return false;
+  bool same_start = resumable_prefix_ > 0 && data.starts_with(frame.substr(0, resumable_prefix_));
+  if (same_start ? !r.object_resumed_at(resumable_prefix_, out) : !r.object(out)) return false;
+  if (!r.at_end()) return false;
+  resumed_reads_ += same_start;
   // Only a chunk whose one variable part is its content string; one with a
   // finish reason would also need its view moved into the new bytes.
   constexpr std::size_t longest_remembered = 512;
@@ -481,6 +522,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     frame_.assign(data.substr(0, start));
     frame_.append(data.substr(start + content.size()));
     before_ = start;
+    resumable_prefix_ = r.resumable_prefix();  // (within the bytes before the content string)
     remembered_choice_ = out.choices[0];
     remembered_usage_ = out.usage;
     remembered_prompt_tokens_ = out.prompt_tokens;

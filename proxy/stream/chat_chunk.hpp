@@ -80,10 +80,15 @@ class chat_chunk_reader {
   bool read(std::string_view data, chat_chunk& out);
   // Reads answered from memory (for tests).
   std::size_t remembered_reads() const { return remembered_reads_; }
+  // Reads in full that began after the remembered members (for tests).
+  std::size_t resumed_reads() const { return resumed_reads_; }
 
  private:
   std::string frame_;         // the bytes before the content string, then those after it
   std::size_t before_ = 0;    // where the bytes after it start in frame_
+  // How many of frame_'s first bytes a chunk read in full may start with
+  // and be read from after them (reader::resumable_prefix); 0: none.
+  std::size_t resumable_prefix_ = 0;
   // What the remembered chunk said (frame_ empty: none): its one choice and
   // its usage, not a whole chat_chunk (eight choices), as it is kept for
   // every open stream.
@@ -92,6 +97,7 @@ class chat_chunk_reader {
   std::optional<std::int64_t> remembered_prompt_tokens_, remembered_completion_tokens_;
   bool remembered_arguments_ = false;  // the string between is a tool call's arguments, not text
   std::size_t remembered_reads_ = 0;
+  std::size_t resumed_reads_ = 0;
 };
 
 }  // namespace tokengate::stream

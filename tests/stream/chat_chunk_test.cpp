@@ -199,6 +199,45 @@ TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
   EXPECT_EQ(reader.remembered_reads(), stream.size() - 3);
 }
 
+// A chunk that changes shape (the finish, the usage) but starts with the
+// remembered chunk's members before `choices` is read from after them; it
+// must read exactly as a fresh read does, whatever follows those bytes.
+TEST(ChatChunk, AChunkStartingWithTheRememberedMembersReadsAsAFreshReadDoes) {
+  const std::string remembered = demo_chunk(R"("content":"a")");
+  const std::string start = R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)";
+  struct variant {
+    std::string data;
+    bool resumed;  // read from after the remembered members
+  };
+  const variant variants[] = {
+      {demo_chunk(R"("content":"")", R"("stop")"), true},
+      {start + R"("choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}})", true},
+      {start + R"("usage":{"prompt_tokens":3},"choices":[{"index":1,"text":"x"}]})", true},
+      {start + "\n \"choices\":[{\"delta\":{\"reasoning\":\"r\"}}]}", true},
+      {start + R"("model":"again","choices":[]})", true},                      // an untracked key twice: as a fresh read
+      {start + R"("choices":[],"choices":[]})", false},                        // a tracked one twice: the full parser's
+      {start + R"("type":"x","choices":[]})", false},                          // another dialect's member
+      {start + R"("choices":[{"index":0,"delta":{"content":"a"}}])", false},  // unterminated
+      {start + R"("choices":[]}  )", true},
+      {start + R"("choices":[]}x)", false},
+      {start + R"("choices":[]})", true},
+      {start + R"(})", false},                                                 // a comma before '}'
+      {start + R"(,"choices":[]})", false},
+      {R"({"id":"chatcmpl-2","object":"chat.completion.chunk","created":1796139637,"model":"demo","choices":[]})", false},
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(remembered, first));
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(v.data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(v.data, fresh)) << v.data;
+    if (ok) expect_same_chunk(from_reader, fresh, v.data);
+    EXPECT_EQ(reader.resumed_reads(), v.resumed ? 1u : 0u) << v.data;
+    EXPECT_EQ(reader.remembered_reads(), 0u) << v.data;
+  }
+}
+
 TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
   const std::string remembered = demo_chunk(R"("content":"a")");
   struct variant {
