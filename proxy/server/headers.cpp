@@ -3,16 +3,17 @@
 #include <boost/beast/core/string.hpp>
 
 #include <algorithm>
-#include <array>
 
 namespace tokengate {
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
 
-// Tokens of every Connection header, e.g. "keep-alive, x-foo".
-bool named_by_connection(const http::fields& fields, std::string_view name) {
-  for (auto it = fields.find(http::field::connection); it != fields.end() && it->name() == http::field::connection; ++it) {
+// Tokens of every Connection header, e.g. "keep-alive, x-foo"; `first` is
+// the first of them (fields.find, looked up once per head, not per field:
+// a tree search with a case-blind compare at every step).
+bool named_by_connection(const http::fields& fields, http::fields::const_iterator first, std::string_view name) {
+  for (auto it = first; it != fields.end() && it->name() == http::field::connection; ++it) {
     std::string_view list = it->value();
     while (!list.empty()) {
       auto comma = list.find(',');
@@ -27,34 +28,49 @@ bool named_by_connection(const http::fields& fields, std::string_view name) {
   return false;
 }
 
-bool is_credential(std::string_view name) {
-  return iequals(name, "authorization") || iequals(name, "x-api-key") || iequals(name, "api-key");
+// (Fields with a name Beast knows are compared by its code, which its
+// parser found case-blind; the rest by name.)
+bool is_credential(http::field code, std::string_view name) {
+  if (code != http::field::unknown) return code == http::field::authorization;
+  return iequals(name, "x-api-key") || iequals(name, "api-key");
 }
 
 }  // namespace
 
-bool is_hop_by_hop(std::string_view name) {
-  static constexpr std::array<std::string_view, 9> names{
-      "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-      "te",         "trailer",    "transfer-encoding",  "upgrade"};
-  for (auto n : names)
-    if (iequals(n, name)) return true;
-  return false;
+bool is_hop_by_hop(http::field code) {
+  switch (code) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+    case http::field::proxy_connection:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+      return true;
+    default:
+      return false;
+  }
 }
+bool is_hop_by_hop(std::string_view name) { return is_hop_by_hop(http::string_to_field(name)); }
 
 void forward_request_headers(const http::fields& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
                              const upstream_credentials& credentials) {
   bool version_forwarded = false;
+  const auto connection = client.find(http::field::connection);
   for (const auto& f : client) {
+    auto code = f.name();
     auto name = f.name_string();
-    if (is_hop_by_hop(name) || named_by_connection(client, name)) continue;
-    if (f.name() == http::field::host || f.name() == http::field::content_length) continue;
+    if (is_hop_by_hop(code) || named_by_connection(client, connection, name)) continue;
+    if (code == http::field::host || code == http::field::content_length) continue;
     // We must read the stream to observe it, so we ask for it uncompressed.
-    if (f.name() == http::field::accept_encoding) continue;
-    if (iequals(name, "x-request-id")) continue;
-    if (credentials.how != upstream_credentials::style::none && is_credential(name)) continue;
-    version_forwarded = version_forwarded || iequals(name, "anthropic-version");
+    if (code == http::field::accept_encoding) continue;
+    bool unknown = code == http::field::unknown;  // (the three names below are not Beast's)
+    if (unknown && iequals(name, "x-request-id")) continue;
+    if (credentials.how != upstream_credentials::style::none && is_credential(code, name)) continue;
+    version_forwarded = version_forwarded || (unknown && iequals(name, "anthropic-version"));
     upstream.field(name, f.value());
   }
   upstream.field("Host", upstream_host);
@@ -81,11 +97,12 @@ void forward_response_headers(const http::fields& upstream, head_writer& client,
     return std::any_of(added.begin(), added.end(), [&](const named_value& a) { return iequals(name, a.first); }) ||
            std::any_of(replaced.begin(), replaced.end(), [&](std::string_view r) { return iequals(name, r); });
   };
+  const auto connection = upstream.find(http::field::connection);
   for (const auto& f : upstream) {
     auto name = f.name_string();
-    if (is_hop_by_hop(name) || named_by_connection(upstream, name)) continue;
+    if (is_hop_by_hop(f.name()) || named_by_connection(upstream, connection, name)) continue;
     if (f.name() == http::field::content_length) continue;
-    if (iequals(name, "x-request-id") || ours(name)) continue;
+    if ((f.name() == http::field::unknown && iequals(name, "x-request-id")) || ours(name)) continue;
     client.field(name, f.value());
   }
   client.field("x-request-id", request_id);

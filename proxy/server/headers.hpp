@@ -15,6 +15,7 @@
 namespace tokengate {
 
 bool is_hop_by_hop(std::string_view name);
+bool is_hop_by_hop(http::field code);
 
 struct upstream_credentials {
   enum class style { none, bearer, x_api_key } how = style::none;
