@@ -307,6 +307,7 @@ std::size_t whole_members_end(std::string_view prefix) {
 std::optional<std::string> string_value(std::string_view text, const json_member& m) {
   if (m.type != json_type::string) return std::nullopt;
   auto raw = text.substr(m.begin + 1, m.end - m.begin - 2);
+  if (raw.find('\\') == std::string_view::npos) return std::string(raw);  // (the usual case: nothing to undo)
   if (raw.find("\\u") != std::string_view::npos) return std::nullopt;
   std::string out;
   for (std::size_t k = 0; k < raw.size(); ++k) {
@@ -355,8 +356,21 @@ std::string apply_splices(std::string_view text, std::vector<splice> edits) {
 
 splice replace_value(const json_member& m, std::string json_value) { return {m.begin, m.end, std::move(json_value)}; }
 
+namespace {
+// `"key":value`, after `prefix`, in one allocation.
+std::string json_member_text(std::string_view prefix, std::string_view key, std::string_view json_value) {
+  std::string out;
+  out.reserve(prefix.size() + key.size() + json_value.size() + 3);
+  out.append(prefix);
+  append_json_quoted(out, key);
+  out.push_back(':');
+  out.append(json_value);
+  return out;
+}
+}  // namespace
+
 splice rewrite_member(const json_member& m, std::string_view key, std::string json_value) {
-  return {m.member_begin, m.end, json_quote(key) + ":" + json_value};
+  return {m.member_begin, m.end, json_member_text("", key, json_value)};
 }
 
 splice remove_member(std::string_view text, const scanned_object& object, const json_member& m) {
@@ -369,27 +383,36 @@ splice remove_member(std::string_view text, const scanned_object& object, const 
 }
 
 splice add_member(std::string_view text, const scanned_object& object, std::string_view key, std::string json_value) {
-  std::string member = json_quote(key) + ":" + json_value;
-  if (!object.members.empty()) member = "," + member;
   auto at = object.members.empty() ? object.open + 1 : object.members.back().end;
-  return {at, at, std::move(member)};
+  return {at, at, json_member_text(object.members.empty() ? "" : ",", key, json_value)};
 }
 
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
+void append_json_quoted(std::string& out, std::string_view s) {
+  out.push_back('"');
+  std::size_t plain = 0;  // where the run of bytes that need no escape began
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c != '"' && c != '\\' && c >= 0x20) continue;
+    out.append(s, plain, i - plain);
+    if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof(buf), "\\u%04x", c);
       out += buf;
     } else {
-      out.push_back(c);
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
     }
+    plain = i + 1;
   }
-  return out + "\"";
+  out.append(s, plain);
+  out.push_back('"');
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_json_quoted(out, s);
+  return out;
 }
 
 }  // namespace tokengate::routing

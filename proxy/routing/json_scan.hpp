@@ -70,5 +70,7 @@ splice remove_member(std::string_view text, const scanned_object& object, const 
 splice add_member(std::string_view text, const scanned_object& object, std::string_view key, std::string json_value);
 
 std::string json_quote(std::string_view s);
+// The same, appended to `out`.
+void append_json_quoted(std::string& out, std::string_view s);
 
 }  // namespace tokengate::routing

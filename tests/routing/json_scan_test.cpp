@@ -29,6 +29,25 @@ TEST(JsonScan, FindsTopLevelMembersAndTheirSpans) {
   EXPECT_EQ(o->find("content"), nullptr) << "nested keys are not top-level";
 }
 
+TEST(JsonScan, StringsAreQuotedAndReadBackWithTheirEscapes) {
+  EXPECT_EQ(json_quote("demo"), R"("demo")");
+  EXPECT_EQ(json_quote(""), R"("")");
+  EXPECT_EQ(json_quote("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(json_quote(std::string("x\ny\x01z", 5)), R"("x\u000ay\u0001z")");
+  EXPECT_EQ(json_quote("caf\xC3\xA9"), "\"caf\xC3\xA9\"");  // UTF-8 stays as it is
+  std::string body = R"({"plain":"gpt-4o","escaped":"a\"b\\c\nd","unicode":"\u00e9"})";
+  auto o = scan(body);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(string_value(body, *o->find("plain")), "gpt-4o");
+  EXPECT_EQ(string_value(body, *o->find("escaped")), "a\"b\\c\nd");
+  EXPECT_EQ(string_value(body, *o->find("unicode")), std::nullopt) << "\\u escapes are not decoded";
+  // What json_quote writes, string_value reads back.
+  std::string quoted = std::string(R"({"k":)") + json_quote("a\"b\\c/d") + "}";
+  auto q = scan(quoted);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(string_value(quoted, *q->find("k")), "a\"b\\c/d");
+}
+
 TEST(JsonScan, RejectsMalformedInput) {
   EXPECT_EQ(error_of("[1,2]"), "the body must be a JSON object");
   EXPECT_EQ(error_of(""), "the body must be a JSON object");
