@@ -249,11 +249,13 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // write that the kernel did not take at once must end within the write
   // timeout. Setting one stores a time point; the connection's one timer
   // (stream_deadline.hpp) is armed again only when it is due later than
-  // the new deadline, which a relay's deadlines, all later than the
-  // connection's first ones (its connect or head timeout), never are. A
-  // timer of the relay's own cost an allocation, a timer-heap insertion
-  // and, at the stream's end, a cancelled wait that Asio queued as a
-  // handler, and so a zero-timeout epoll_wait, per stream.
+  // the new deadline: on the client's side not (it was armed for the
+  // request's head, sooner), on the upstream's only where nothing sooner
+  // was pending (a new connection: armed for its first byte, 120 s by
+  // default, later than the idle gap). A timer of the
+  // relay's own cost an allocation, a timer-heap insertion and, at the
+  // stream's end, a cancelled wait that Asio queued as a handler, and so a
+  // zero-timeout epoll_wait, per stream.
   s.client.expires_never();
   s.upstream->stream.expires_never();
 
