@@ -80,7 +80,8 @@ class chat_chunk_reader {
   bool read(std::string_view data, chat_chunk& out);
   // Reads answered from memory (for tests).
   std::size_t remembered_reads() const { return remembered_reads_; }
-  // Reads in full that began after the remembered members (for tests).
+  // Reads in full, accepted, that began after the remembered members (for
+  // tests).
   std::size_t resumed_reads() const { return resumed_reads_; }
 
  private:

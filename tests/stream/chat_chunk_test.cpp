@@ -207,7 +207,7 @@ TEST(ChatChunk, AChunkStartingWithTheRememberedMembersReadsAsAFreshReadDoes) {
   const std::string start = R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)";
   struct variant {
     std::string data;
-    bool resumed;  // read from after the remembered members
+    bool resumed;  // accepted, read from after the remembered members (a refused read counts none)
   };
   const variant variants[] = {
       {demo_chunk(R"("content":"")", R"("stop")"), true},
