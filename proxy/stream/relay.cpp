@@ -1,7 +1,6 @@
 #include "stream/relay.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -62,25 +61,58 @@ struct exchange_state {
 // means the client is gone: close the upstream now, so that the engine stops
 // generating and frees its KV cache (on every path: prefill, mid-stream,
 // non-streaming). Bytes that arrive are kept for the next request.
-net::awaitable<void> watch_client(exchange_state& s) {
-  // The request has been taken out of the buffer: its memory goes back, and
-  // the watcher reads into a small one (a stream can last minutes, and
-  // 10,000 streams at 4 KiB each are 40 MB). A pipelined request grows it.
-  if (s.client_buffer.size() == 0) s.client_buffer.shrink_to_fit();
-  while (!s.finished && s.client_buffer.size() < max_pipelined_bytes) {
-    auto room = std::max<std::size_t>(512, s.client_buffer.capacity() - s.client_buffer.size());
-    auto [ec, n] = co_await s.client.async_read_some(s.client_buffer.prepare(room), use_tuple);
-    // Keep what arrived before anything else: it may be the next request,
-    // sent the moment the last byte of this response reached the client.
-    s.client_buffer.commit(n);
-    if (s.finished) co_return;
-    if (ec) {
-      s.ctx.client_gone = true;
-      if (s.upstream) s.upstream->stream.close();
-      co_return;
-    }
+//
+// A chain of reads, each started by the last one's completion handler,
+// rather than a coroutine of its own: co_spawn cost a coroutine frame for
+// the watcher and one for its entry point, two work guards and an
+// awaitable operation per read, every request (callgrind). It lives in
+// the exchange's frame, which waits on `exit` until it is done.
+class client_watcher {
+ public:
+  client_watcher(exchange_state& s, net::steady_timer& exit) : s_(s), exit_(exit) {}
+
+  void start() {
+    // The request has been taken out of the buffer: its memory goes back,
+    // and the watcher reads into a small one (a stream can last minutes,
+    // and 10,000 streams at 4 KiB each are 40 MB). A pipelined request
+    // grows it.
+    if (s_.client_buffer.size() == 0) s_.client_buffer.shrink_to_fit();
+    read_next();
   }
-}
+  bool done() const { return done_; }
+
+ private:
+  void read_next() {
+    if (s_.finished || s_.client_buffer.size() >= max_pipelined_bytes) return finish();
+    auto room = std::max<std::size_t>(512, s_.client_buffer.capacity() - s_.client_buffer.size());
+    net::mutable_buffer into;
+    try {
+      into = s_.client_buffer.prepare(room);
+    } catch (const std::exception&) {  // (no memory: the exchange goes on unwatched, as a thrown coroutine's did)
+      return finish();
+    }
+    s_.client.async_read_some(into, [this](error_code ec, std::size_t n) {
+      // Keep what arrived before anything else: it may be the next request,
+      // sent the moment the last byte of this response reached the client.
+      s_.client_buffer.commit(n);
+      if (s_.finished) return finish();
+      if (ec) {
+        s_.ctx.client_gone = true;
+        if (s_.upstream) s_.upstream->stream.close();
+        return finish();
+      }
+      read_next();
+    });
+  }
+  void finish() {
+    done_ = true;
+    exit_.cancel();
+  }
+
+  exchange_state& s_;
+  net::steady_timer& exit_;
+  bool done_ = false;
+};
 
 config::duration until(clock::time_point deadline, config::duration phase_limit) {
   auto left = std::chrono::duration_cast<config::duration>(deadline - clock::now());
@@ -694,17 +726,14 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
     error_code ignored;
     client.socket().cancel(ignored);
   };
-  // The watcher runs as a coroutine of its own rather than through an
-  // awaitable operator: a parallel group connects a cancellation slot to
-  // every operation inside it, and installing and clearing those cost about
-  // 3 % of the relay's CPU (perf, 9,000 slow streams). Nothing here needs
-  // that cancellation; the exchange stops the watcher itself.
-  bool watcher_done = false;
+  // The watcher runs beside the exchange rather than through an awaitable
+  // operator: a parallel group connects a cancellation slot to every
+  // operation inside it, and installing and clearing those cost about 3 %
+  // of the relay's CPU (perf, 9,000 slow streams). Nothing here needs that
+  // cancellation; the exchange stops the watcher itself.
   net::steady_timer watcher_exit(client.get_executor(), net::steady_timer::time_point::max());
-  net::co_spawn(client.get_executor(), watch_client(s), [&](std::exception_ptr) {
-    watcher_done = true;
-    watcher_exit.cancel();
-  });
+  client_watcher watcher(s, watcher_exit);
+  watcher.start();
   std::exception_ptr failed;
   try {
     co_await exchange();
@@ -714,7 +743,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
     error_code ignored;
     client.socket().cancel(ignored);
   }
-  while (!watcher_done) co_await watcher_exit.async_wait(use_tuple);  // it references `s`
+  while (!watcher.done()) co_await watcher_exit.async_wait(use_tuple);  // it references `s`
   if (failed) std::rethrow_exception(failed);
   if (ctx.client_gone) {
     w.metrics().downstream_rq_client_cancelled.add();
