@@ -20,7 +20,7 @@ class reader {
   // The chunk, from its '{'; or, `resumed`, from `at` bytes in, after
   // members that an earlier read found valid and of no interest (see
   // resumable_prefix).
-  bool object(chat_chunk& out);
+  bool object(chat_chunk& out, bool resumed = false);
   bool object_resumed_at(std::size_t at, chat_chunk& out) {
     p_ = begin_ + at;
     return object(out, true);
@@ -69,7 +69,6 @@ class reader {
   bool number();
   bool literal(std::string_view word);
   bool value();  // any JSON value, validated and skipped
-  bool object(chat_chunk& out, bool resumed);
   // Members of an object whose '{' was just taken (or, `after_comma`, the
   // rest of them after a member's comma); `member` reads each value and
   // returns false to give up.
@@ -392,8 +391,6 @@ void reader::note_first_looked_at_member(std::string_view name) {
   while (q > begin_ && (q[-1] == ' ' || q[-1] == '\n' || q[-1] == '\r' || q[-1] == '\t')) --q;
   if (q > begin_ && q[-1] == ',') resumable_prefix_ = static_cast<std::size_t>(q - begin_);
 }
-
-bool reader::object(chat_chunk& out) { return object(out, false); }
 
 bool reader::object(chat_chunk& out, bool resumed) {
   if (!resumed && !take('{')) return false;

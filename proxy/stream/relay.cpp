@@ -3,7 +3,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -284,10 +283,10 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // the new deadline: on the client's side not (it was armed for the
   // request's head, sooner), on the upstream's only where nothing sooner
   // was pending (a new connection: armed for its first byte, 120 s by
-  // default, later than the idle gap). A timer of the
-  // relay's own cost an allocation, a timer-heap insertion and, at the
-  // stream's end, a cancelled wait that Asio queued as a handler, and so a
-  // zero-timeout epoll_wait, per stream.
+  // default, later than the idle gap). A timer of the relay's own cost an
+  // allocation, a timer-heap insertion and, at the stream's end, a
+  // cancelled wait that Asio queued as a handler, and so a zero-timeout
+  // epoll_wait, per stream.
   s.client.expires_never();
   s.upstream->stream.expires_never();
 
