@@ -90,6 +90,14 @@ class any_stream {
         token, buffers);
   }
 
+  // Plain TCP: reads now where the asynchronous read would begin with an
+  // attempt anyway (drained_read.hpp's read_now): true when it read (bytes,
+  // the end or an error), false when the caller is to wait with
+  // async_read_some. TLS streams never read here.
+  bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
+    return !tls_ && tokengate::read_now(*plain_, buffer, nullptr, ec, n);
+  }
+
   template <typename Buffers, typename Token>
   auto async_write_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(

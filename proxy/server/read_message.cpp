@@ -22,7 +22,10 @@ net::awaitable<error_code> read_message(any_stream& stream, beast::flat_buffer& 
     }
     auto size = beast::read_size(buffer, 65536);
     if (size == 0) co_return http::error::buffer_overflow;
-    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(size), use_tuple);
+    auto into = buffer.prepare(size);
+    error_code ec;
+    std::size_t n = 0;
+    if (!stream.read_now(into, ec, n)) std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
     buffer.commit(n);
     if (ec == net::error::eof) {
       // Nothing at all: the peer simply closed. Part of a message: the

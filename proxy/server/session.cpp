@@ -42,10 +42,15 @@ std::string request_id_for(const http::fields& headers) {
 net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, worker& w,
                                       config::duration timeout) {
   if (buffer.size() > 0) co_return true;
-  w.mark_idle(&stream);
-  stream.expires_after(timeout);
-  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
-  w.mark_busy(&stream);
+  auto into = buffer.prepare(4096);
+  error_code ec;
+  std::size_t n = 0;
+  if (!stream.read_now(into, ec, n)) {  // (a client that sends its next request at once: no wait)
+    w.mark_idle(&stream);
+    stream.expires_after(timeout);
+    std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
+    w.mark_busy(&stream);
+  }
   if (ec) co_return false;
   buffer.commit(n);
   co_return true;

@@ -435,12 +435,15 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
         // Beast's sizing: the buffer's free room, at least 512 bytes.
         auto room = std::max<std::size_t>(512, up_buffer.capacity() - up_buffer.size());
         if (std::exchange(waited_for_client, false)) now = clock::now();
-        upstream.expires_at(std::min(total_deadline, now + idle_timeout));
+        auto into = up_buffer.prepare(room);
         error_code rec;
-        std::size_t n;
-        if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(up_buffer.prepare(room), deferred_tuple);
-        else std::tie(rec, n) = co_await upstream.async_read_some(up_buffer.prepare(room), deferred_tuple);
-        upstream.expires_never();  // (while the client is written to, the upstream may wait)
+        std::size_t n = 0;
+        if (!plain_upstream || !plain_upstream->read_now(into, rec, n)) {
+          upstream.expires_at(std::min(total_deadline, now + idle_timeout));
+          if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(into, deferred_tuple);
+          else std::tie(rec, n) = co_await upstream.async_read_some(into, deferred_tuple);
+          upstream.expires_never();  // (while the client is written to, the upstream may wait)
+        }
         now = clock::now();
         up_buffer.commit(n);
         bool upstream_ahead = plain_upstream ? plain_upstream->last_queued() > 0 : n == room;
