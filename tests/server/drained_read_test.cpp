@@ -259,5 +259,78 @@ TEST(DrainedRead, ClosingTheSocketEndsAPendingRead) {
   EXPECT_EQ(r->first, net::error::operation_aborted);
 }
 
+// read_now: the same read taken without waiting, where Asio's read would
+// have tried at once; whatever it leaves, the ordinary read after it must
+// still get every byte and the end.
+struct read_now_result {
+  bool read = false;
+  error_code ec;
+  std::string bytes;
+};
+read_now_result read_now(drained_reader& reader, std::size_t size = 4096) {
+  std::string buffer(size, '\0');
+  read_now_result r;
+  std::size_t n = 0;
+  r.read = reader.read_now(net::buffer(buffer), r.ec, n);
+  r.bytes = buffer.substr(0, n);
+  return r;
+}
+
+TEST(DrainedRead, ReadNowTakesBytesAlreadyReportedAndLeavesTheNextReadToWait) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  s.idle(20ms);  // epoll reports the bytes while no read waits
+  auto now = read_now(reader);
+  ASSERT_TRUE(now.read) << "the bytes were there and reported";
+  EXPECT_FALSE(now.ec);
+  EXPECT_EQ(now.bytes, "abc");
+  EXPECT_EQ(reader.believed(), 1u);
+  EXPECT_FALSE(read_now(reader).read) << "a believed read leaves nothing to try";
+  auto later = s.read(reader, 64, 2s, [&] { s.send("def"); });
+  ASSERT_TRUE(later) << "bytes after read_now did not wake the read waiting for them";
+  EXPECT_EQ(later->second, "def");
+}
+
+TEST(DrainedRead, ReadNowThatFindsNothingLeavesTheReadToWaitForTheBytes) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  auto now = read_now(reader);  // a new socket: Asio would try, and nothing is there
+  EXPECT_FALSE(now.read);
+  EXPECT_FALSE(now.ec);
+  auto later = s.read(reader, 64, 2s, [&] { s.send("def"); });
+  ASSERT_TRUE(later) << "the read after a failed read_now waited for an edge that never came";
+  EXPECT_EQ(later->second, "def");
+}
+
+// After a believed read Asio would wait for epoll's next report, so
+// read_now does not try (no syscall) even if bytes have come meanwhile;
+// the report then wakes the ordinary read.
+TEST(DrainedRead, ReadNowDoesNotTryWhereAsioWouldWait) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  EXPECT_EQ(s.read_abc(reader), 1u);
+  s.send("def");  // (the context does not run: epoll has not reported it)
+  EXPECT_FALSE(read_now(reader).read);
+  auto later = s.read(reader, 64, 500ms);
+  ASSERT_TRUE(later) << "the bytes were lost between read_now and the read";
+  EXPECT_EQ(later->second, "def");
+}
+
+TEST(DrainedRead, ReadNowTakesBytesWithAFinBehindThemThenTheEof) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  s.peer.shutdown(tcp::socket::shutdown_send);
+  s.idle(20ms);
+  auto bytes = read_now(reader);
+  ASSERT_TRUE(bytes.read);
+  EXPECT_EQ(bytes.bytes, "abc");
+  EXPECT_EQ(reader.believed(), 0u) << "a FIN was queued behind the bytes";
+  auto end = read_now(reader);
+  ASSERT_TRUE(end.read) << "the FIN was queued: the next read_now must take it";
+  EXPECT_EQ(end.ec, net::error::eof);
+}
+
 }  // namespace
 }  // namespace tokengate
