@@ -1,7 +1,9 @@
 #include "stream/relay.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -65,10 +67,10 @@ struct exchange_state {
 // rather than a coroutine of its own: co_spawn cost a coroutine frame for
 // the watcher and one for its entry point, two work guards and an
 // awaitable operation per read, every request (callgrind). It lives in
-// the exchange's frame, which waits on `exit` until it is done.
+// the exchange's frame, which waits until it is done (async_wait_done).
 class client_watcher {
  public:
-  client_watcher(exchange_state& s, net::steady_timer& exit) : s_(s), exit_(exit) {}
+  explicit client_watcher(exchange_state& s) : s_(s) {}
 
   void start() {
     // The request has been taken out of the buffer: its memory goes back,
@@ -79,6 +81,23 @@ class client_watcher {
     read_next();
   }
   bool done() const { return done_; }
+
+  // Completes when the watcher is done. The watcher resumes its waiter
+  // straight from the completion handler of its last read, rather than
+  // through a timer it cancels: a cancelled wait is a posted handler, and
+  // Asio polls epoll (a zero-timeout epoll_wait) before it runs one.
+  template <typename Token>
+  auto async_wait_done(Token&& token) {
+    return net::async_initiate<Token, void()>(
+        [this](auto handler) {
+          if (done_) net::post(s_.client.get_executor(), std::move(handler));  // (not from the initiation)
+          // (Constructed and swapped in: Boost 1.81's move assignment of
+          // any_completion_handler copies its source as a new handler to
+          // wrap, which wraps itself again, without end.)
+          else net::any_completion_handler<void()>(std::move(handler)).swap(waiter_);
+        },
+        token);
+  }
 
  private:
   void read_next() {
@@ -103,13 +122,18 @@ class client_watcher {
       read_next();
     });
   }
+  // Called from start() (no waiter yet) or from a read's completion
+  // handler, where the waiter may be resumed in place; it may then end the
+  // exchange and free this watcher, so nothing here runs after it.
   void finish() {
     done_ = true;
-    exit_.cancel();
+    if (!waiter_) return;
+    auto waiter = std::move(waiter_);
+    std::move(waiter)();
   }
 
   exchange_state& s_;
-  net::steady_timer& exit_;
+  net::any_completion_handler<void()> waiter_;
   bool done_ = false;
 };
 
@@ -733,8 +757,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
   // operation inside it, and installing and clearing those cost about 3 %
   // of the relay's CPU (perf, 9,000 slow streams). Nothing here needs that
   // cancellation; the exchange stops the watcher itself.
-  net::steady_timer watcher_exit(client.get_executor(), net::steady_timer::time_point::max());
-  client_watcher watcher(s, watcher_exit);
+  client_watcher watcher(s);
   watcher.start();
   std::exception_ptr failed;
   try {
@@ -745,7 +768,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& clie
     error_code ignored;
     client.socket().cancel(ignored);
   }
-  while (!watcher.done()) co_await watcher_exit.async_wait(use_tuple);  // it references `s`
+  if (!watcher.done()) co_await watcher.async_wait_done(net::use_awaitable);  // it references `s`
   if (failed) std::rethrow_exception(failed);
   if (ctx.client_gone) {
     w.metrics().downstream_rq_client_cancelled.add();
