@@ -17,9 +17,12 @@ net::awaitable<void> any_stream::graceful_close() {
   if (tls_) {
     expires_after(std::chrono::seconds(2));
     co_await tls_->async_shutdown(use_tuple);
+    error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
-  error_code ignored;
-  socket().shutdown(tcp::socket::shutdown_send, ignored);
+  // (Plain TCP: close() sends the FIN itself. No descriptor of ours is
+  // shared, so a shutdown before it would be a syscall that adds nothing;
+  // with bytes unread, both end in a reset alike.)
   close();
 }
 

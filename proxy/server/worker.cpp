@@ -2,10 +2,12 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
 
+#include "server/accept_now.hpp"
 #include "server/any_stream.hpp"
 #include "server/drained_read.hpp"
 #include "server/connection_gate.hpp"
@@ -68,6 +70,7 @@ std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
     throw std::runtime_error("cannot listen on " + settings.address + ":" + std::to_string(port) + " (listener '" +
                              settings.name + "'): " + ec.message());
   acceptor->listen(net::socket_base::max_listen_connections);
+  acceptor->non_blocking(true);  // (accept_now takes connections without waiting)
   auto bound = acceptor->local_endpoint().port();
   listeners_.push_back(bound_listener{&settings, std::move(tls), std::move(acceptor)});
   return bound;
@@ -101,34 +104,53 @@ net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l
   }
 }
 
+// Connections accepted in a row before the loop lets the worker's other
+// work run: a burst of thousands taken in one go would hold up every open
+// stream's next event until the last was taken. (The pacer then spaces
+// their set-ups: server/setup_pacer.hpp.)
+constexpr int accepts_per_turn = 8;
+
 net::awaitable<void> worker::accept_loop(bound_listener& l) {
+  int in_a_row = 0;
   for (;;) {
+    if (!l.acceptor->is_open()) co_return;  // draining
+    if (in_a_row == accepts_per_turn) {
+      in_a_row = 0;
+      co_await net::post(io_, net::use_awaitable);
+      continue;
+    }
+    // Every waiting connection is taken before the loop waits again: epoll
+    // reports the listener by edge, once for all that wait.
     // (The peer's address comes with the accept: no getpeername per connection.)
     tcp::endpoint peer;
-    auto [ec, socket] = co_await l.acceptor->async_accept(peer, use_tuple);
-    if (ec) {
-      if (ec == net::error::operation_aborted || !l.acceptor->is_open()) co_return;
+    error_code ec;
+    auto accepted = accept_now(*l.acceptor, peer, ec);
+    if (!accepted) {
+      if (ec == net::error::would_block || ec == net::error::try_again) {
+        in_a_row = 0;
+        auto [wec] = co_await l.acceptor->async_wait(tcp::acceptor::wait_read, use_tuple);
+        if (wec && (wec == net::error::operation_aborted || !l.acceptor->is_open())) co_return;
+        continue;
+      }
+      if (ec == net::error::connection_aborted) continue;  // gone before it was taken
+      if (!l.acceptor->is_open()) co_return;
       // EMFILE and friends: log, back off briefly, keep serving the others.
       spdlog::warn("accept on {} failed: {}", l.settings->name, ec.message());
       net::steady_timer pause(io_, std::chrono::milliseconds(50));
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    ++in_a_row;
+    auto& socket = *accepted;
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     // The read that takes a request whole tells (TCP_INQ) that nothing is
     // left, and the next read (the client watcher's, or the next request's)
     // waits for epoll instead of trying first and failing: two recv calls a
     // request that find nothing (server/drained_read.hpp; TLS reads go
-    // through the TLS engine instead).
-    if (!l.tls) {
-      enable_drained_reads(socket);
-      // Non-blocking now rather than at the first read, as Asio would
-      // make it: so the first read (the request's) is a drained read too,
-      // and the watcher's read after it waits for epoll instead of failing
-      // first. (Nothing reads or writes this socket synchronously.)
-      socket.non_blocking(true, ignored);
-    }
+    // through the TLS engine instead). The socket is non-blocking from the
+    // accept, and Asio knows it, so the first read is a drained read too.
+    if (!l.tls) enable_drained_reads(socket);
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));

@@ -1,0 +1,66 @@
+// The accept loop's accept: a connection comes non-blocking and
+// close-on-exec, with its peer's address, and Asio's reads and close work on
+// it as on a socket Asio accepted itself.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <string>
+
+#include "server/accept_now.hpp"
+
+namespace tokengate {
+namespace {
+
+struct listener {
+  net::io_context io;
+  tcp::acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
+  listener() { acceptor.non_blocking(true); }
+};
+
+TEST(AcceptNow, NothingWaitingIsWouldBlock) {
+  listener l;
+  tcp::endpoint peer;
+  error_code ec;
+  EXPECT_FALSE(accept_now(l.acceptor, peer, ec));
+  EXPECT_EQ(ec, net::error::would_block);
+}
+
+TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
+  listener l;
+  tcp::socket client(l.io);
+  client.connect(l.acceptor.local_endpoint());
+  tcp::endpoint peer;
+  error_code ec;
+  auto accepted = accept_now(l.acceptor, peer, ec);
+  ASSERT_TRUE(accepted) << ec.message();
+  EXPECT_EQ(peer, client.local_endpoint());
+  int fd = accepted->native_handle();
+  EXPECT_TRUE(::fcntl(fd, F_GETFL) & O_NONBLOCK);
+  EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  EXPECT_TRUE(accepted->non_blocking()) << "Asio must know, or its first operation switches it again";
+
+  // Asio's asynchronous read and write work on it.
+  net::write(client, net::buffer(std::string("ping")));
+  std::string got(4, '\0');
+  bool read = false;
+  net::async_read(*accepted, net::buffer(got), [&](error_code rec, std::size_t) { read = !rec; });
+  l.io.run();
+  EXPECT_TRUE(read);
+  EXPECT_EQ(got, "ping");
+
+  // Closing it ends the connection (the client reads the end).
+  accepted->close();
+  char byte;
+  error_code end;
+  client.read_some(net::buffer(&byte, 1), end);
+  EXPECT_EQ(end, net::error::eof);
+
+  EXPECT_FALSE(accept_now(l.acceptor, peer, ec)) << "one connection was waiting, and it was taken";
+}
+
+}  // namespace
+}  // namespace tokengate
