@@ -104,7 +104,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
 
 }  // namespace
 
-net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
+net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive,
                                       std::unique_ptr<early_forward>& early) {
@@ -145,7 +145,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     }
     auto plan = passthrough_plan(cfg, listener, early);
     abandon(w, early);  // (nothing left when the plan took the connection)
-    co_return co_await proxy_exchange(stream, buffer, request, w, plan, ctx) && keep_alive;
+    co_return co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
   }
 
   auto client_key = routing::client_key_from(request[http::field::authorization], request["x-api-key"]);
@@ -166,7 +166,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& bu
     co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
     co_return keep_alive;
   }
-  co_return co_await proxy_exchange(stream, buffer, request, w, std::get<exchange_plan>(planned), ctx) && keep_alive;
+  co_return co_await proxy_exchange(stream, watcher, request, w, std::get<exchange_plan>(planned), ctx) && keep_alive;
 }
 
 }  // namespace tokengate

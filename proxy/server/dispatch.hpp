@@ -2,7 +2,6 @@
 // From a request that has been read to an answer: the API endpoints go
 // through the policy (when the config has routes) to a plan of upstreams,
 // then to the proxy exchange; everything else gets a JSON error.
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/message.hpp>
 #include "net.hpp"
 #include "server/early_forward.hpp"
@@ -11,6 +10,7 @@
 namespace tokengate {
 
 class any_stream;
+class client_watcher;
 class worker;
 struct request_context;
 namespace config { struct listener; }
@@ -21,7 +21,7 @@ bool is_proxied_post(std::string_view path);
 // Returns whether the connection may carry another request. `early`: what
 // forwarding the body while it arrived left (server/early_forward.hpp); it
 // is used when the whole body agrees with it, and closed otherwise.
-net::awaitable<bool> dispatch_request(any_stream& stream, beast::flat_buffer& buffer,
+net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive,
                                       std::unique_ptr<early_forward>& early);

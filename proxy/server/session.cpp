@@ -10,6 +10,7 @@
 #include "server/read_message.hpp"
 #include "server/request_record.hpp"
 #include "server/any_stream.hpp"
+#include "server/client_watcher.hpp"
 #include "server/connection_gate.hpp"
 #include "server/request_context.hpp"
 #include "server/worker.hpp"
@@ -39,8 +40,15 @@ std::string request_id_for(const http::fields& headers) {
 
 // Waits for the first byte of the next request on a kept-alive connection.
 // While waiting the connection counts as idle, so a drain can close it.
-net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, worker& w,
-                                      config::duration timeout) {
+net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
+                                      worker& w, config::duration timeout) {
+  if (watcher.reading()) {  // the last response's watch goes on as this wait (server/client_watcher.hpp)
+    w.mark_idle(&stream);
+    stream.expires_after(timeout);
+    auto [ec] = co_await watcher.async_wait_read(use_tuple);
+    w.mark_busy(&stream);
+    if (ec) co_return false;
+  }
   if (buffer.size() > 0) co_return true;
   auto into = buffer.prepare(4096);
   error_code ec;
@@ -86,14 +94,13 @@ constexpr std::chrono::seconds linger_after_early_answer{5};
 
 // Serves requests until the connection is to end; returns whether the
 // client may still be sending (answered before its request was read whole).
-net::awaitable<bool> session_loop(any_stream& stream, worker& w, const config::listener& listener,
-                                  bool over_client_limit) {
+net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
+                                    worker& w, const config::listener& listener, bool over_client_limit) {
   const auto& limits = w.config().limits;
-  beast::flat_buffer buffer;
   bool first = true;
   for (;;) {
     if (w.draining()) co_return false;
-    if (!co_await wait_for_request(stream, buffer, w, first ? limits.head_timeout : limits.idle_timeout))
+    if (!co_await wait_for_request(stream, buffer, watcher, w, first ? limits.head_timeout : limits.idle_timeout))
       co_return false;
     first = false;
 
@@ -164,13 +171,35 @@ net::awaitable<bool> session_loop(any_stream& stream, worker& w, const config::l
       w.metrics().downstream_rq_paced.add();
       co_await w.setups().wait_turn(net::use_awaitable);
     }
-    keep_alive = co_await dispatch_request(stream, buffer, request, w, listener, ctx, keep_alive, early);
+    keep_alive = co_await dispatch_request(stream, watcher, request, w, listener, ctx, keep_alive, early);
     w.metrics().downstream_rq_active.sub();
     if (ctx.status) w.metrics().count_status(ctx.status);
     ctx.finished = clock::now();
     record_request(w, ctx);
     if (!keep_alive || w.draining()) co_return false;
   }
+}
+
+// serve_requests with the connection's buffer and client watcher, whose
+// last read is waited for, whatever the end: it writes into the buffer and
+// reports to the watcher.
+net::awaitable<bool> session_loop(any_stream& stream, worker& w, const config::listener& listener,
+                                  bool over_client_limit) {
+  beast::flat_buffer buffer;
+  client_watcher watcher(stream, buffer);
+  std::exception_ptr failed;
+  bool may_still_send = false;
+  try {
+    may_still_send = co_await serve_requests(stream, buffer, watcher, w, listener, over_client_limit);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (watcher.reading()) {
+    watcher.cancel();
+    co_await watcher.async_wait_read(use_tuple);
+  }
+  if (failed) std::rethrow_exception(failed);
+  co_return may_still_send;
 }
 
 }  // namespace

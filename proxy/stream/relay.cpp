@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "server/any_stream.hpp"
+#include "server/client_watcher.hpp"
 #include "server/drained_read.hpp"
 #include "server/head_bytes.hpp"
 #include "server/headers.hpp"
@@ -44,97 +45,25 @@ namespace {
 // where use_awaitable wraps it in a coroutine frame of its own (allocated,
 // entered, left and freed per read).
 constexpr auto deferred_tuple = net::as_tuple(net::deferred);
-// Bytes of a pipelined next request we accept while a response is relayed.
-constexpr std::size_t max_pipelined_bytes = 64 * 1024;
 
-// Shared by the exchange and the client watcher, which run side by side on
-// the same thread for the duration of one request.
-struct exchange_state {
+// One request's exchange; the client watcher (server/client_watcher.hpp)
+// runs beside it on the same thread and calls client_gone.
+struct exchange_state final : client_gone_hook {
+  exchange_state(any_stream& c, request_context& context, worker& wk) : client(c), ctx(context), w(wk) {}
+
   any_stream& client;
-  beast::flat_buffer& client_buffer;
   request_context& ctx;
   worker& w;
   std::unique_ptr<upstream::connection> upstream;
   bool finished = false;  // the exchange is over: the watcher must stop
-};
 
-// Reads from the client while the response is produced. A read that fails
-// means the client is gone: close the upstream now, so that the engine stops
-// generating and frees its KV cache (on every path: prefill, mid-stream,
-// non-streaming). Bytes that arrive are kept for the next request.
-//
-// A chain of reads, each started by the last one's completion handler,
-// rather than a coroutine of its own: co_spawn cost a coroutine frame for
-// the watcher and one for its entry point, two work guards and an
-// awaitable operation per read, every request (callgrind). It lives in
-// the exchange's frame, which waits until it is done (async_wait_done).
-class client_watcher {
- public:
-  explicit client_watcher(exchange_state& s) : s_(s) {}
-
-  void start() {
-    // The request has been taken out of the buffer: its memory goes back,
-    // and the watcher reads into a small one (a stream can last minutes,
-    // and 10,000 streams at 4 KiB each are 40 MB). A pipelined request
-    // grows it.
-    if (s_.client_buffer.size() == 0) s_.client_buffer.shrink_to_fit();
-    read_next();
+  // Close the upstream now, so that the engine stops generating. Not once
+  // the exchange is over: the connection may be back in the pool.
+  void client_gone() override {
+    if (finished) return;
+    ctx.client_gone = true;
+    if (upstream) upstream->stream.close();
   }
-  bool done() const { return done_; }
-
-  // Completes when the watcher is done. The watcher resumes its waiter
-  // straight from the completion handler of its last read, rather than
-  // through a timer it cancels: a cancelled wait is a posted handler, and
-  // Asio polls epoll (a zero-timeout epoll_wait) before it runs one.
-  template <typename Token>
-  auto async_wait_done(Token&& token) {
-    return net::async_initiate<Token, void()>(
-        [this](auto handler) {
-          if (done_) net::post(s_.client.get_executor(), std::move(handler));  // (not from the initiation)
-          // (Constructed and swapped in: Boost 1.81's move assignment of
-          // any_completion_handler copies its source as a new handler to
-          // wrap, which wraps itself again, without end.)
-          else net::any_completion_handler<void()>(std::move(handler)).swap(waiter_);
-        },
-        token);
-  }
-
- private:
-  void read_next() {
-    if (s_.finished || s_.client_buffer.size() >= max_pipelined_bytes) return finish();
-    auto room = std::max<std::size_t>(512, s_.client_buffer.capacity() - s_.client_buffer.size());
-    net::mutable_buffer into;
-    try {
-      into = s_.client_buffer.prepare(room);
-    } catch (const std::exception&) {  // (no memory: the exchange goes on unwatched, as a thrown coroutine's did)
-      return finish();
-    }
-    s_.client.async_read_some(into, [this](error_code ec, std::size_t n) {
-      // Keep what arrived before anything else: it may be the next request,
-      // sent the moment the last byte of this response reached the client.
-      s_.client_buffer.commit(n);
-      if (s_.finished) return finish();
-      if (ec) {
-        s_.ctx.client_gone = true;
-        if (s_.upstream) s_.upstream->stream.close();
-        return finish();
-      }
-      read_next();
-    });
-  }
-  // Called from start() (no waiter yet) or from a read's completion
-  // handler, where the waiter may be resumed in place; it may then end the
-  // exchange and free this watcher, so nothing here runs after it.
-  void finish() {
-    done_ = true;
-    if (!waiter_) return;
-    auto waiter = std::move(waiter_);
-    std::move(waiter)();
-  }
-
-  exchange_state& s_;
-  net::any_completion_handler<void()> waiter_;
-  bool done_ = false;
 };
 
 config::duration until(clock::time_point deadline, config::duration phase_limit) {
@@ -737,38 +666,29 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
 
 }  // namespace
 
-net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
-                                    client_request& request, worker& w, exchange_plan& plan,
-                                    request_context& ctx) {
-  exchange_state s{client, client_buffer, ctx, w};
+net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request,
+                                    worker& w, exchange_plan& plan, request_context& ctx) {
+  exchange_state s(client, ctx, w);
   bool keep_client = request.keep_alive();
   // The watcher's read runs without a deadline; writes get their own.
   client.expires_never();
-  auto exchange = [&]() -> net::awaitable<void> {
-    co_await run_exchange(s, request, plan, keep_client);
-    s.finished = true;
-    if (s.upstream) s.upstream->stream.close();  // not returned to the pool: not reusable
-    // Stop the watcher's pending read; the connection itself stays usable.
-    error_code ignored;
-    client.socket().cancel(ignored);
-  };
   // The watcher runs beside the exchange rather than through an awaitable
   // operator: a parallel group connects a cancellation slot to every
   // operation inside it, and installing and clearing those cost about 3 %
   // of the relay's CPU (perf, 9,000 slow streams). Nothing here needs that
-  // cancellation; the exchange stops the watcher itself.
-  client_watcher watcher(s);
-  watcher.start();
+  // cancellation.
+  watcher.watch(s);
   std::exception_ptr failed;
   try {
-    co_await exchange();
+    co_await run_exchange(s, request, plan, keep_client);
   } catch (...) {
     failed = std::current_exception();
-    s.finished = true;
-    error_code ignored;
-    client.socket().cancel(ignored);
   }
-  if (!watcher.done()) co_await watcher.async_wait_done(net::use_awaitable);  // it references `s`
+  s.finished = true;
+  if (s.upstream) s.upstream->stream.close();  // not returned to the pool: not reusable
+  // A read of the watcher's still pending goes on as the session's wait for
+  // the next request; it no longer reports to `s`.
+  watcher.unwatch();
   if (failed) std::rethrow_exception(failed);
   if (ctx.client_gone) {
     w.metrics().downstream_rq_client_cancelled.add();

@@ -22,6 +22,7 @@
 namespace tokengate {
 
 class any_stream;
+class client_watcher;
 class worker;
 struct request_context;
 
@@ -43,9 +44,9 @@ struct exchange_plan {
 };
 
 // Returns whether the client connection may carry another request.
-net::awaitable<bool> proxy_exchange(any_stream& client, beast::flat_buffer& client_buffer,
-                                    client_request& request, worker& w,
-                                    exchange_plan& plan, request_context& ctx);
+// `watcher` reads from the client meanwhile (server/client_watcher.hpp).
+net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request,
+                                    worker& w, exchange_plan& plan, request_context& ctx);
 
 // Writes a complete error response with an OpenAI-style JSON body.
 net::awaitable<void> send_json_error(any_stream& client, unsigned status, std::string_view message,

@@ -177,6 +177,32 @@ TEST(Streaming, PipelinedRequestsAreAnsweredInOrder) {
   }
 }
 
+// The read that watched the client during a response goes on as the wait
+// for the next request (server/client_watcher.hpp): a request that comes
+// later, larger than that read's buffer and in pieces, is read whole.
+TEST(Streaming, TheNextRequestIsReadWholeWhateverItsSizeAndPace) {
+  proxy_fixture f;
+  http_client c(f.port());
+  for (int round = 0; round < 3; ++round) {
+    std::string prompt(30000 + round, 'a' + round);
+    auto request = post_json("/v1/chat/completions",
+                             R"({"model":"demo","stream":true,"max_tokens":2,"messages":[{"role":"user","content":")" +
+                                 prompt + R"("}]})");
+    std::this_thread::sleep_for(100ms);  // the watcher's read is waiting
+    c.send(request.substr(0, 300));      // part of the head
+    std::this_thread::sleep_for(50ms);
+    c.send(request.substr(300));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "round " << round;
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos) << "round " << round;
+    c.clear();  // (the whole response, chunk framing included; nothing else was sent)
+  }
+  // (The engine counts a stream after its last write, which the client may
+  // read first.)
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().completed.load() == 3; }, 2s, "three streams to complete"));
+}
+
 }  // namespace
 }  // namespace tokengate::test
 
