@@ -98,6 +98,13 @@ class any_stream {
     return !tls_ && tokengate::read_now(*plain_, buffer, nullptr, ec, n);
   }
 
+  // The peer has had no reason to send anything yet: the next read waits
+  // for epoll instead of trying first (drained_read.hpp's
+  // wait_for_next_report). Plain TCP only; TLS reads go through the engine.
+  void nothing_to_read_yet() {
+    if (!tls_) wait_for_next_report(*plain_);
+  }
+
   template <typename Buffers, typename Token>
   auto async_write_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(

@@ -336,6 +336,30 @@ inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket
 #endif
 }
 
+// Tells the reactor that `socket` has nothing to read until epoll next
+// reports it, where that is so: the peer has had no reason to send yet (a
+// client just accepted, an upstream just sent its request on a new
+// connection). Asio's next read would otherwise begin with a recv that
+// fails with EAGAIN, as it does on every newly registered socket (nginx
+// waits for the event instead). It is so when epoll's last report for the
+// socket showed nothing to read: its reports carry everything readable at
+// the time, and anything that comes later is a new edge, which sets the
+// reactor's record again. (A descriptor state is reused from socket to
+// socket: a report not yet taken for this one is still to come.)
+inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
+#ifdef TOKENGATE_DRAINED_READ
+  namespace detail = boost::asio::detail;
+  using namespace drained_read_detail;
+  auto& impl = socket_access::implementation(socket);
+  if (!socket.is_open() || !impl.reactor_data_) return;
+  auto* state = impl.reactor_data_;
+  if (*last_events_access::of(state) & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return;
+  (state->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op] = false;
+#else
+  (void)socket;
+#endif
+}
+
 // Reads from one socket, like its async_read_some, keeping what the reads
 // tell (read_record). Made once per response relayed; the socket must
 // outlive it. No per-operation cancellation: closing or cancelling the

@@ -150,7 +150,13 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     // request that find nothing (server/drained_read.hpp; TLS reads go
     // through the TLS engine instead). The socket is non-blocking from the
     // accept, and Asio knows it, so the first read is a drained read too.
-    if (!l.tls) enable_drained_reads(socket);
+    if (!l.tls) {
+      enable_drained_reads(socket);
+      // The client sends its request once its connect returns, which is
+      // about now: a read at once finds nothing (EAGAIN) unless the loop
+      // is behind, so the first read waits for epoll, as nginx's does.
+      wait_for_next_report(socket);
+    }
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));

@@ -617,6 +617,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       error_code ec = wec;
       if (!ec) {
         ++active;
+        up_stream.nothing_to_read_yet();  // (the answer cannot be there yet)
         ec = co_await read_message(up_stream, up_buffer, parser, false);
         --active;
       }

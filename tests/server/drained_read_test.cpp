@@ -332,5 +332,39 @@ TEST(DrainedRead, ReadNowTakesBytesWithAFinBehindThemThenTheEof) {
   EXPECT_EQ(end.ec, net::error::eof);
 }
 
+// wait_for_next_report: the next read waits for epoll, and whatever is
+// readable is still read, reported before or after.
+TEST(DrainedRead, AfterWaitForNextReportBytesSentLaterWakeTheRead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  wait_for_next_report(s.ours);
+  EXPECT_FALSE(read_now(reader).read) << "the reactor must now wait for a report";
+  auto later = s.read(reader, 64, 2s, [&] { s.send("abc"); });
+  ASSERT_TRUE(later) << "the bytes' report did not wake the read";
+  EXPECT_EQ(later->second, "abc");
+}
+
+TEST(DrainedRead, WaitForNextReportLeavesBytesAlreadyReportedToBeRead) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.send("abc");
+  s.idle(20ms);  // reported while no read waits
+  wait_for_next_report(s.ours);
+  auto now = read_now(reader);
+  ASSERT_TRUE(now.read) << "the last report showed bytes: the read must still try";
+  EXPECT_EQ(now.bytes, "abc");
+}
+
+TEST(DrainedRead, WaitForNextReportBeforeTheBytesReportIsTakenLosesNothing) {
+  socket_pair s;
+  drained_reader reader(s.ours);
+  s.idle(10ms);     // a report with nothing to read (the socket's first)
+  s.send("abc");    // arrives, not reported yet
+  wait_for_next_report(s.ours);
+  auto r = s.read(reader, 64, 500ms);
+  ASSERT_TRUE(r) << "the edge for bytes that came after the last report was lost";
+  EXPECT_EQ(r->second, "abc");
+}
+
 }  // namespace
 }  // namespace tokengate
