@@ -1,5 +1,7 @@
 #include "server/accept_now.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,7 +29,47 @@ void adopt_accepted(tcp::socket& socket) {
 #endif
 }
 
+// A descriptor closed when it goes.
+struct owned_fd {
+  int fd;
+  ~owned_fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+int option_of(int fd, int level, int name) {
+  int value = 0;
+  socklen_t length = sizeof value;
+  return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : -1;
+}
+
+bool probe_inheritance() {
+  int on = 1;
+  owned_fd listener{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (listener.fd < 0 || ::setsockopt(listener.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0 ||
+      ::setsockopt(listener.fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) != 0 ||
+      ::bind(listener.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener.fd, 1) != 0 ||
+      ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return false;
+  owned_fd client{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (client.fd < 0 || ::connect(client.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+    return false;
+  owned_fd accepted{::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC)};
+  return accepted.fd >= 0 && option_of(accepted.fd, IPPROTO_TCP, TCP_NODELAY) == 1 &&
+         option_of(accepted.fd, IPPROTO_TCP, TCP_INQ) == 1;
+}
+
 }  // namespace
+
+bool accepted_sockets_inherit_options() {
+  static const bool inherited = probe_inheritance();
+  return inherited;
+}
 
 std::optional<tcp::socket> accept_now(tcp::acceptor& acceptor, tcp::endpoint& peer, error_code& ec) {
   ec = {};

@@ -14,6 +14,13 @@
 
 namespace tokengate {
 
+// Whether a socket accepted from a listener starts with the listener's
+// TCP_NODELAY and TCP_INQ (Linux copies an accepted socket from its
+// listener): then both are set once on the listener instead of two
+// setsockopt calls per connection. Probed once per process, on a listener
+// of its own on the loopback; false where either is not inherited.
+bool accepted_sockets_inherit_options();
+
 // Takes one connection waiting on `acceptor` (which must be non-blocking)
 // now. Nothing, with `ec` set, when none waits (would_block) or the accept
 // failed; `peer` is the client's address.

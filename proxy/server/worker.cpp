@@ -5,6 +5,10 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <stdexcept>
 
 #include "server/accept_now.hpp"
@@ -71,8 +75,16 @@ std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
                              settings.name + "'): " + ec.message());
   acceptor->listen(net::socket_base::max_listen_connections);
   acceptor->non_blocking(true);  // (accept_now takes connections without waiting)
+  bool inherited = accepted_sockets_inherit_options();
+  if (inherited) {
+    acceptor->set_option(tcp::no_delay(true));
+    if (!tls) {
+      int on = 1;
+      inherited = ::setsockopt(acceptor->native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+    }
+  }
   auto bound = acceptor->local_endpoint().port();
-  listeners_.push_back(bound_listener{&settings, std::move(tls), std::move(acceptor)});
+  listeners_.push_back(bound_listener{&settings, std::move(tls), std::move(acceptor), inherited});
   return bound;
 }
 
@@ -143,7 +155,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     ++in_a_row;
     auto& socket = *accepted;
     error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
+    if (!l.options_inherited) socket.set_option(tcp::no_delay(true), ignored);
     // The read that takes a request whole tells (TCP_INQ) that nothing is
     // left, and the next read (the client watcher's, or the next request's)
     // waits for epoll instead of trying first and failing: two recv calls a
@@ -151,7 +163,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     // through the TLS engine instead). The socket is non-blocking from the
     // accept, and Asio knows it, so the first read is a drained read too.
     if (!l.tls) {
-      enable_drained_reads(socket);
+      if (!l.options_inherited) enable_drained_reads(socket);
       // The client sends its request once its connect returns, which is
       // about now: a read at once finds nothing (EAGAIN) unless the loop
       // is behind, so the first read waits for epoll, as nginx's does.

@@ -44,6 +44,9 @@ struct bound_listener {
   const config::listener* settings;
   std::shared_ptr<tls_credentials> tls;  // null for plain HTTP
   std::unique_ptr<tcp::acceptor> acceptor;
+  // Accepted sockets come with TCP_NODELAY (and, plain, TCP_INQ) set on
+  // the listener (accepted_sockets_inherit_options).
+  bool options_inherited = false;
 };
 
 class worker {

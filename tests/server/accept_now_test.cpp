@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <string>
 
@@ -60,6 +63,30 @@ TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
   EXPECT_EQ(end, net::error::eof);
 
   EXPECT_FALSE(accept_now(l.acceptor, peer, ec)) << "one connection was waiting, and it was taken";
+}
+
+// The listener's options reach the accepted socket (the accept loop sets
+// them once per listener where the probe says so; this kernel is Linux,
+// which copies them).
+TEST(AcceptNow, ASocketAcceptedFromAListenerWithNoDelayAndInqHasThem) {
+  ASSERT_TRUE(accepted_sockets_inherit_options()) << "expected on Linux; elsewhere each socket gets them set";
+  listener l;
+  l.acceptor.set_option(tcp::no_delay(true));
+  int on = 1;
+  ASSERT_EQ(::setsockopt(l.acceptor.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on), 0);
+  tcp::socket client(l.io);
+  client.connect(l.acceptor.local_endpoint());
+  tcp::endpoint peer;
+  error_code ec;
+  auto accepted = accept_now(l.acceptor, peer, ec);
+  ASSERT_TRUE(accepted) << ec.message();
+  tcp::no_delay no_delay;
+  accepted->get_option(no_delay);
+  EXPECT_TRUE(no_delay.value());
+  int inq = 0;
+  socklen_t length = sizeof inq;
+  ASSERT_EQ(::getsockopt(accepted->native_handle(), IPPROTO_TCP, TCP_INQ, &inq, &length), 0);
+  EXPECT_EQ(inq, 1);
 }
 
 }  // namespace
