@@ -360,6 +360,25 @@ inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_execu
 #endif
 }
 
+// Whether no report of epoll's that the socket has something to read (a
+// byte, the end, an error) has been taken since a read drained it: the
+// reactor's record of whether to try a read at once, which such a report
+// sets and a draining read clears. Then the peer had sent nothing, nor
+// closed, as far as the loop has taken epoll's reports; one still queued
+// behind the caller, or not yet polled, is not seen.
+inline bool quiet_since_drained(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
+#ifdef TOKENGATE_DRAINED_READ
+  namespace detail = boost::asio::detail;
+  using namespace drained_read_detail;
+  auto& impl = socket_access::implementation(socket);
+  if (!socket.is_open() || !impl.reactor_data_) return false;
+  return !(impl.reactor_data_->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op];
+#else
+  (void)socket;
+  return false;
+#endif
+}
+
 // Reads from one socket, like its async_read_some, keeping what the reads
 // tell (read_record). Made once per response relayed; the socket must
 // outlive it. No per-operation cancellation: closing or cancelling the

@@ -14,9 +14,16 @@ namespace tokengate::upstream {
 namespace {
 
 // An idle keep-alive socket the upstream has closed (or sent stray bytes on)
-// must not carry the next request. A non-blocking peek tells without waiting.
+// must not carry the next request. Where no report of epoll's has been
+// taken for it since its last read drained it, it had not, as far as the
+// loop knows, and no syscall is spent to ask (nginx likewise knows its idle
+// connections from their events). Otherwise a zero-timeout poll tells.
+// A close the loop has not taken a report of yet shows as the request's
+// failure on a reused connection, which is retried once on a new one
+// (stream/relay.cpp), as it was when the close came just after the poll.
 bool still_usable(tcp::socket& sock) {
   if (!sock.is_open()) return false;
+  if (quiet_since_drained(sock)) return true;
   pollfd p{sock.native_handle(), POLLIN, 0};
   int ready = ::poll(&p, 1, 0);
   if (ready == 0) return true;  // nothing to read: neither EOF nor garbage

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "stream/observer.hpp"
@@ -240,6 +242,100 @@ class scripted_upstream {
   ending end_;
   hand_upstream server_{[this](int listener) { serve_one(listener); }};  // (last: starts once the rest is set)
 };
+
+// An upstream that keeps its first connection alive after one answer and
+// then closes it: while it idles in the proxy's pool (the close is seen
+// before the connection is taken again), or after reading the next request
+// sent on it (a close the proxy could not have seen: the request is retried
+// once, on a new connection). Each connection's answers are counted.
+class closing_upstream {
+ public:
+  enum class when { idle, after_next_request };
+  explicit closing_upstream(when w) : when_(w) {}
+  std::string base_url() const { return server_.base_url(); }
+  int answered() const { return answered_.load(); }
+
+ private:
+  static bool read_request(int fd) {  // head and Content-Length body
+    std::string got;
+    char buf[4096];
+    for (;;) {
+      auto head_end = got.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        std::string head = got.substr(0, head_end + 2);
+        std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+        auto at = head.find("\r\ncontent-length:");
+        auto length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 17));
+        if (got.size() >= head_end + 4 + length) return true;
+      }
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  void answer(int fd) {
+    const std::string body =
+        R"({"id":"x","object":"chat.completion","model":"demo","choices":[{"index":0,"message":)"
+        R"({"role":"assistant","content":"ok"},"finish_reason":"stop"}],)"
+        R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})";
+    auto response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+    ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    ++answered_;
+  }
+  void serve(int listener) {
+    int first = ::accept(listener, nullptr, nullptr);
+    if (first < 0) return;
+    if (read_request(first)) answer(first);
+    if (when_ == when::idle) std::this_thread::sleep_for(50ms);
+    else read_request(first);
+    ::close(first);
+    int second = ::accept(listener, nullptr, nullptr);
+    if (second < 0) return;
+    while (read_request(second)) answer(second);
+    ::close(second);
+  }
+
+  when when_;
+  std::atomic<int> answered_{0};
+  hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
+};
+
+void two_requests_through(const closing_upstream& upstream, int& reused) {
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  http_client c(f.port());
+  for (int i = 0; i < 2; ++i) {
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+    auto r = read_response(c, 5s);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_EQ(r.status, 200) << "request " << i << ": " << r.body;
+    c.clear();
+    std::this_thread::sleep_for(200ms);  // (the idle close comes 50 ms after the answer)
+  }
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  const std::string line = "\ntokengate_upstream_cx_reused_total ";
+  auto at = metrics.find(line);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  reused = std::stoi(metrics.substr(at + line.size()));
+}
+
+TEST(Faults, AnUpstreamConnectionClosedWhileIdleIsNotTakenAgain) {
+  closing_upstream upstream(closing_upstream::when::idle);
+  int reused = -1;
+  two_requests_through(upstream, reused);
+  EXPECT_EQ(upstream.answered(), 2);
+  EXPECT_EQ(reused, 0) << "the close was reported while the connection idled: it must not carry a request";
+}
+
+TEST(Faults, AnUpstreamConnectionClosedUnderANewRequestIsRetriedOnce) {
+  closing_upstream upstream(closing_upstream::when::after_next_request);
+  int reused = -1;
+  two_requests_through(upstream, reused);
+  EXPECT_EQ(upstream.answered(), 2) << "the second request must be answered on a new connection";
+  EXPECT_EQ(reused, 1);
+}
 
 const std::string three_events =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n"
