@@ -41,8 +41,8 @@ class client_watcher {
   // Bytes of a pipelined next request accepted while a response is relayed.
   static constexpr std::size_t max_pipelined_bytes = 64 * 1024;
 
-  // Both must outlive every read: the session keeps them, and waits for
-  // the last read (stop) before they go.
+  // Both must outlive every read: the session keeps them, and cancels and
+  // waits for the last read (async_wait_read) before they go.
   client_watcher(any_stream& client, beast::flat_buffer& buffer) : client_(client), buffer_(buffer) {}
   client_watcher(const client_watcher&) = delete;
   client_watcher& operator=(const client_watcher&) = delete;
@@ -73,7 +73,7 @@ class client_watcher {
   }
 
   // Whether a read is pending: nothing may read the client, or touch the
-  // buffer, until wait_read has completed.
+  // buffer, until async_wait_read has completed.
   bool reading() const { return reading_; }
 
   // Completes, with the last read's error, when no read is pending (at once
@@ -117,7 +117,9 @@ class client_watcher {
       // sent the moment the last byte of this response reached the client.
       buffer_.commit(n);
       reading_ = false;
-      if (ec == net::error::operation_aborted && std::exchange(stopped_for_bytes_, false)) ec = {};
+      // (A read that completed before unwatch's cancel reached it leaves
+      // nothing to excuse: the flag goes either way.)
+      if (std::exchange(stopped_for_bytes_, false) && ec == net::error::operation_aborted) ec = {};
       failure_ = ec;
       if (ec && hook_) hook_->client_gone();
       if (!ec && hook_) return read_next();

@@ -174,6 +174,14 @@ struct member_access {
 template struct member_access<try_flags_tag, &descriptor_state::try_speculative_>;
 template struct member_access<op_queues_tag, &descriptor_state::op_queue_>;
 
+// The reactor's record, for `socket`, of whether a read should try at
+// once; null when the socket is closed.
+inline bool* try_read_flag(socket_type& socket) {
+  auto& impl = socket_access::implementation(socket);
+  if (!socket.is_open() || !impl.reactor_data_) return nullptr;
+  return &(impl.reactor_data_->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op];
+}
+
 inline void keep(read_record* record, std::int64_t arrival_ns, std::size_t queued) {
   if (!record) return;
   record->arrival_ns = arrival_ns;
@@ -307,12 +315,12 @@ inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket
   namespace detail = boost::asio::detail;
   using namespace drained_read_detail;
   auto& impl = socket_access::implementation(socket);
-  if (!(impl.state_ & detail::socket_ops::non_blocking) || buffer.size() == 0 || !socket.is_open()) return false;
+  bool* try_at_once = try_read_flag(socket);
+  if (!try_at_once || !*try_at_once || !(impl.state_ & detail::socket_ops::non_blocking) || buffer.size() == 0)
+    return false;
   auto* state = impl.reactor_data_;
-  auto& try_at_once = (state->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op];
   auto& waiting = (state->*member_of(op_queues_tag{}));
-  if (!try_at_once || !waiting[detail::epoll_reactor::read_op].empty() ||
-      !waiting[detail::epoll_reactor::except_op].empty())
+  if (!waiting[detail::epoll_reactor::read_op].empty() || !waiting[detail::epoll_reactor::except_op].empty())
     return false;
   bool drained;
   std::int64_t arrival_ns = 0;
@@ -321,12 +329,12 @@ inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket
   if (!read_once(impl.socket_, buffer, last_events_access::of(state), ec, n, drained, arrival_ns, queued)) {
     // As after Asio's own attempt: wait for epoll's next report. Nothing
     // can come in between: epoll's reports are handled on this thread.
-    try_at_once = false;
+    *try_at_once = false;
     return false;
   }
   keep(record, arrival_ns, queued);
   if (drained) {
-    try_at_once = false;  // as for a read that returned done_and_exhausted
+    *try_at_once = false;  // as for a read that returned done_and_exhausted
     if (!ec && record) ++record->believed;
   }
   return true;
@@ -348,13 +356,12 @@ inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket
 // socket: a report not yet taken for this one is still to come.)
 inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
 #ifdef TOKENGATE_DRAINED_READ
-  namespace detail = boost::asio::detail;
   using namespace drained_read_detail;
-  auto& impl = socket_access::implementation(socket);
-  if (!socket.is_open() || !impl.reactor_data_) return;
-  auto* state = impl.reactor_data_;
+  bool* try_at_once = try_read_flag(socket);
+  if (!try_at_once) return;
+  auto* state = socket_access::implementation(socket).reactor_data_;
   if (*last_events_access::of(state) & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return;
-  (state->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op] = false;
+  *try_at_once = false;
 #else
   (void)socket;
 #endif
@@ -368,11 +375,8 @@ inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_execu
 // behind the caller, or not yet polled, is not seen.
 inline bool quiet_since_drained(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
 #ifdef TOKENGATE_DRAINED_READ
-  namespace detail = boost::asio::detail;
-  using namespace drained_read_detail;
-  auto& impl = socket_access::implementation(socket);
-  if (!socket.is_open() || !impl.reactor_data_) return false;
-  return !(impl.reactor_data_->*member_of(try_flags_tag{}))[detail::epoll_reactor::read_op];
+  bool* try_at_once = drained_read_detail::try_read_flag(socket);
+  return try_at_once && !*try_at_once;
 #else
   (void)socket;
   return false;

@@ -21,7 +21,17 @@ namespace {
 struct listener {
   net::io_context io;
   tcp::acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
+  tcp::socket client{io};
   listener() { acceptor.non_blocking(true); }
+
+  // Connects `client` and takes its connection with accept_now.
+  std::optional<tcp::socket> take_client(tcp::endpoint& peer) {
+    client.connect(acceptor.local_endpoint());
+    error_code ec;
+    auto accepted = accept_now(acceptor, peer, ec);
+    EXPECT_TRUE(accepted) << ec.message();
+    return accepted;
+  }
 };
 
 TEST(AcceptNow, NothingWaitingIsWouldBlock) {
@@ -34,20 +44,17 @@ TEST(AcceptNow, NothingWaitingIsWouldBlock) {
 
 TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
   listener l;
-  tcp::socket client(l.io);
-  client.connect(l.acceptor.local_endpoint());
   tcp::endpoint peer;
-  error_code ec;
-  auto accepted = accept_now(l.acceptor, peer, ec);
-  ASSERT_TRUE(accepted) << ec.message();
-  EXPECT_EQ(peer, client.local_endpoint());
+  auto accepted = l.take_client(peer);
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(peer, l.client.local_endpoint());
   int fd = accepted->native_handle();
   EXPECT_TRUE(::fcntl(fd, F_GETFL) & O_NONBLOCK);
   EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
   EXPECT_TRUE(accepted->non_blocking()) << "Asio must know, or its first operation switches it again";
 
   // Asio's asynchronous read and write work on it.
-  net::write(client, net::buffer(std::string("ping")));
+  net::write(l.client, net::buffer(std::string("ping")));
   std::string got(4, '\0');
   bool read = false;
   net::async_read(*accepted, net::buffer(got), [&](error_code rec, std::size_t) { read = !rec; });
@@ -59,9 +66,10 @@ TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
   accepted->close();
   char byte;
   error_code end;
-  client.read_some(net::buffer(&byte, 1), end);
+  l.client.read_some(net::buffer(&byte, 1), end);
   EXPECT_EQ(end, net::error::eof);
 
+  error_code ec;
   EXPECT_FALSE(accept_now(l.acceptor, peer, ec)) << "one connection was waiting, and it was taken";
 }
 
@@ -74,12 +82,9 @@ TEST(AcceptNow, ASocketAcceptedFromAListenerWithNoDelayAndInqHasThem) {
   l.acceptor.set_option(tcp::no_delay(true));
   int on = 1;
   ASSERT_EQ(::setsockopt(l.acceptor.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on), 0);
-  tcp::socket client(l.io);
-  client.connect(l.acceptor.local_endpoint());
   tcp::endpoint peer;
-  error_code ec;
-  auto accepted = accept_now(l.acceptor, peer, ec);
-  ASSERT_TRUE(accepted) << ec.message();
+  auto accepted = l.take_client(peer);
+  ASSERT_TRUE(accepted);
   tcp::no_delay no_delay;
   accepted->get_option(no_delay);
   EXPECT_TRUE(no_delay.value());
