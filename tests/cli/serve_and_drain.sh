@@ -7,8 +7,12 @@
 set -euo pipefail
 bin=$1
 work=$(mktemp -d)
-server_pid=""
-cleanup() { [[ -n $server_pid ]] && kill -9 "$server_pid" 2>/dev/null; rm -rf "$work"; }
+server_pid="" engine_pid=""
+# (The engine too: a failing run left it behind, still serving, an hour later.)
+cleanup() {
+  for p in $server_pid $engine_pid; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- server log"; cat "$work/log" 2>/dev/null || true; exit 1; }
 

@@ -46,7 +46,15 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
     ].join("\n"),
   );
   const proxy = spawn(bin, ["serve", "-c", config], { env: process.env });
-  const port = await waitForLine(proxy, /listening on http:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
+  let port;
+  try {
+    port = await waitForLine(proxy, /listening on http:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
+  } catch (e) {
+    // (A proxy that never started: the engine must not outlive the test run.)
+    for (const child of [proxy, engine]) child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     port: Number(port),
@@ -55,6 +63,9 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
     async stop() {
       for (const child of [proxy, engine]) {
         child.removeAllListeners("exit");
+        // (A child that already died, a crashed proxy, sends no exit event
+        // again: waiting for one would hang the test run.)
+        if (child.exitCode !== null || child.signalCode !== null) continue;
         const done = new Promise((r) => child.on("exit", r));
         child.kill("SIGTERM");
         await done;
