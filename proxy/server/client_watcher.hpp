@@ -76,16 +76,16 @@ class client_watcher {
   // buffer, until async_wait_read has completed.
   bool reading() const { return reading_; }
 
-  // Completes, with the last read's error, when no read is pending (at once
-  // when none is). The waiter is resumed straight from the read's
-  // completion handler.
+  // Completes, with the pending read's error, when it is done (at once, with
+  // none, when no read is pending). The waiter is resumed straight from the
+  // read's completion handler.
   template <typename Token>
   auto async_wait_read(Token&& token) {
     return net::async_initiate<Token, void(error_code)>(
         [this](auto handler) {
           if (!reading_) {
             return net::post(client_.get_executor(),
-                             [handler = std::move(handler), failure = failure_]() mutable { std::move(handler)(failure); });
+                             [handler = std::move(handler)]() mutable { std::move(handler)(error_code{}); });
           }
           // (Constructed and swapped in: Boost 1.81's move assignment of
           // any_completion_handler copies its source as a new handler to
@@ -120,7 +120,6 @@ class client_watcher {
       // (A read that completed before unwatch's cancel reached it leaves
       // nothing to excuse: the flag goes either way.)
       if (std::exchange(stopped_for_bytes_, false) && ec == net::error::operation_aborted) ec = {};
-      failure_ = ec;
       if (ec && hook_) hook_->client_gone();
       if (!ec && hook_) return read_next();
       if (!waiter_) return;
@@ -135,7 +134,6 @@ class client_watcher {
   beast::flat_buffer& buffer_;
   client_gone_hook* hook_ = nullptr;
   net::any_completion_handler<void(error_code)> waiter_;
-  error_code failure_;
   bool reading_ = false;
   bool stopped_for_bytes_ = false;  // cancelled by unwatch: not a failure
 };
