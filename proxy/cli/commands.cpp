@@ -323,6 +323,7 @@ int bench_command(const std::vector<std::string>& args) {
 }
 
 int run(const std::vector<std::string>& args) {
+  tune_allocator();  // (serve, bench and demo-engine all open and close thousands of connections)
   if (!args.empty() && args[0] == "hash-key") return hash_key(args);
   if (!args.empty() && args[0] == "probe") {
     if (args.size() != 2) {

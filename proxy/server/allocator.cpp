@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -29,11 +30,26 @@ int mimalloc_version() {
   return version;
 }
 
+// mimalloc's functions, looked up like its version (nullptr without it).
+template <typename Function>
+Function* mimalloc_function(const char* name) {
+  return mimalloc_version() ? reinterpret_cast<Function*>(::dlsym(RTLD_DEFAULT, name)) : nullptr;
+}
+
+// mimalloc 2's option index of the delay before freed pages go back to the
+// system (mi_option_decommit_delay in 2.0, mi_option_purge_delay in 2.1:
+// the same index, and the same environment variable's default).
+constexpr int mimalloc_decommit_delay_option = 15;
+
 }  // namespace
 
 std::string allocator_name() {
-  if (int v = mimalloc_version())
-    return "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
+  if (int v = mimalloc_version()) {
+    auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
+    if (auto* get_option = mimalloc_function<long(int)>("mi_option_get"); get_option && v / 100 == 2)
+      name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
+    return name;
+  }
 #ifdef __GLIBC__
   return "glibc malloc";
 #else
@@ -41,8 +57,22 @@ std::string allocator_name() {
 #endif
 }
 
+void tune_allocator() {
+  // An operator's own setting (mimalloc reads its environment) stands.
+  for (const char* name : {"MIMALLOC_DECOMMIT_DELAY", "MIMALLOC_PURGE_DELAY"})
+    if (std::getenv(name)) return;
+  if (mimalloc_version() / 100 != 2) return;  // (another major version may number its options otherwise)
+  if (auto* set_option = mimalloc_function<void(int, long)>("mi_option_set"))
+    set_option(mimalloc_decommit_delay_option, freed_pages_kept_ms);
+}
+
+bool heap_gives_back_per_thread() { return mimalloc_version() != 0; }
+
 bool give_back_free_memory() {
-  if (mimalloc_version()) return false;
+  if (auto* collect = mimalloc_function<void(bool)>("mi_collect")) {
+    collect(true);  // (this thread's heap, and the segments freed to the process's cache)
+    return true;
+  }
 #ifdef __GLIBC__
   malloc_trim(0);
   return true;

@@ -12,13 +12,35 @@
 
 namespace tokengate {
 
-// "mimalloc 2.0.9" or "glibc malloc", for the version line and the log.
+// "mimalloc 2.0.9, freed pages kept 1000 ms" or "glibc malloc", for the
+// version line and the log.
 std::string allocator_name();
 
+// How long mimalloc keeps pages freed in a thread's heap before it gives
+// them back to the system (its default: 25 ms). Giving pages back is a
+// madvise that flushes the TLB; taking them again, a page fault and a
+// zeroed page each. At 25 ms, streams closing while others open paid that
+// round trip over and over: with 9,000 slow streams opened at once, madvise
+// was 4 % of the proxy's CPU samples (perf), and 1 s cut the CPU per event
+// by 13 % (tests/bench/ab_cpu.sh; docs/performance.md, "Optimisation 21").
+// Pages freed and taken again within the delay are never given back;
+// after a burst, the server also collects each worker's heap.
+constexpr long freed_pages_kept_ms = 1000;
+
+// Sets the allocator's options (the delay above) at the process's start;
+// nothing on glibc's heap, or where the operator set mimalloc's own
+// environment variable for it (MIMALLOC_DECOMMIT_DELAY, or
+// MIMALLOC_PURGE_DELAY from mimalloc 2.1).
+void tune_allocator();
+
 // Gives memory that a burst freed back to the system, where the allocator
-// keeps it otherwise (glibc: malloc_trim). mimalloc returns freed pages on
-// its own a moment after they are freed, so there it does nothing. True
-// when it trimmed.
+// keeps it otherwise (glibc: malloc_trim, for the whole process; mimalloc:
+// mi_collect, for the calling thread's heap and the process's cache of
+// freed segments). True when it did.
 bool give_back_free_memory();
+
+// True when give_back_free_memory() acts on the calling thread's heap
+// only (mimalloc), so that each worker must call it on its own thread.
+bool heap_gives_back_per_thread();
 
 }  // namespace tokengate

@@ -73,6 +73,8 @@ bool server::release_memory_after_burst() {
   if (++quiet_checks_ < 2) return false;
   quiet_checks_ = 0;
   connections_high_water_ = open;
+  if (heap_gives_back_per_thread())
+    for (auto& w : workers_) net::post(w->io(), [] { give_back_free_memory(); });
   return give_back_free_memory();
 }
 

@@ -52,9 +52,11 @@ class server {
   // has ended (at least 1,000 more were open than now, and now at most a
   // sixteenth of them, at two calls in a row). glibc keeps what a burst
   // freed resident otherwise: 9,000 slow streams left 250 MB resident after
-  // they closed; malloc_trim brought it to 67 MB. (mimalloc, the release
-  // binary's allocator, gives pages back itself: 20 MB.) Called once a
-  // second by `serve`; returns whether it trimmed.
+  // they closed; malloc_trim brought it to 67 MB. mimalloc, the release
+  // binary's allocator, gives pages back itself a second after they were
+  // freed (allocator.hpp); here each worker's heap is also collected on its
+  // own thread. Called once a second by `serve`; returns whether it
+  // trimmed.
   bool release_memory_after_burst();
 
   // Stops accepting, lets requests in flight finish until the drain
