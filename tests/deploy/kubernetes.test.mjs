@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,10 +44,14 @@ test("the ConfigMap's policy passes tokengate check, with every ${VAR} supplied 
   const env = Object.fromEntries(container.env.map((e) => [e.name, 'placeholder']));
   for (const v of vars) assert.ok(v in env, `policy uses \${${v}} but the container does not set it`);
   const work = mkdtempSync(path.join(tmpdir(), 'tg-k8s-'));
-  const file = path.join(work, 'tokengate.yaml');
-  writeFileSync(file, configMap.data['tokengate.yaml']);
-  const out = execFileSync(bin, ['check', '-c', file], { env: { ...process.env, ...env }, encoding: 'utf8' });
-  assert.match(out, /: ok/);
+  try {
+    const file = path.join(work, 'tokengate.yaml');
+    writeFileSync(file, configMap.data['tokengate.yaml']);
+    const out = execFileSync(bin, ['check', '-c', file], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    assert.match(out, /: ok/);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });
 
 test('the container serves the mounted policy as the non-root user the image has', () => {

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -99,6 +99,8 @@ before(async () => {
 after(() => {
   traffic = false;
   for (const c of children) c.kill('SIGKILL');
+  // (Prometheus, killed, may still be writing its data directory: retried.)
+  rmSync(work, { recursive: true, force: true, maxRetries: 5 });
 });
 
 async function query(expr) {
