@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
@@ -148,6 +149,40 @@ TEST(Faults, TlsHandshakeFailureIs502) {
   EXPECT_EQ(r.status, 502);
   EXPECT_LT(clock::now() - start, 3s);
   EXPECT_EQ(boost::json::parse(r.body).at("error").at("type").as_string(), "upstream_error");
+}
+
+// A plain-TCP upstream that never answers the connect: its listener's
+// queue is full, so the kernel drops the proxy's SYN (as a host that is
+// down, or a firewall, would). The connect is bounded by the connect
+// timeout and ends in a 504.
+TEST(Faults, AnUpstreamThatNeverAnswersTheConnectTimesOut) {
+  hand_upstream full{[](int) {}};  // never accepts
+  std::vector<int> queued;  // fill its queue from here (non-blocking: the last ones just wait)
+  for (int i = 0; i < hand_upstream::backlog + 3; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(full.port());
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    queued.push_back(fd);
+  }
+  fixture_options o;
+  o.base_url = full.base_url();
+  o.upstream_extra = "    timeouts:\n      connect: 300ms\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  auto start = clock::now();
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
+  auto r = read_response(c, 5s);
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_GE(clock::now() - start, 250ms);
+  EXPECT_LT(clock::now() - start, 3s);
+  EXPECT_EQ(error_code_of(r), "upstream_timeout");
+  auto message = std::string(boost::json::parse(r.body).at("error").at("message").as_string());
+  EXPECT_NE(message.find("cannot connect to upstream"), std::string::npos) << message;
+  EXPECT_NE(message.find("timeout"), std::string::npos) << message;
+  for (int fd : queued) ::close(fd);
 }
 
 // An https upstream whose TCP port answers (the kernel completes the

@@ -24,7 +24,7 @@ class hand_upstream {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, 4) != 0 ||
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, backlog) != 0 ||
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
       throw std::runtime_error("hand-played upstream: cannot listen on 127.0.0.1");
     port_ = ntohs(a.sin_port);
@@ -38,6 +38,10 @@ class hand_upstream {
   hand_upstream(const hand_upstream&) = delete;
 
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  std::uint16_t port() const { return port_; }
+  // Its listen backlog: this many connections wait unaccepted, one more
+  // fills the queue, and the kernel drops the SYN of any after that.
+  static constexpr int backlog = 4;
 
  private:
   int listener_ = -1;
