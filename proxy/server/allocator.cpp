@@ -36,6 +36,13 @@ Function* mimalloc_function(const char* name) {
   return mimalloc_version() ? reinterpret_cast<Function*>(::dlsym(RTLD_DEFAULT, name)) : nullptr;
 }
 
+// mimalloc 2's mi_option_get / mi_option_set (nullptr elsewhere: another
+// major version may number its options otherwise).
+template <typename Function>
+Function* mimalloc_option_function(const char* name) {
+  return mimalloc_version() / 100 == 2 ? mimalloc_function<Function>(name) : nullptr;
+}
+
 // mimalloc 2's option index of the delay before freed pages go back to the
 // system (mi_option_decommit_delay in 2.0, mi_option_purge_delay in 2.1:
 // the same index, and the same environment variable's default).
@@ -46,7 +53,7 @@ constexpr int mimalloc_decommit_delay_option = 15;
 std::string allocator_name() {
   if (int v = mimalloc_version()) {
     auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
-    if (auto* get_option = mimalloc_function<long(int)>("mi_option_get"); get_option && v / 100 == 2)
+    if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
       name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
     return name;
   }
@@ -61,8 +68,7 @@ void tune_allocator() {
   // An operator's own setting (mimalloc reads its environment) stands.
   for (const char* name : {"MIMALLOC_DECOMMIT_DELAY", "MIMALLOC_PURGE_DELAY"})
     if (std::getenv(name)) return;
-  if (mimalloc_version() / 100 != 2) return;  // (another major version may number its options otherwise)
-  if (auto* set_option = mimalloc_function<void(int, long)>("mi_option_set"))
+  if (auto* set_option = mimalloc_option_function<void(int, long)>("mi_option_set"))
     set_option(mimalloc_decommit_delay_option, freed_pages_kept_ms);
 }
 

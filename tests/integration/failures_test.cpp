@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
-#include <vector>
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
@@ -157,16 +156,7 @@ TEST(Faults, TlsHandshakeFailureIs502) {
 // timeout and ends in a 504.
 TEST(Faults, AnUpstreamThatNeverAnswersTheConnectTimesOut) {
   hand_upstream full{[](int) {}};  // never accepts
-  std::vector<int> queued;  // fill its queue from here (non-blocking: the last ones just wait)
-  for (int i = 0; i < hand_upstream::backlog + 3; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(full.port());
-    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    queued.push_back(fd);
-  }
+  full.fill_queue();
   fixture_options o;
   o.base_url = full.base_url();
   o.upstream_extra = "    timeouts:\n      connect: 300ms\n";
@@ -182,7 +172,6 @@ TEST(Faults, AnUpstreamThatNeverAnswersTheConnectTimesOut) {
   auto message = std::string(boost::json::parse(r.body).at("error").at("message").as_string());
   EXPECT_NE(message.find("cannot connect to upstream"), std::string::npos) << message;
   EXPECT_NE(message.find("timeout"), std::string::npos) << message;
-  for (int fd : queued) ::close(fd);
 }
 
 // An https upstream whose TCP port answers (the kernel completes the

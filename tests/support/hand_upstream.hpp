@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace tokengate::test {
 
@@ -31,6 +32,7 @@ class hand_upstream {
     thread_ = std::thread([this, serve = std::move(serve)] { serve(listener_); });
   }
   ~hand_upstream() {
+    for (int fd : queued_) ::close(fd);
     ::shutdown(listener_, SHUT_RDWR);
     ::close(listener_);
     thread_.join();
@@ -38,13 +40,26 @@ class hand_upstream {
   hand_upstream(const hand_upstream&) = delete;
 
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-  std::uint16_t port() const { return port_; }
-  // Its listen backlog: this many connections wait unaccepted, one more
-  // fills the queue, and the kernel drops the SYN of any after that.
-  static constexpr int backlog = 4;
+  // Fills its listen queue with connections of its own (for a `serve`
+  // that never accepts): the kernel then drops the SYN of any connection
+  // after them, as a host that is down or a firewall would.
+  void fill_queue() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port_);
+    // backlog + 1 wait unaccepted; the ones after (non-blocking) just wait.
+    for (int i = 0; i < backlog + 3; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      queued_.push_back(fd);
+    }
+  }
 
  private:
+  static constexpr int backlog = 4;
   int listener_ = -1;
+  std::vector<int> queued_;
   std::uint16_t port_ = 0;
   std::thread thread_;
 };
