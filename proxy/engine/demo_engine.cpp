@@ -55,6 +55,11 @@ struct plan {
   // arguments ({"text": "<the tokens>"}) a token at a time, as an agent's
   // stream mostly is (chat and messages; streaming only).
   bool tool_call = false;
+  // The stream's head carries the two dozen fields a hosted provider sends
+  // behind its CDN (rate limits, processing time, cookies, tracing), not
+  // the three of a local engine: what a proxy parses per request in
+  // production.
+  bool provider_head = false;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -112,6 +117,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
     p.tool_call = t->get_bool() && p.stream && kind != api::completions;  // (a whole answer stays text)
+  if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool()) p.provider_head = h->get_bool();
   return p;
 }
 
@@ -120,6 +126,42 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
 std::string garbage_bytes() {
   static constexpr char junk[] = "\x89PNG\r\n\x1a\n<html>upstream exploded</html>\x00\xff";
   return std::string(junk, sizeof junk - 1);
+}
+
+// A stream's head as a hosted provider behind a CDN writes one: the shape
+// and sizes of OpenAI's (field names as they send them), the values made up.
+// (A function, not a literal in the coroutine, as above.)
+std::string provider_stream_head() {
+  return "HTTP/1.1 200 OK\r\n"
+         "Date: Wed, 02 Dec 2026 12:00:00 GMT\r\n"
+         "Content-Type: text/event-stream; charset=utf-8\r\n"
+         "Transfer-Encoding: chunked\r\n"
+         "Connection: keep-alive\r\n"
+         "access-control-expose-headers: X-Request-ID\r\n"
+         "openai-organization: user-demo0000000000000000000\r\n"
+         "openai-processing-ms: 187\r\n"
+         "openai-project: proj_demo00000000000000000000\r\n"
+         "openai-version: 2020-10-01\r\n"
+         "x-envoy-upstream-service-time: 191\r\n"
+         "x-ratelimit-limit-requests: 10000\r\n"
+         "x-ratelimit-limit-tokens: 30000000\r\n"
+         "x-ratelimit-remaining-requests: 9999\r\n"
+         "x-ratelimit-remaining-tokens: 29999985\r\n"
+         "x-ratelimit-reset-requests: 6ms\r\n"
+         "x-ratelimit-reset-tokens: 0s\r\n"
+         "x-request-id: req_0123456789abcdef0123456789abcdef\r\n"
+         "strict-transport-security: max-age=31536000; includeSubDomains; preload\r\n"
+         "cf-cache-status: DYNAMIC\r\n"
+         "Set-Cookie: __cf_bm=demo0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ-1796256000-1.0.1.1-"
+         "demo0123456789abcdefghijklmnopqrstuvwxyz; path=/; expires=Wed, 02-Dec-26 12:30:00 GMT; "
+         "domain=.api.example.com; HttpOnly; Secure; SameSite=None\r\n"
+         "X-Content-Type-Options: nosniff\r\n"
+         "Set-Cookie: _cfuvid=demo0123456789abcdefghijklmnopqrstuvwxyz0123-1796256000000-0.0.1.1-604800000; "
+         "path=/; domain=.api.example.com; HttpOnly; Secure; SameSite=None\r\n"
+         "Server: cloudflare\r\n"
+         "CF-RAY: 8e0123456789abcd-AMS\r\n"
+         "alt-svc: h3=\":443\"; ma=86400\r\n"
+         "\r\n";
 }
 
 std::string finish_reason(const plan& p) {
@@ -153,9 +195,11 @@ class generator {
   // Streams the answer as server-sent events. Returns false if the
   // connection was reset on purpose (reset_after).
   net::awaitable<bool> stream() {
-    co_await write_raw(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        "Transfer-Encoding: chunked\r\n\r\n");
+    if (plan_.provider_head) co_await write_raw(provider_stream_head());
+    else
+      co_await write_raw(
+          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n");
     co_await sleep(plan_.ttft);
     if (plan_.garbage) {  // a broken engine: bytes that are no event stream
       co_await write_chunk(garbage_bytes());

@@ -13,6 +13,8 @@
 //   garbage                answer 200 text/event-stream with bytes that are not SSE
 //   ignore_limit           generate `tokens` whatever max_tokens says (an
 //                          engine that overruns: the proxy must cut it)
+//   provider_head          a stream's head with a hosted provider's two dozen
+//                          fields (rate limits, cookies, tracing), not three
 #include <atomic>
 #include <cstdint>
 #include <memory>

@@ -32,6 +32,8 @@ class head_writer {
   head_writer(unsigned status, std::string_view reason, std::size_t fields_size, unsigned version = 11);
 
   void field(std::string_view name, std::string_view value);
+  // Whole field lines, each ending in CRLF, as another head holds them.
+  void lines(std::string_view lines) { out_ += lines; }
   // The head with its closing blank line.
   std::string finish() &&;
 

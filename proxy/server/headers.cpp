@@ -3,17 +3,23 @@
 #include <boost/beast/core/string.hpp>
 
 #include <algorithm>
+#include <utility>
 
 namespace tokengate {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
+// (The lengths compared here first: most names differ in length, and the
+// response's fields are each compared with a few names.)
+bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && beast::iequals(a, b); }
 
 // Tokens of every Connection header, e.g. "keep-alive, x-foo"; `first` is
 // the first of them (fields.find, looked up once per head, not per field:
-// a tree search with a case-blind compare at every step).
+// a tree search with a case-blind compare at every step). The fields are
+// walked in their order from there: another Connection field need not be
+// next to the first.
 bool named_by_connection(const http::fields& fields, http::fields::const_iterator first, std::string_view name) {
-  for (auto it = first; it != fields.end() && it->name() == http::field::connection; ++it) {
+  for (auto it = first; it != fields.end(); ++it) {
+    if (it->name() != http::field::connection) continue;
     std::string_view list = it->value();
     while (!list.empty()) {
       auto comma = list.find(',');
@@ -53,7 +59,27 @@ bool is_hop_by_hop(http::field code) {
       return false;
   }
 }
-bool is_hop_by_hop(std::string_view name) { return is_hop_by_hop(http::string_to_field(name)); }
+// (By length first: called for every field of every response head.)
+bool is_hop_by_hop(std::string_view name) {
+  switch (name.size()) {
+    case 2:
+      return iequals(name, "te");
+    case 7:
+      return iequals(name, "trailer") || iequals(name, "upgrade");
+    case 10:
+      return iequals(name, "connection") || iequals(name, "keep-alive");
+    case 16:
+      return iequals(name, "proxy-connection");
+    case 17:
+      return iequals(name, "transfer-encoding");
+    case 18:
+      return iequals(name, "proxy-authenticate");
+    case 19:
+      return iequals(name, "proxy-authorization");
+    default:
+      return false;
+  }
+}
 
 void forward_request_headers(const http::fields& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
@@ -91,20 +117,32 @@ void forward_request_headers(const http::fields& client, head_writer& upstream,
   }
 }
 
-void forward_response_headers(const http::fields& upstream, head_writer& client, std::string_view request_id,
-                              std::span<const named_value> added, std::span<const std::string_view> replaced) {
-  auto ours = [&](std::string_view name) {
-    return std::any_of(added.begin(), added.end(), [&](const named_value& a) { return iequals(name, a.first); }) ||
-           std::any_of(replaced.begin(), replaced.end(), [&](std::string_view r) { return iequals(name, r); });
+void forward_response_headers(const upstream::response_head& upstream, head_writer& client,
+                              std::string_view request_id, std::span<const named_value> added,
+                              std::span<const std::string_view> replaced) {
+  auto dropped = [&](std::string_view name) {
+    if (is_hop_by_hop(name) || iequals(name, "content-length") || iequals(name, "x-request-id")) return true;
+    auto same = [&](std::string_view other) { return iequals(name, other); };
+    const auto options = upstream.named_by_connection();
+    return std::any_of(options.begin(), options.end(), same) ||
+           std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same(a.first); }) ||
+           std::any_of(replaced.begin(), replaced.end(), same);
   };
-  const auto connection = upstream.find(http::field::connection);
-  for (const auto& f : upstream) {
-    auto name = f.name_string();
-    if (is_hop_by_hop(f.name()) || named_by_connection(upstream, connection, name)) continue;
-    if (f.name() == http::field::content_length) continue;
-    if ((f.name() == http::field::unknown && iequals(name, "x-request-id")) || ours(name)) continue;
-    client.field(name, f.value());
+  // The kept lines follow each other in the upstream's head: each run of
+  // them goes in one copy.
+  std::string_view run;
+  for (const auto& f : upstream.fields) {
+    if (dropped(f.name)) {
+      client.lines(std::exchange(run, {}));
+      continue;
+    }
+    if (!run.empty() && run.data() + run.size() == f.line.data()) run = std::string_view(run.data(), run.size() + f.line.size());
+    else {
+      client.lines(run);
+      run = f.line;
+    }
   }
+  client.lines(run);
   client.field("x-request-id", request_id);
   for (const auto& [name, value] : added) client.field(name, value);
 }

@@ -11,6 +11,7 @@
 
 #include "net.hpp"
 #include "server/head_bytes.hpp"
+#include "upstream/response_head.hpp"
 
 namespace tokengate {
 
@@ -37,7 +38,10 @@ using named_value = std::pair<std::string, std::string>;
 // request id and `added`; without framing (the caller decides
 // Content-Length or chunked). An upstream field named in `added` or in
 // `replaced` (which the caller writes itself after these) is left out.
-void forward_response_headers(const http::fields& upstream, head_writer& client, std::string_view request_id,
-                              std::span<const named_value> added, std::span<const std::string_view> replaced);
+// Each forwarded field goes as the line the upstream wrote, consecutive
+// ones in one copy.
+void forward_response_headers(const upstream::response_head& upstream, head_writer& client,
+                              std::string_view request_id, std::span<const named_value> added,
+                              std::span<const std::string_view> replaced);
 
 }  // namespace tokengate

@@ -13,6 +13,7 @@
 #include <boost/beast/http/basic_parser.hpp>
 
 #include "net.hpp"
+#include "upstream/response_head.hpp"
 
 namespace tokengate {
 
@@ -28,5 +29,12 @@ extern template net::awaitable<error_code> read_message<true>(any_stream&, beast
                                                               http::basic_parser<true>&, bool);
 extern template net::awaitable<error_code> read_message<false>(any_stream&, beast::flat_buffer&,
                                                                http::basic_parser<false>&, bool);
+
+// The upstream's response head, read the same way into our own parser
+// (upstream/response_head.hpp): its bytes are consumed from `buffer`, what
+// followed them (the body's start) stays there. A head longer than `limit`
+// bytes is refused (http::error::header_limit).
+net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_buffer& buffer,
+                                              upstream::response_head& head, std::size_t limit);
 
 }  // namespace tokengate

@@ -4,9 +4,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -34,6 +32,7 @@
 #include "stream/body_decoder.hpp"
 #include "stream/event_aligner.hpp"
 #include "stream/sse_parser.hpp"
+#include "upstream/response_head.hpp"
 
 namespace tokengate {
 namespace {
@@ -168,12 +167,12 @@ struct relay_context {
 // ours (the plan's, the streaming ones, the framing), which replace any the
 // upstream sent of the same name. (A plain function: the fields are not kept
 // in the relay's frame.)
-std::string client_head(const http::response_header<>& head, const exchange_plan& plan, const request_context& ctx,
-                        const boost::optional<std::uint64_t>& content_length, bool chunked, bool keep_alive) {
-  auto status = http::int_to_status(head.result_int());
+std::string client_head(const upstream::response_head& head, const exchange_plan& plan, const request_context& ctx,
+                        const std::optional<std::uint64_t>& content_length, bool chunked, bool keep_alive) {
+  auto status = http::int_to_status(head.status);
   // (A code of the upstream's own keeps its own reason phrase.)
-  std::string_view reason = status == http::status::unknown ? head.reason() : http::obsolete_reason(status);
-  head_writer out(head.result_int(), reason, fields_size(head) + 160);
+  std::string_view reason = status == http::status::unknown ? head.reason : std::string_view(http::obsolete_reason(status));
+  head_writer out(head.status, reason, head.bytes.size() + 160);
   static constexpr std::array<std::string_view, 2> streaming_fields{"Cache-Control", "X-Accel-Buffering"};
   forward_response_headers(head, out, ctx.request_id, plan.response_headers,
                            ctx.streamed ? std::span<const std::string_view>(streaming_fields) : std::span<const std::string_view>());
@@ -192,29 +191,43 @@ std::string client_head(const http::response_header<>& head, const exchange_plan
   return std::move(out).finish();
 }
 
+// The head was read with room for a provider's (4 KiB); a stream keeps its
+// buffer for its whole life, and a slow one's should stay at the 512 bytes
+// its events need: 10,000 streams would hold 35 MB more. Where the head's
+// read brought little else, what it brought moves into a small buffer (one
+// allocation a request); where it brought much, the stream is a fast one,
+// and keeps the room it will grow to anyway.
+void keep_small(beast::flat_buffer& buffer) {
+  constexpr std::size_t small = 512;
+  if (buffer.capacity() <= small || buffer.size() > small) return;
+  beast::flat_buffer kept;
+  kept.reserve(small);
+  kept.commit(net::buffer_copy(kept.prepare(buffer.size()), buffer.data()));
+  buffer = std::move(kept);
+}
+
 // Relays the upstream response whose head has been read.
-net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http::buffer_body>& parser,
-                                    beast::flat_buffer& head_buffer) {
+net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& head, beast::flat_buffer& head_buffer) {
   // What every event's turn reads is kept in this frame: with thousands of
   // streams open the caller's frame is out of the cache by the next event,
   // and each event missed on it (perf, 9,000 streams). The caller uses
   // neither after this.
   beast::flat_buffer up_buffer = std::move(head_buffer);
+  keep_small(up_buffer);
   const auto total_deadline = r.deadline;
   const auto idle_timeout = r.settings.timeouts.idle;
   auto& s = r.s;
   auto& ctx = s.ctx;
   const auto& limits = s.w.config().limits;
-  auto& head = parser.get();
   ctx.upstream_headers = clock::now();
-  ctx.streamed = head[http::field::content_type].starts_with("text/event-stream");
-  auto content_length = parser.content_length();
+  ctx.streamed = head.value_of("content-type").starts_with("text/event-stream");
+  auto content_length = head.content_length;
   // Without a length the client gets chunked framing; HTTP/1.0 clients get a
   // close-delimited body instead.
   bool chunked = !content_length && r.client_http_version >= 11;
   bool client_keep_alive = r.client_keep_alive && (content_length || chunked);
 
-  ctx.status = head.result_int();
+  ctx.status = head.status;
   // The client's head leaves with the first events when the read that
   // brought the upstream's head brought them too (the usual case: one
   // write, as nginx does, where there were two), else on its own before
@@ -222,9 +235,9 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   auto head_text = client_head(head, r.plan, ctx, content_length, chunked, client_keep_alive);
   bool head_pending = true;
   // The upstream's head is read no more: its fields go back now rather than
-  // at the end of the stream (the parser keeps what it needs of it, its
-  // framing and keep-alive, apart).
-  head.clear();
+  // at the end of the stream (what is kept of it, its framing and
+  // keep-alive, is apart from them).
+  head.release_fields();
   std::vector<net::const_buffer> pieces, framed, rest;
   // From here each side's deadline is set around each wait on it: the
   // upstream's read must bring a byte within the idle timeout, a client's
@@ -314,8 +327,8 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
   // after one HTTP chunk where we want every chunk already received, so
   // that events the upstream sent in separate chunks leave in one write
   // (one syscall per batch, as nginx does).
-  auto body = parser.is_done() ? stream::body_decoder::none()
-              : parser.chunked() ? stream::body_decoder::chunked()
+  auto body = !head.has_body() ? stream::body_decoder::none()
+              : head.chunked     ? stream::body_decoder::chunked()
               : content_length   ? stream::body_decoder::with_length(*content_length)
                                  : stream::body_decoder::until_close();
   auto in_hand = [&] {
@@ -499,7 +512,7 @@ net::awaitable<bool> relay_response(relay_context& r, http::response_parser<http
       if (ctx.client_gone) co_return false;
     }
     s.finished = true;  // from here on the watcher must not touch the connection
-    if (parser.keep_alive()) r.pool.release(std::move(s.upstream));
+    if (head.keep_alive()) r.pool.release(std::move(s.upstream));
     co_return client_keep_alive;
   }
 
@@ -608,15 +621,14 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
       auto [wec, wn] = co_await write_all(up_stream, to_send);
       ctx.request_sent = clock::now();
-      http::response_parser<http::buffer_body> parser;
-      parser.body_limit(boost::none);  // bodies are relayed, never held
-      parser.header_limit(64 * 1024);
+      upstream::response_head head;
       beast::flat_buffer up_buffer;
       error_code ec = wec;
       if (!ec) {
         ++active;
         up_stream.nothing_to_read_yet();  // (the answer cannot be there yet)
-        ec = co_await read_message(up_stream, up_buffer, parser, false);
+        constexpr std::size_t head_limit = 64 * 1024;
+        ec = co_await read_response_head(up_stream, up_buffer, head, head_limit);
         --active;
       }
       if (ctx.client_gone) co_return;  // the watcher already closed the upstream
@@ -633,7 +645,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
         break;
       }
 
-      unsigned status = parser.get().result_int();
+      unsigned status = head.status;
       if (status >= 500) note_upstream_failure(s, settings, *plan.config);
       else s.w.health().record_success(settings.name);
       if ((status >= 500 || status == 429) && !last) {
@@ -650,7 +662,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       std::vector<net::const_buffer>().swap(up_pieces);
       ++active;
       relay_context r{s, pool, settings, plan, deadline, client_keep_alive, request.version()};
-      keep_client = co_await relay_response(r, parser, up_buffer);
+      keep_client = co_await relay_response(r, head, up_buffer);
       --active;
       co_return;
     }

@@ -7,6 +7,7 @@
 # Usage: tests/bench/cpu_split.sh tokengate|nginx TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS] [REQUESTS]
 #   short streams opened by thousands: cpu_split.sh nginx build/tokengate 2000 100 2 8000
 #   Anthropic streams: API=anthropic cpu_split.sh tokengate build/tokengate 64 0 256 2048
+# DEMO adds demo knobs, e.g. a hosted provider's response head: DEMO='"provider_head":true'.
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 target=$1 bin=$2 streams=${3:-2000} interval=${4:-100} tokens=${5:-2} requests=${6:-8000}
@@ -18,7 +19,7 @@ start_proxy "$target" "$bin" "$port" "$engine"
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json ${API:+--api "$API"} \
-  --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens}}" > "$work/r.json"
+  --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json"
 read -r user1 sys1 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 ticks=$(getconf CLK_TCK)
 python3 - "$work/r.json" "$target" "$requests" "$ticks" "$user0" "$sys0" "$user1" "$sys1" <<'PY'

@@ -8,14 +8,14 @@ add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/body_decoder.cpp
-  proxy/server/headers.cpp proxy/server/head_bytes.cpp
+  proxy/server/headers.cpp proxy/server/head_bytes.cpp proxy/upstream/response_head.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)
 target_compile_options(fuzz_parsing PUBLIC ${FUZZ_FLAGS})
 target_link_libraries(fuzz_parsing PUBLIC Boost::json OpenSSL::Crypto yaml-cpp spdlog::spdlog)
 
-foreach(name sse policy config http_request body)
+foreach(name sse policy config http_request body response_head)
   add_executable(${name}_fuzz tests/fuzz/${name}_fuzz.cpp)
   target_link_libraries(${name}_fuzz PRIVATE fuzz_parsing)
   target_link_options(${name}_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)

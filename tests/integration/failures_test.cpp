@@ -421,6 +421,40 @@ std::string chunk(const std::string& data) {
   return std::string(size) + "\r\n" + data + "\r\n";
 }
 
+// A head that comes in three parts (the proxy parses what it has, then
+// reads on), with a folded field: relayed as the upstream wrote it, the fold
+// blanked into one line.
+TEST(Faults, AHeadInPartsWithAFoldedFieldIsRelayedAsOneLine) {
+  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Folded: first",
+                              "\r\n  second\r\nConnection: close\r\nSet-Cookie: a=1\r\n",
+                              "Set-Cookie: b=2\r\n\r\n" + three_events},
+                             scripted_upstream::ending::fin);
+  auto r = stream_through(upstream);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-folded"], "first    second");
+  EXPECT_EQ(r.body, three_events);
+}
+
+// What an upstream's head must not be: more than 64 KiB, or framed two
+// ways at once. The client gets a 502 that says so, not a hang.
+TEST(Faults, AnUpstreamHeadTooLongOrFramedTwoWaysIsA502) {
+  std::string long_head = "HTTP/1.1 200 OK\r\n";
+  while (long_head.size() <= 64 * 1024) long_head += "X-Padding: " + std::string(100, 'p') + "\r\n";
+  scripted_upstream too_long({long_head + "\r\n", three_events}, scripted_upstream::ending::fin);
+  auto r = stream_through(too_long);
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(error_code_of(r), "upstream_error");
+  EXPECT_NE(r.body.find("header limit"), std::string::npos) << r.body;
+
+  scripted_upstream two_ways(
+      {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\nTransfer-Encoding: chunked\r\n\r\n", chunk(three_events) + "0\r\n\r\n"},
+      scripted_upstream::ending::fin);
+  r = stream_through(two_ways);
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_NE(r.body.find("bad Transfer-Encoding"), std::string::npos) << r.body;
+}
+
 TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   // One whole chunk, then a chunk that promises 0x40 bytes and brings 12.
   scripted_upstream upstream({chunked_sse_head, chunk(one_event) + "40\r\ndata: {\"cho"}, scripted_upstream::ending::fin);

@@ -96,6 +96,40 @@ TEST(Streaming, KeepAliveConnectionsAreReusedOnBothSides) {
   EXPECT_EQ(metrics.find("tokengate_upstream_cx_reused_total 0\n"), std::string::npos) << metrics;
 }
 
+// A hosted provider's head (two dozen fields, cookies among them, and its
+// Connection: keep-alive) reaches the client with every end-to-end field in
+// its order, none of the upstream's connection fields, and our framing and
+// request id; the upstream's connection is kept for the next request.
+TEST(Streaming, AProvidersHeadReachesTheClientWithoutItsConnectionFields) {
+  proxy_fixture f;
+  http_client c(f.port());
+  for (int i = 0; i < 3; ++i) {
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"provider_head":true}})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers["content-type"], "text/event-stream; charset=utf-8");
+    EXPECT_EQ(r.headers["openai-processing-ms"], "187");
+    EXPECT_EQ(r.headers["x-ratelimit-remaining-tokens"], "29999985");
+    EXPECT_EQ(r.headers["cf-ray"], "8e0123456789abcd-AMS");
+    EXPECT_EQ(r.headers["alt-svc"], "h3=\":443\"; ma=86400");
+    EXPECT_EQ(r.headers.count("connection"), 0u);
+    EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
+    EXPECT_EQ(r.headers["x-request-id"].size(), 32u) << "the upstream's own request id went through";
+    auto head = c.raw().substr(0, r.body_offset);
+    std::size_t cookies = 0;
+    for (auto at = head.find("\r\nSet-Cookie: "); at != std::string::npos; at = head.find("\r\nSet-Cookie: ", at + 1))
+      ++cookies;
+    EXPECT_EQ(cookies, 2u) << head;
+    EXPECT_LT(head.find("__cf_bm="), head.find("_cfuvid=")) << "the fields' order changed";
+    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
+    c.clear();
+  }
+  auto metrics = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(metrics.find("tokengate_upstream_cx_reused_total 2\n"), std::string::npos) << metrics;
+}
+
 TEST(Streaming, RequestIdIsKeptOrMadeAndSentBothWays) {
   proxy_fixture f;
   {

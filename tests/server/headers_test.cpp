@@ -79,27 +79,36 @@ TEST(Headers, ClientCredentialsPassWhenTheUpstreamHasNoKey) {
   EXPECT_EQ(upstream[http::field::authorization], "Bearer client-key");
 }
 
+// An upstream's head as the relay has it: parsed from its bytes.
+upstream::response_head upstream_head(std::string text) {
+  upstream::response_head head;
+  std::size_t used = 0;
+  error_code ec;
+  EXPECT_EQ(upstream::parse_response_head(text, head, used, ec), upstream::head_progress::done) << ec.message();
+  return head;
+}
+
 TEST(Headers, ResponseFramingIsOurs) {
-  http::fields up;
-  up.set(http::field::content_length, "12");
-  up.set(http::field::transfer_encoding, "chunked");
-  up.set(http::field::content_type, "text/event-stream");
-  up.set("x-request-id", "upstream-id");
-  up.set("openai-processing-ms", "12");
-  head_writer writer(200, "OK", 0);
-  forward_response_headers(up, writer, "ours", {}, {});
-  auto client = read_back<false>(std::move(writer));
-  EXPECT_EQ(client.find(http::field::content_length), client.end());
-  EXPECT_EQ(client.find(http::field::transfer_encoding), client.end());
-  EXPECT_EQ(client["x-request-id"], "ours");
-  EXPECT_EQ(client["openai-processing-ms"], "12");
+  for (std::string framing : {"Content-Length: 12\r\n", "Transfer-Encoding: chunked\r\n"}) {
+    auto up = upstream_head("HTTP/1.1 200 OK\r\n" + framing +
+                            "Content-Type: text/event-stream\r\nx-request-id: upstream-id\r\n"
+                            "openai-processing-ms: 12\r\n\r\n");
+    head_writer writer(200, "OK", 0);
+    forward_response_headers(up, writer, "ours", {}, {});
+    auto client = read_back<false>(std::move(writer));
+    EXPECT_EQ(client.find(http::field::content_length), client.end());
+    EXPECT_EQ(client.find(http::field::transfer_encoding), client.end());
+    EXPECT_EQ(client["x-request-id"], "ours");
+    EXPECT_EQ(client.count("x-request-id"), 1u);
+    EXPECT_EQ(client["openai-processing-ms"], "12");
+    EXPECT_EQ(client[http::field::content_type], "text/event-stream");
+  }
 }
 
 TEST(Headers, FieldsTheProxyAddsReplaceTheUpstreams) {
-  http::fields up;
-  up.set(http::field::cache_control, "max-age=60");
-  up.set("X-Tokengate-Limit-Clamped", "from upstream");
-  up.set(http::field::content_type, "text/event-stream");
+  auto up = upstream_head(
+      "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nX-Tokengate-Limit-Clamped: from upstream\r\n"
+      "Content-Type: text/event-stream\r\n\r\n");
   std::vector<named_value> added{{"x-tokengate-limit-clamped", "max_tokens 4096 -> 256"}};
   std::string_view replaced[] = {"Cache-Control"};
   head_writer writer(200, "OK", 0);
@@ -111,6 +120,44 @@ TEST(Headers, FieldsTheProxyAddsReplaceTheUpstreams) {
   EXPECT_EQ(client.count("x-tokengate-limit-clamped"), 1u);
   EXPECT_EQ(client["x-tokengate-limit-clamped"], "max_tokens 4096 -> 256");
   EXPECT_EQ(client[http::field::content_type], "text/event-stream");
+}
+
+// Every hop-by-hop field and every field a Connection option names stays
+// behind, wherever it stands; the rest keep their order, their repeats and
+// their bytes (a cookie's value is forwarded as it came).
+TEST(Headers, ResponseHopByHopFieldsStayBehindAndTheRestKeepTheirOrder) {
+  auto up = upstream_head(
+      "HTTP/1.1 200 OK\r\n"
+      "Date: Wed, 02 Dec 2026 12:00:00 GMT\r\n"
+      "Connection: keep-alive, X-Upstream-Hop\r\n"
+      "Keep-Alive: timeout=5\r\n"
+      "Set-Cookie: a=1; path=/\r\n"
+      "x-upstream-hop: secret\r\n"
+      "TE: trailers\r\nTrailer: x-t\r\nUpgrade: h2c\r\nProxy-Connection: close\r\n"
+      "Proxy-Authenticate: Basic\r\n"
+      "Set-Cookie: b=2;  path=/  \r\n"
+      "Connection: x-second-hop\r\n"
+      "X-Second-Hop: also\r\n"
+      "CF-RAY: 8e01-AMS\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
+  head_writer writer(200, "OK", 0);
+  forward_response_headers(up, writer, "ours", {}, {});
+  auto text = std::move(writer).finish();
+  EXPECT_EQ(text,
+            "HTTP/1.1 200 OK\r\n"
+            "Date: Wed, 02 Dec 2026 12:00:00 GMT\r\n"
+            "Set-Cookie: a=1; path=/\r\n"
+            "Set-Cookie: b=2;  path=/  \r\n"
+            "CF-RAY: 8e01-AMS\r\n"
+            "x-request-id: ours\r\n\r\n");
+}
+
+TEST(Headers, HopByHopNamesAreKnownInAnyCase) {
+  for (auto name : {"connection", "Keep-Alive", "TE", "trailer", "Transfer-Encoding", "UPGRADE", "proxy-connection",
+                    "Proxy-Authenticate", "proxy-authorization"})
+    EXPECT_TRUE(is_hop_by_hop(std::string_view(name))) << name;
+  for (auto name : {"content-type", "t", "tex", "trailers", "x-connection", "keep-alive-x", "set-cookie"})
+    EXPECT_FALSE(is_hop_by_hop(std::string_view(name))) << name;
 }
 
 }  // namespace

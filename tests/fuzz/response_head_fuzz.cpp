@@ -1,0 +1,100 @@
+// libFuzzer target: the upstream's response head, read by our parser and by
+// Beast's, which read it before (upstream/response_head.hpp). Oracles:
+// nothing crashes or reads past the input; a head we accept, Beast accepts
+// too, with the same status, version, reason, fields (each name's values in
+// order, compared where no fold was blanked), framing and keep-alive; a head we
+// wait on, Beast does not call complete; a head only Beast accepts is one we
+// refuse on purpose (framing two ways, `chunked` not last, more fields or
+// Connection options than we keep).
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "upstream/response_head.hpp"
+
+using namespace tokengate;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+
+  std::string ours_text = input;  // (our parser blanks folds in place)
+  upstream::response_head head;
+  std::size_t used = 0;
+  error_code ours_ec;
+  auto progress = upstream::parse_response_head(ours_text, head, used, ours_ec);
+
+  http::response_parser<http::empty_body> beast;
+  beast.eager(false);
+  beast.header_limit(64 * 1024);
+  beast.body_limit(boost::none);
+  error_code beast_ec;
+  auto beast_used = beast.put(boost::asio::buffer(input.data(), input.size()), beast_ec);
+  bool beast_done = !beast_ec && beast.is_header_done();
+
+  if (progress == upstream::head_progress::need_more) {
+    check(!beast_done);
+    return 0;
+  }
+  if (progress == upstream::head_progress::failed) {
+    if (beast_done) {
+      // Only where we are stricter on purpose.
+      check(ours_ec == http::error::bad_transfer_encoding || ours_ec == http::error::bad_content_length ||
+            ours_ec == http::error::header_limit || ours_ec == http::error::bad_value);
+    }
+    return 0;
+  }
+
+  check(beast_done);
+  check(used == beast_used);
+  check(used <= input.size());
+  check(head.bytes == std::string_view(ours_text).substr(0, used));
+  const auto& message = beast.get();
+  check(head.status == message.result_int());
+  check(head.version == message.version());
+  // (An empty reason Beast answers with the status's standard one.)
+  if (!head.reason.empty()) check(head.reason == std::string_view(message.reason()));
+  check(head.content_length == (beast.content_length() ? std::optional<std::uint64_t>(*beast.content_length()) : std::nullopt));
+  check(head.chunked == beast.chunked());
+  check(head.keep_alive() == beast.keep_alive());
+  check(head.has_body() == !beast.is_done());
+
+  // Beast keeps fields of one name together (a repeat goes after the last
+  // of its name); we keep the wire's order. Compared name by name, each
+  // name's values in order.
+  const bool folded = input.substr(0, used).find("\r\n ") != std::string::npos ||
+                      input.substr(0, used).find("\r\n\t") != std::string::npos;
+  using named = std::pair<std::string, std::string_view>;
+  auto by_name = [](std::vector<named> fields) {
+    std::stable_sort(fields.begin(), fields.end(), [](const named& a, const named& b) { return a.first < b.first; });
+    return fields;
+  };
+  auto lower = [](std::string_view name) {
+    std::string s(name);
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::vector<named> mine, theirs;
+  for (const auto& f : head.fields) {
+    mine.emplace_back(lower(f.name), f.value);
+    // A forwarded line is the field, whole, ending with its CRLF.
+    check(f.line.starts_with(f.name) && f.line.ends_with("\r\n"));
+  }
+  for (const auto& f : message) theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
+  mine = by_name(std::move(mine));
+  theirs = by_name(std::move(theirs));
+  check(mine.size() == theirs.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    check(mine[i].first == theirs[i].first);
+    if (!folded) check(mine[i].second == theirs[i].second);
+  }
+  return 0;
+}
