@@ -6,6 +6,7 @@
 # cpu_split.sh.
 # Usage: tests/bench/burst_memory.sh TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS]
 #   scenario 3 in small: burst_memory.sh build/tokengate 9000 50 100
+# DEMO adds demo knobs, e.g. a hosted provider's response head: DEMO='"provider_head":true'.
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 bin=$1 streams=${2:-9000} interval=${3:-50} tokens=${4:-100}
@@ -19,7 +20,7 @@ idle=$(rss_kb)
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$streams" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
-  --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true}}" > "$work/r.json" &
+  --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true${DEMO:+,$DEMO}}}" > "$work/r.json" &
 load=$!
 peak=0
 while kill -0 "$load" 2> /dev/null; do

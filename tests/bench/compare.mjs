@@ -15,7 +15,7 @@ import { join } from "node:path";
 
 const bin = process.argv[2];
 const rounds = Number(process.argv[3] ?? 3);
-// The TTFT scenarios (1, 2+5, 6, 6c) take seconds a round, and their p99 rests
+// The TTFT scenarios (1, 1p, 2+5, 6, 6c) take seconds a round, and their p99 rests
 // on a round's few slowest requests (scenario 6: +-4 ms from round to
 // round), so they run four times the rounds and report the requests of all
 // rounds pooled as well.
@@ -189,10 +189,15 @@ async function main() {
   const direct = { url: `http://127.0.0.1:${enginePort}/v1`, pid: null, port: enginePort, idleKb: 0 };
 
   const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate };
-  const fast = (tokens) => JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 0, tokens } });
+  const fast = (tokens, more = {}) => JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 0, tokens, ...more } });
   const scenarios = {
     "1 added latency (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000", "--concurrency", "1",
       "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
+    // Scenario 1 behind a hosted provider's response head: two dozen fields
+    // (OpenAI's shape, the demo engine's provider_head) that every proxy
+    // parses per request, where the demo engine's own head has three.
+    "1p added latency, a hosted provider's head (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000",
+      "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20, { provider_head: true })],
     "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
     "6 long prompts (63 x 200 KB + one of 4 MB at a time, routing + rewrite)": ["--model", "bench", "--requests", "2048",
