@@ -56,12 +56,11 @@ struct response_head {
   }
   std::string bytes;  // the head as received (folds blanked), which the views point into
 
-  // 1xx, 204 and 304 answers have no body whatever their fields say; nor
-  // has one with a Content-Length of 0.
-  bool has_body() const {
-    if (status / 100 == 1 || status == 204 || status == 304) return false;
-    return !content_length || *content_length > 0;
-  }
+  // 1xx, 204 and 304 answers have no body whatever their fields say
+  // (RFC 9112 §6.3).
+  bool ends_with_head() const { return status / 100 == 1 || status == 204 || status == 304; }
+  // Nor has one with a Content-Length of 0.
+  bool has_body() const { return !ends_with_head() && (!content_length || *content_length > 0); }
   // The body is delimited by the connection's close.
   bool body_until_close() const { return has_body() && !chunked && !content_length; }
   // Whether the connection may carry another request after this answer.

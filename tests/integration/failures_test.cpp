@@ -436,6 +436,25 @@ TEST(Faults, AHeadInPartsWithAFoldedFieldIsRelayedAsOneLine) {
   EXPECT_EQ(r.body, three_events);
 }
 
+// A 204 ends with its head, for the client too: no framing field and no
+// last chunk after it (which a client would read as the start of its next
+// answer), and the client's connection stays open for the next request.
+TEST(Faults, A204AnswerReachesTheClientWithoutFraming) {
+  scripted_upstream upstream({"HTTP/1.1 204 No Content\r\nX-Deleted: yes\r\n\r\n"}, scripted_upstream::ending::fin);
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true})"));
+  auto r = read_response(c, 500ms);  // (the test client reads a bodiless answer to its deadline)
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(r.headers["x-deleted"], "yes");
+  EXPECT_EQ(r.headers["transfer-encoding"], "") << c.raw();  // (the test client reads it with [])
+  EXPECT_EQ(r.headers.count("content-length"), 0u);
+  EXPECT_EQ(c.raw().size(), r.body_offset) << "bytes after a 204's head: " << c.raw().substr(r.body_offset);
+  EXPECT_FALSE(c.eof()) << "the client's connection was closed";
+}
+
 // What an upstream's head must not be: more than 64 KiB, or framed two
 // ways at once. The client gets a 502 that says so, not a hang.
 TEST(Faults, AnUpstreamHeadTooLongOrFramedTwoWaysIsA502) {
