@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -264,12 +266,13 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   req.set(http::field::host, st.url.host_header);
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
-  if (st.o.api == "anthropic") {
-    req.set("anthropic-version", "2023-06-01");
-    if (!st.key.empty()) req.set("x-api-key", st.key);
-  } else if (!st.key.empty()) {
-    req.set(http::field::authorization, "Bearer " + st.key);
+  if (st.o.api == "anthropic") req.set("anthropic-version", "2023-06-01");
+  if (!st.key.empty()) {
+    if (!st.o.key_header.empty()) req.set(st.o.key_header, st.key);
+    else if (st.o.api == "anthropic") req.set("x-api-key", st.key);
+    else req.set(http::field::authorization, "Bearer " + st.key);
   }
+  for (const auto& [name, value] : st.o.headers) req.set(name, value);
   req.content_length(st.body.size());
   const auto head = head_bytes(req.base());
   const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(st.body)};
@@ -413,7 +416,31 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   return r;
 }
 
+// A token (RFC 9110 §5.6.2), as a field's name must be.
+bool is_field_name(std::string_view name) {
+  auto token_char = [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  return !name.empty() && std::all_of(name.begin(), name.end(), token_char);
+}
+
 }  // namespace
+
+std::pair<std::string, std::string> parse_header(std::string_view text) {
+  auto colon = text.find(':');
+  auto name = text.substr(0, colon);
+  if (colon == std::string_view::npos || !is_field_name(name))
+    throw std::runtime_error("--header must be \"Name: value\", got \"" + std::string(text) + "\"");
+  auto value = text.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+    throw std::runtime_error("--header " + std::string(name) + ": the value holds a control character");
+  for (std::string_view framing : {"host", "content-length", "transfer-encoding"})
+    if (beast::iequals(name, framing))
+      throw std::runtime_error("--header cannot set " + std::string(name) + ": the benchmark frames its requests");
+  return {std::string(name), std::string(value)};
+}
 
 std::vector<point_result> run(const options& o) {
   auto url = upstream::parse_target_url(o.url);
@@ -425,6 +452,8 @@ std::vector<point_result> run(const options& o) {
     if (!v) throw std::runtime_error("environment variable " + o.key_env + " is not set");
     key = v;
   }
+  if (!o.key_header.empty() && !is_field_name(o.key_header))
+    throw std::runtime_error("--key-header must be a header name, got \"" + o.key_header + "\"");
   auto tls = url->tls ? make_client_tls_context("") : nullptr;
   std::vector<point_result> results;
   for (int prompt : o.prompt_tokens)

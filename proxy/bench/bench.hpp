@@ -7,6 +7,8 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tokengate::bench {
@@ -16,6 +18,13 @@ struct options {
   std::string api = "openai";                     // openai (chat completions) | anthropic (messages)
   std::string model = "demo";
   std::string key_env;                            // environment variable holding the API key
+  // The header the key goes in, as it is (Azure OpenAI's `api-key`); empty:
+  // `Authorization: Bearer KEY`, or `x-api-key` for the anthropic API.
+  std::string key_header;
+  // More request header fields (name, value), as an SDK or a gateway in
+  // front sends them: an organisation or project, a beta feature, a
+  // client's user agent. They replace the defaults of the same name.
+  std::vector<std::pair<std::string, std::string>> headers;
   int requests = 20;                              // per sweep point
   std::vector<int> concurrency{1};
   std::vector<int> prompt_tokens{100};
@@ -65,6 +74,12 @@ struct point_result {
 // std::runtime_error on an unknown script or an --extra-body that is not a
 // JSON object.
 std::string request_body(const options& o, int prompt_tokens);
+
+// "Name: value" as --header takes it; throws std::runtime_error on a name
+// that is not a token, a value with control characters, or a field that
+// frames the request (Host, Content-Length, Transfer-Encoding: the
+// benchmark's own).
+std::pair<std::string, std::string> parse_header(std::string_view text);
 
 // Runs every (concurrency, prompt length) point; throws std::runtime_error
 // on a bad URL or a missing key variable.

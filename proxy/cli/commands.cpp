@@ -40,7 +40,8 @@ constexpr const char* usage =
     "  bench --url URL [--api openai|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
     "        [--prompt-script latin|cyrillic|han] [--escape-non-ascii]\n"
-    "        [--extra-body JSON] [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
+    "        [--extra-body JSON] [--header 'NAME: VALUE']... [--key-header NAME]\n"
+    "        [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
     "                                        (--json: also each request's TTFT, ttft_ms_each)\n"
     "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s deadline)\n"
@@ -306,6 +307,8 @@ int bench_command(const std::vector<std::string>& args) {
     else if (a == "--api") o.api = v;
     else if (a == "--model") o.model = v;
     else if (a == "--key-env") o.key_env = v;
+    else if (a == "--key-header") o.key_header = v;
+    else if (a == "--header") o.headers.push_back(bench::parse_header(v));
     else if (a == "--requests") o.requests = int_list("requests", v).front();
     else if (a == "--concurrency") o.concurrency = int_list("concurrency", v);
     else if (a == "--prompt-tokens") o.prompt_tokens = int_list("prompt-tokens", v);

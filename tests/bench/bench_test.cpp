@@ -182,6 +182,41 @@ TEST(Bench, LongChinesePromptsGoThroughTheProxyRawAndEscaped) {
   }
 }
 
+// What a hosted endpoint needs besides the body: the key in a header of
+// its own (Azure OpenAI's `api-key`), never as a bearer token then, and
+// fields of the caller's choice, which replace the defaults of their name.
+TEST(Bench, SendsTheKeyInItsOwnHeaderAndTheCallersFields) {
+  proxy_fixture f;
+  ::setenv("TOKENGATE_BENCH_TEST_KEY", "key-from-env", 1);
+  bench::options o;
+  o.url = "http://127.0.0.1:" + std::to_string(f.engine_port()) + "/v1";  // (what bench sends, as sent)
+  o.requests = 1;
+  o.max_tokens = 2;
+  o.prompt_tokens = {10};
+  o.key_env = "TOKENGATE_BENCH_TEST_KEY";
+  o.key_header = "api-key";
+  o.headers = {bench::parse_header("OpenAI-Project: proj_x"), bench::parse_header("Accept:  application/json ")};
+  auto results = bench::run(o);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].ok, 1);
+  auto headers = f.engine_last_request().at("headers").as_object();
+  EXPECT_EQ(headers.at("api-key"), "key-from-env");
+  EXPECT_EQ(headers.at("OpenAI-Project"), "proj_x");
+  EXPECT_EQ(headers.at("Accept"), "application/json");
+  EXPECT_FALSE(headers.contains("Authorization")) << boost::json::serialize(headers);
+}
+
+TEST(Bench, RefusesAHeaderItCannotSend) {
+  for (const char* bad : {"no colon", ": no name", "X Bad: name", "X-A: one\r\nInjected: two", "Host: elsewhere",
+                          "content-length: 5", "Transfer-Encoding: chunked"})
+    EXPECT_THROW(bench::parse_header(bad), std::runtime_error) << bad;
+  EXPECT_EQ(bench::parse_header("anthropic-beta:tools-2024-04-04").second, "tools-2024-04-04");
+  bench::options o;
+  o.url = "http://127.0.0.1:1/v1";
+  o.key_header = "not a name";
+  EXPECT_THROW(bench::run(o), std::runtime_error);
+}
+
 TEST(Bench, CountsErrorsByKind) {
   bench::options o;
   o.url = "http://127.0.0.1:1/v1";
