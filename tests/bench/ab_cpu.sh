@@ -10,6 +10,7 @@
 #   long prompts in another script, raw or as \u escapes (the load's --prompt-script, --escape-non-ascii):
 #     PROMPT_TOKENS=50000 PROMPT_SCRIPT=han ESCAPE=1 ab_cpu.sh OLD NEW 4 63 0 20 512
 #   more demo knobs, e.g. streams of tool-call arguments: DEMO='"tool_call":true' ab_cpu.sh OLD NEW 4 64 0 256 1024
+#   the OpenAI Python SDK's request header fields (bench_lib.sh): SDK_HEADERS=1 ab_cpu.sh OLD NEW ...
 # STREAMS is the concurrency; REQUESTS (default STREAMS) the requests per
 # round. The proxy runs on core 0; the demo engine (stamping its events) and
 # the load (`tokengate bench`) on core 1.
@@ -27,7 +28,7 @@ one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms tra
   start_tokengate "$1" "$work/cfg.yaml" "$work/proxy.log"
   local before; before=$(cpu_ticks "$proxy")
   taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$requests" \
-    --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json ${API:+--api "$API"} \
+    --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json ${API:+--api "$API"} "${sdk_extra[@]}" \
     ${PROMPT_SCRIPT:+--prompt-script "$PROMPT_SCRIPT"} ${ESCAPE:+--escape-non-ascii} \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true${DEMO:+,$DEMO}}}" > "$work/r.json"
   local after; after=$(cpu_ticks "$proxy")

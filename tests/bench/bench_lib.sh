@@ -61,6 +61,19 @@ start_tokengate() {
   wait_listening "$3"
 }
 
+# The header fields the OpenAI Python SDK sends besides the framing ones
+# (its versions, made-up key), as `tokengate bench` arguments: what a proxy
+# parses per request from real clients. instructions.sh and ab_cpu.sh add
+# them with SDK_HEADERS=1 (sdk_extra holds them then, else nothing).
+sdk_header_args=(--header "Accept-Encoding: gzip, deflate" --header "Connection: keep-alive"
+  --header "User-Agent: OpenAI/Python 1.54.4" --header "X-Stainless-Lang: python"
+  --header "X-Stainless-Package-Version: 1.54.4" --header "X-Stainless-OS: Linux" --header "X-Stainless-Arch: x64"
+  --header "X-Stainless-Runtime: CPython" --header "X-Stainless-Runtime-Version: 3.12.7"
+  --header "Authorization: Bearer sk-demo-0123456789abcdefghijklmnopqrstuvwxyz0123456789AB"
+  --header "X-Stainless-Async: false" --header "x-stainless-retry-count: 0" --header "x-stainless-read-timeout: 600")
+sdk_extra=()
+if [[ -n ${SDK_HEADERS:-} ]]; then sdk_extra=("${sdk_header_args[@]}"); fi
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_engine BIN PORT: the demo engine, the source of every load, on core 1

@@ -12,7 +12,8 @@
 # one with `cmake -DTOKENGATE_MIMALLOC=OFF` to count them.
 # KEEP_CALLGRIND=FILE keeps callgrind's output there, for callgrind_annotate.
 # API=anthropic sends Anthropic requests (/v1/messages) instead of OpenAI ones;
-# DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true').
+# DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true'); SDK_HEADERS=1 sends
+# the OpenAI Python SDK's header fields (bench_lib.sh).
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
 # ENGINE_BIN runs the demo engine (and the load) of another build, for a
 # binary older than a knob: ENGINE_BIN=build/tokengate instructions.sh OLD ...
@@ -28,7 +29,7 @@ engine=$(free_port)
 pids+=($!)
 load() {  # $1: requests, $2: port
   "${ENGINE_BIN:-$bin}" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" ${API:+--api "$API"} \
-    --max-tokens "$tokens" --prompt-tokens "$prompt" --json \
+    --max-tokens "$tokens" --prompt-tokens "$prompt" --json "${sdk_extra[@]}" \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json"
 }
 # run_under TOOL...: the proxy under a tool, the warm-up and the load, then
