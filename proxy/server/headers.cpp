@@ -14,12 +14,11 @@ bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size
 
 // Tokens of every Connection header, e.g. "keep-alive, x-foo"; `first` is
 // the first of them (fields.find, looked up once per head, not per field:
-// a tree search with a case-blind compare at every step). The fields are
-// walked in their order from there: another Connection field need not be
-// next to the first.
+// a tree search with a case-blind compare at every step). Beast keeps the
+// fields of one name together (a repeat goes after the last of its name),
+// so the others follow it.
 bool named_by_connection(const http::fields& fields, http::fields::const_iterator first, std::string_view name) {
-  for (auto it = first; it != fields.end(); ++it) {
-    if (it->name() != http::field::connection) continue;
+  for (auto it = first; it != fields.end() && it->name() == http::field::connection; ++it) {
     std::string_view list = it->value();
     while (!list.empty()) {
       auto comma = list.find(',');

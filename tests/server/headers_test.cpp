@@ -72,6 +72,24 @@ TEST(Headers, ClientCredentialsAreReplacedWhenTheUpstreamHasAKey) {
   EXPECT_EQ(versioned["anthropic-version"], "2024-01-01");
 }
 
+// A client's second Connection field, further down its head, names
+// connection-only fields too (Beast's fields keep it next to the first,
+// which is where the forwarding looks).
+TEST(Headers, EveryConnectionFieldOfTheClientCounts) {
+  http::fields client;
+  client.insert(http::field::connection, "x-first-hop");
+  client.insert(http::field::content_type, "application/json");
+  client.insert("X-First-Hop", "1");
+  client.insert(http::field::connection, "x-second-hop");
+  client.insert("X-Second-Hop", "2");
+  client.insert("X-Kept", "3");
+  auto upstream = forwarded_request(client, "h", "r", {});
+  EXPECT_EQ(upstream.find("X-First-Hop"), upstream.end());
+  EXPECT_EQ(upstream.find("X-Second-Hop"), upstream.end());
+  EXPECT_EQ(upstream["X-Kept"], "3");
+  EXPECT_EQ(upstream[http::field::content_type], "application/json");
+}
+
 TEST(Headers, ClientCredentialsPassWhenTheUpstreamHasNoKey) {
   http::fields client;
   client.set(http::field::authorization, "Bearer client-key");
