@@ -135,8 +135,9 @@ void forward_response_headers(const upstream::response_head& upstream, head_writ
       client.lines(std::exchange(run, {}));
       continue;
     }
-    if (!run.empty() && run.data() + run.size() == f.line.data()) run = std::string_view(run.data(), run.size() + f.line.size());
-    else {
+    if (!run.empty() && run.data() + run.size() == f.line.data()) {
+      run = std::string_view(run.data(), run.size() + f.line.size());
+    } else {
       client.lines(run);
       run = f.line;
     }

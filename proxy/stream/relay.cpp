@@ -171,7 +171,8 @@ std::string client_head(const upstream::response_head& head, const exchange_plan
                         const std::optional<std::uint64_t>& content_length, bool chunked, bool keep_alive) {
   auto status = http::int_to_status(head.status);
   // (A code of the upstream's own keeps its own reason phrase.)
-  std::string_view reason = status == http::status::unknown ? head.reason : std::string_view(http::obsolete_reason(status));
+  std::string_view reason =
+      status == http::status::unknown ? head.reason : std::string_view(http::obsolete_reason(status));
   head_writer out(head.status, reason, head.bytes.size() + 160);
   static constexpr std::array<std::string_view, 2> streaming_fields{"Cache-Control", "X-Accel-Buffering"};
   forward_response_headers(head, out, ctx.request_id, plan.response_headers,

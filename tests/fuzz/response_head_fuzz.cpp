@@ -62,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(head.version == message.version());
   // (An empty reason Beast answers with the status's standard one.)
   if (!head.reason.empty()) check(head.reason == std::string_view(message.reason()));
-  check(head.content_length == (beast.content_length() ? std::optional<std::uint64_t>(*beast.content_length()) : std::nullopt));
+  const auto beast_length = beast.content_length();
+  check(head.content_length == (beast_length ? std::optional<std::uint64_t>(*beast_length) : std::nullopt));
   check(head.chunked == beast.chunked());
   check(head.keep_alive() == beast.keep_alive());
   check(head.has_body() == !beast.is_done());
@@ -88,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A forwarded line is the field, whole, ending with its CRLF.
     check(f.line.starts_with(f.name) && f.line.ends_with("\r\n"));
   }
-  for (const auto& f : message) theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
+  for (const auto& f : message)
+    theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
   mine = by_name(std::move(mine));
   theirs = by_name(std::move(theirs));
   check(mine.size() == theirs.size());

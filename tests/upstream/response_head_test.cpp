@@ -191,7 +191,8 @@ TEST(ResponseHead, AmbiguousFramingIsRefused) {
   const std::string start = "HTTP/1.1 200 OK\r\n";
   EXPECT_EQ(refusal(start + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"),
             http::error::bad_transfer_encoding);
-  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"), http::error::bad_content_length);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
+            http::error::bad_content_length);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"), http::error::bad_content_length);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked, gzip\r\n\r\n"), http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked x\r\n\r\n"), http::error::bad_transfer_encoding);
