@@ -189,15 +189,25 @@ async function main() {
   const direct = { url: `http://127.0.0.1:${enginePort}/v1`, pid: null, port: enginePort, idleKb: 0 };
 
   const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate };
+  // The OpenAI Python SDK's request fields besides the framing ones (its
+  // versions, a made-up key); tests/bench/bench_lib.sh's sdk_header_args.
+  const sdkHeaders = ["Accept-Encoding: gzip, deflate", "Connection: keep-alive", "User-Agent: OpenAI/Python 1.54.4",
+    "X-Stainless-Lang: python", "X-Stainless-Package-Version: 1.54.4", "X-Stainless-OS: Linux", "X-Stainless-Arch: x64",
+    "X-Stainless-Runtime: CPython", "X-Stainless-Runtime-Version: 3.12.7",
+    "Authorization: Bearer sk-demo-0123456789abcdefghijklmnopqrstuvwxyz0123456789AB", "X-Stainless-Async: false",
+    "x-stainless-retry-count: 0", "x-stainless-read-timeout: 600"].flatMap((h) => ["--header", h]);
   const fast = (tokens, more = {}) => JSON.stringify({ demo: { ttft_ms: 0, interval_ms: 0, tokens, ...more } });
   const scenarios = {
     "1 added latency (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000", "--concurrency", "1",
       "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20)],
-    // Scenario 1 behind a hosted provider's response head: two dozen fields
-    // (OpenAI's shape, the demo engine's provider_head) that every proxy
-    // parses per request, where the demo engine's own head has three.
-    "1p added latency, a hosted provider's head (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000",
-      "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "50", "--extra-body", fast(20, { provider_head: true })],
+    // Scenario 1 with the heads of production both ways: the request fields
+    // of the OpenAI Python SDK (sdkHeaders) and a hosted provider's response
+    // head, two dozen fields (OpenAI's shape, the demo engine's
+    // provider_head). Every proxy parses both per request; the load's own
+    // request has five fields and the demo engine's head three.
+    "1p added latency, production's heads both ways (1 connection, 20 tokens)": ["--model", "bench", "--requests", "3000",
+      "--concurrency", "1", "--max-tokens", "20", "--prompt-tokens", "50", ...sdkHeaders,
+      "--extra-body", fast(20, { provider_head: true })],
     "2+5 throughput with policy (64 streams x 256 tokens)": ["--model", "bench", "--requests", "512", "--concurrency", "64",
       "--max-tokens", "300", "--prompt-tokens", "50", "--extra-body", fast(256)],
     "6 long prompts (63 x 200 KB + one of 4 MB at a time, routing + rewrite)": ["--model", "bench", "--requests", "2048",
