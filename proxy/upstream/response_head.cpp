@@ -235,7 +235,8 @@ class head_parser {
   // a bare token: the codings of HTTP/1.1 have no parameters, and a value
   // like "chunked x" is refused rather than guessed at.
   bool transfer_encoding(std::string_view value) {
-    if (out_.content_length) return refuse(error::bad_transfer_encoding);
+    // (A field after the one that ended with chunked, even an empty one.)
+    if (out_.content_length || out_.chunked) return refuse(error::bad_transfer_encoding);
     transfer_encoding_ = true;
     bool ok = each_element(value, [&](std::string_view coding) {
       if (coding.empty()) return true;

@@ -5,7 +5,8 @@
 // order, compared where no fold was blanked), framing and keep-alive; a head we
 // wait on, Beast does not call complete; a head only Beast accepts is one we
 // refuse on purpose (framing two ways, `chunked` not last, more fields or
-// Connection options than we keep).
+// Connection options than we keep), and a folded value over 4 KiB is one
+// only we accept.
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -53,6 +54,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
 
+  const bool folded = input.substr(0, used).find("\r\n ") != std::string::npos ||
+                      input.substr(0, used).find("\r\n\t") != std::string::npos;
+  // Beast joins a folded value in a buffer of 4 KiB and refuses a longer
+  // one (header_limit); we blank folds in place, whatever the length.
+  if (!beast_done && folded && beast_ec == http::error::header_limit) return 0;
   check(beast_done);
   check(used == beast_used);
   check(used <= input.size());
@@ -71,8 +77,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Beast keeps fields of one name together (a repeat goes after the last
   // of its name); we keep the wire's order. Compared name by name, each
   // name's values in order.
-  const bool folded = input.substr(0, used).find("\r\n ") != std::string::npos ||
-                      input.substr(0, used).find("\r\n\t") != std::string::npos;
   using named = std::pair<std::string, std::string_view>;
   auto by_name = [](std::vector<named> fields) {
     std::stable_sort(fields.begin(), fields.end(), [](const named& a, const named& b) { return a.first < b.first; });

@@ -199,6 +199,8 @@ TEST(ResponseHead, AmbiguousFramingIsRefused) {
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked;x=1\r\n\r\n"), http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
             http::error::bad_transfer_encoding);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n"),
+            http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n"), http::error::multiple_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: 5, 6\r\n\r\n"), http::error::multiple_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: 5,\r\n\r\n"), http::error::bad_content_length);
