@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +25,7 @@
 #include <optional>
 #include <sstream>
 
+#include "http_token.hpp"
 #include "server/any_stream.hpp"
 #include "server/drained_read.hpp"
 #include "server/head_bytes.hpp"
@@ -416,20 +416,12 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   return r;
 }
 
-// A token (RFC 9110 §5.6.2), as a field's name must be.
-bool is_field_name(std::string_view name) {
-  auto token_char = [](unsigned char c) {
-    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-  };
-  return !name.empty() && std::all_of(name.begin(), name.end(), token_char);
-}
-
 }  // namespace
 
 std::pair<std::string, std::string> parse_header(std::string_view text) {
   auto colon = text.find(':');
   auto name = text.substr(0, colon);
-  if (colon == std::string_view::npos || !is_field_name(name))
+  if (colon == std::string_view::npos || !is_http_token(name))
     throw std::runtime_error("--header must be \"Name: value\", got \"" + std::string(text) + "\"");
   auto value = text.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
@@ -452,7 +444,7 @@ std::vector<point_result> run(const options& o) {
     if (!v) throw std::runtime_error("environment variable " + o.key_env + " is not set");
     key = v;
   }
-  if (!o.key_header.empty() && !is_field_name(o.key_header))
+  if (!o.key_header.empty() && !is_http_token(o.key_header))
     throw std::runtime_error("--key-header must be a header name, got \"" + o.key_header + "\"");
   auto tls = url->tls ? make_client_tls_context("") : nullptr;
   std::vector<point_result> results;

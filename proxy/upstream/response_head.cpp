@@ -1,11 +1,13 @@
 #include "upstream/response_head.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
-#include <array>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+#include "http_token.hpp"
 
 namespace tokengate::upstream {
 namespace {
@@ -16,25 +18,9 @@ using http::error;
 // a head of thousands of tiny fields would otherwise cost a view each.
 constexpr std::size_t max_fields = 512;
 
-// RFC 9110 §5.6.2: the characters of a token (a field name, a list element).
-constexpr std::array<bool, 256> token_chars = [] {
-  std::array<bool, 256> t{};
-  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
-  for (int c = '0'; c <= '9'; ++c) t[c] = true;
-  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
-  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
-  return t;
-}();
-
-// `name` equals `lower`, a lowercase name, ignoring case.
-bool is_named(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
-    if (c != lower[i]) return false;
-  }
-  return true;
+// `name` is `other`, case aside (the lengths first: most names differ in length).
+bool is_named(std::string_view name, std::string_view other) {
+  return name.size() == other.size() && beast::iequals(name, other);
 }
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -55,13 +41,6 @@ bool each_element(std::string_view list, Element element) {
     if (comma == std::string_view::npos) return true;
     list.remove_prefix(comma + 1);
   }
-}
-
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!token_chars[static_cast<unsigned char>(c)]) return false;
-  return true;
 }
 
 // The first byte from `p` that may not stand as it is in a field value or
@@ -98,7 +77,7 @@ class head_parser {
     constexpr std::size_t usual_fields = 32;
     out_.fields.reserve(usual_fields);
     out_.content_length.reset();
-    out_.chunked = out_.other_coding = out_.connection_close = out_.connection_keep_alive = false;
+    out_.chunked = out_.connection_close = out_.connection_keep_alive = false;
     out_.connection_option_count = 0;
     transfer_encoding_ = false;
     if (auto r = status_line(); r != head_progress::done) return r;
@@ -110,7 +89,6 @@ class head_parser {
     if (end_ - p_ < 2) return head_progress::need_more;
     if (p_[1] != '\n') return fail(error::bad_line_ending);
     p_ += 2;
-    out_.other_coding = transfer_encoding_ && !out_.chunked;
     used = static_cast<std::size_t>(p_ - begin_);
     keep_copy(used);
     return head_progress::done;
@@ -155,7 +133,7 @@ class head_parser {
   head_progress field_line() {
     const char* line = p_;
     char* q = p_;
-    while (q < end_ && token_chars[static_cast<unsigned char>(*q)]) ++q;
+    while (q < end_ && http_token_chars[static_cast<unsigned char>(*q)]) ++q;
     if (q == end_) return head_progress::need_more;
     if (*q != ':' || q == p_) return fail(error::bad_field);
     std::string_view name(p_, static_cast<std::size_t>(q - p_));
@@ -240,7 +218,7 @@ class head_parser {
     transfer_encoding_ = true;
     bool ok = each_element(value, [&](std::string_view coding) {
       if (coding.empty()) return true;
-      if (out_.chunked || !is_token(coding)) return false;  // (a coding after chunked, or not a coding)
+      if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
       out_.chunked = is_named(coding, "chunked");
       return true;
     });
@@ -251,7 +229,7 @@ class head_parser {
   bool connection(std::string_view value) {
     bool ok = each_element(value, [&](std::string_view option) {
       if (option.empty()) return true;
-      if (!is_token(option)) return false;
+      if (!is_http_token(option)) return false;
       if (is_named(option, "close")) out_.connection_close = true;
       if (is_named(option, "keep-alive")) {
         out_.connection_keep_alive = true;
@@ -293,15 +271,8 @@ class head_parser {
 }  // namespace
 
 std::string_view response_head::value_of(std::string_view name) const {
-  for (const auto& f : fields) {
-    if (f.name.size() != name.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < name.size() && same; ++i) {
-      auto a = static_cast<unsigned char>(f.name[i]), b = static_cast<unsigned char>(name[i]);
-      same = a == b || ((a | 0x20) == (b | 0x20) && (a | 0x20) >= 'a' && (a | 0x20) <= 'z');
-    }
-    if (same) return f.value;
-  }
+  for (const auto& f : fields)
+    if (is_named(f.name, name)) return f.value;
   return {};
 }
 

@@ -41,7 +41,6 @@ struct response_head {
   std::vector<field> fields;  // in order; views into `bytes`
   std::optional<std::uint64_t> content_length;
   bool chunked = false;          // Transfer-Encoding ends with chunked
-  bool other_coding = false;     // Transfer-Encoding without chunked: the body runs to the close
   bool connection_close = false;
   bool connection_keep_alive = false;
   // The Connection fields' other options: names of fields that belong to
