@@ -1,7 +1,9 @@
 #pragma once
 // RFC 9110 §5.6.2's token: what a field name, a Connection option or a
 // transfer coding must be. One table for the upstream's head parser and
-// for `tokengate bench --header`.
+// for `tokengate bench --header`; and the case-blind compare of names.
+#include <boost/beast/core/string.hpp>
+
 #include <array>
 #include <string_view>
 
@@ -21,6 +23,12 @@ inline bool is_http_token(std::string_view s) {
   for (char c : s)
     if (!http_token_chars[static_cast<unsigned char>(c)]) return false;
   return true;
+}
+
+// Two names (of fields, options or codings) alike but for case; the lengths
+// first, as most names differ in length.
+inline bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && boost::beast::iequals(a, b);
 }
 
 }  // namespace tokengate

@@ -1,16 +1,12 @@
 #include "server/headers.hpp"
 
-#include <boost/beast/core/string.hpp>
-
 #include <algorithm>
 #include <utility>
 
+#include "http_token.hpp"
+
 namespace tokengate {
 namespace {
-
-// (The lengths compared here first: most names differ in length, and the
-// response's fields are each compared with a few names.)
-bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && beast::iequals(a, b); }
 
 // Tokens of every Connection header, e.g. "keep-alive, x-foo"; `first` is
 // the first of them (fields.find, looked up once per head, not per field:
@@ -25,7 +21,7 @@ bool named_by_connection(const http::fields& fields, http::fields::const_iterato
       auto token = list.substr(0, comma);
       while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
       while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-      if (iequals(token, name)) return true;
+      if (same_name(token, name)) return true;
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }
@@ -37,7 +33,7 @@ bool named_by_connection(const http::fields& fields, http::fields::const_iterato
 // parser found case-blind; the rest by name.)
 bool is_credential(http::field code, std::string_view name) {
   if (code != http::field::unknown) return code == http::field::authorization;
-  return iequals(name, "x-api-key") || iequals(name, "api-key");
+  return same_name(name, "x-api-key") || same_name(name, "api-key");
 }
 
 }  // namespace
@@ -62,19 +58,19 @@ bool is_hop_by_hop(http::field code) {
 bool is_hop_by_hop(std::string_view name) {
   switch (name.size()) {
     case 2:
-      return iequals(name, "te");
+      return same_name(name, "te");
     case 7:
-      return iequals(name, "trailer") || iequals(name, "upgrade");
+      return same_name(name, "trailer") || same_name(name, "upgrade");
     case 10:
-      return iequals(name, "connection") || iequals(name, "keep-alive");
+      return same_name(name, "connection") || same_name(name, "keep-alive");
     case 16:
-      return iequals(name, "proxy-connection");
+      return same_name(name, "proxy-connection");
     case 17:
-      return iequals(name, "transfer-encoding");
+      return same_name(name, "transfer-encoding");
     case 18:
-      return iequals(name, "proxy-authenticate");
+      return same_name(name, "proxy-authenticate");
     case 19:
-      return iequals(name, "proxy-authorization");
+      return same_name(name, "proxy-authorization");
     default:
       return false;
   }
@@ -93,9 +89,9 @@ void forward_request_headers(const http::fields& client, head_writer& upstream,
     // We must read the stream to observe it, so we ask for it uncompressed.
     if (code == http::field::accept_encoding) continue;
     bool unknown = code == http::field::unknown;  // (the three names below are not Beast's)
-    if (unknown && iequals(name, "x-request-id")) continue;
+    if (unknown && same_name(name, "x-request-id")) continue;
     if (credentials.how != upstream_credentials::style::none && is_credential(code, name)) continue;
-    version_forwarded = version_forwarded || (unknown && iequals(name, "anthropic-version"));
+    version_forwarded = version_forwarded || (unknown && same_name(name, "anthropic-version"));
     upstream.field(name, f.value());
   }
   upstream.field("Host", upstream_host);
@@ -120,8 +116,8 @@ void forward_response_headers(const upstream::response_head& upstream, head_writ
                               std::string_view request_id, std::span<const named_value> added,
                               std::span<const std::string_view> replaced) {
   auto dropped = [&](std::string_view name) {
-    if (is_hop_by_hop(name) || iequals(name, "content-length") || iequals(name, "x-request-id")) return true;
-    auto same = [&](std::string_view other) { return iequals(name, other); };
+    if (is_hop_by_hop(name) || same_name(name, "content-length") || same_name(name, "x-request-id")) return true;
+    auto same = [&](std::string_view other) { return same_name(name, other); };
     const auto options = upstream.named_by_connection();
     return std::any_of(options.begin(), options.end(), same) ||
            std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same(a.first); }) ||

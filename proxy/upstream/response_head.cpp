@@ -1,6 +1,5 @@
 #include "upstream/response_head.hpp"
 
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
 #ifdef __SSE2__
@@ -17,11 +16,6 @@ using http::error;
 // More fields than any real head carries (a hosted provider's: about 25);
 // a head of thousands of tiny fields would otherwise cost a view each.
 constexpr std::size_t max_fields = 512;
-
-// `name` is `other`, case aside (the lengths first: most names differ in length).
-bool is_named(std::string_view name, std::string_view other) {
-  return name.size() == other.size() && beast::iequals(name, other);
-}
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -181,9 +175,9 @@ class head_parser {
 
   // The fields that decide the body's framing and the connection's fate.
   bool framing(std::string_view name, std::string_view value) {
-    if (is_named(name, "content-length")) return content_length(value);
-    if (is_named(name, "transfer-encoding")) return transfer_encoding(value);
-    if (is_named(name, "connection") || is_named(name, "proxy-connection")) return connection(value);
+    if (same_name(name, "content-length")) return content_length(value);
+    if (same_name(name, "transfer-encoding")) return transfer_encoding(value);
+    if (same_name(name, "connection") || same_name(name, "proxy-connection")) return connection(value);
     return true;
   }
 
@@ -219,7 +213,7 @@ class head_parser {
     bool ok = each_element(value, [&](std::string_view coding) {
       if (coding.empty()) return true;
       if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
-      out_.chunked = is_named(coding, "chunked");
+      out_.chunked = same_name(coding, "chunked");
       return true;
     });
     if (!ok) return refuse(error::bad_transfer_encoding);
@@ -230,8 +224,8 @@ class head_parser {
     bool ok = each_element(value, [&](std::string_view option) {
       if (option.empty()) return true;
       if (!is_http_token(option)) return false;
-      if (is_named(option, "close")) out_.connection_close = true;
-      if (is_named(option, "keep-alive")) {
+      if (same_name(option, "close")) out_.connection_close = true;
+      if (same_name(option, "keep-alive")) {
         out_.connection_keep_alive = true;
         return true;
       }
@@ -272,7 +266,7 @@ class head_parser {
 
 std::string_view response_head::value_of(std::string_view name) const {
   for (const auto& f : fields)
-    if (is_named(f.name, name)) return f.value;
+    if (same_name(f.name, name)) return f.value;
   return {};
 }
 
