@@ -52,11 +52,11 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
       std::size_t used = 0;
       error_code ec;
       auto progress = upstream::parse_response_head(text, head, used, ec);
-      if (progress == upstream::head_progress::done) {
+      if (progress == head_progress::done) {
         buffer.consume(used);
         co_return error_code{};
       }
-      if (progress == upstream::head_progress::failed) co_return ec;
+      if (progress == head_progress::failed) co_return ec;
       if (bytes.size() >= limit) co_return http::error::header_limit;
     }
     // Room for a hosted provider's head (a kilobyte or two) in one read, as

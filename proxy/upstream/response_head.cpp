@@ -1,274 +1,37 @@
 #include "upstream/response_head.hpp"
 
-#include <boost/beast/http/error.hpp>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
-#include "http_token.hpp"
-
 namespace tokengate::upstream {
 namespace {
 
 using http::error;
 
-// More fields than any real head carries (a hosted provider's: about 25);
-// a head of thousands of tiny fields would otherwise cost a view each.
-constexpr std::size_t max_fields = 512;
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
-  return s;
+// HTTP-version SP status-code SP reason-phrase CRLF, with Beast's errors.
+head_progress status_line(head_scanner& scan, response_head& out) {
+  constexpr std::string_view name = "HTTP/";
+  const char* p = scan.at();
+  auto have = scan.left();
+  // (What came so far is refused at once if it cannot begin a response:
+  // a broken upstream's bytes fail here, not at the head timeout.)
+  if (std::string_view(p, std::min(have, name.size())) != name.substr(0, std::min(have, name.size())))
+    return scan.fail(error::bad_version);
+  constexpr std::size_t through_status = 13;  // "HTTP/1.1 200 "
+  if (have < through_status) return head_progress::need_more;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!digit(p[5]) || p[6] != '.' || !digit(p[7])) return scan.fail(error::bad_version);
+  out.version = static_cast<unsigned>((p[5] - '0') * 10 + (p[7] - '0'));
+  if (out.version != 10 && out.version != 11) return scan.fail(error::bad_version);
+  if (p[8] != ' ') return scan.fail(error::bad_version);
+  if (!digit(p[9]) || !digit(p[10]) || !digit(p[11]) || p[12] != ' ') return scan.fail(error::bad_status);
+  out.status = static_cast<unsigned>((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+  scan.skip(through_status);
+  const char* reason = scan.at();
+  const char* last = nullptr;
+  if (auto r = scan.rest_of_line(last, false, error::bad_reason); r != head_progress::done) return r;
+  out.reason = std::string_view(reason, static_cast<std::size_t>(last - reason));
+  return head_progress::done;
 }
-
-// Calls `element` with each comma-separated element of a list value,
-// blanks trimmed (empty ones too); stops at the first it returns false for.
-template <typename Element>
-bool each_element(std::string_view list, Element element) {
-  for (;;) {
-    auto comma = list.find(',');
-    if (!element(trimmed(list.substr(0, comma)))) return false;
-    if (comma == std::string_view::npos) return true;
-    list.remove_prefix(comma + 1);
-  }
-}
-
-// The first byte from `p` that may not stand as it is in a field value or
-// a reason phrase: a control character (CR, LF and HTAB among them) or DEL.
-// Sixteen bytes at a time: a provider's head is a kilobyte or two.
-const char* next_control(const char* p, const char* end) {
-#ifdef __SSE2__
-  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
-  while (end - p >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    // (unsigned: bytes of 0x80 and up, obs-text, pass)
-    auto printable = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, space), v)));
-    auto deleted = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, del)));
-    if (auto stop = (~printable & 0xFFFFu) | deleted) return p + __builtin_ctz(stop);
-    p += 16;
-  }
-#endif
-  for (; p < end; ++p) {
-    auto c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c == 0x7f) return p;
-  }
-  return end;
-}
-
-class head_parser {
- public:
-  head_parser(std::span<char> text, response_head& out, error_code& ec)
-      : begin_(text.data()), p_(begin_), end_(begin_ + text.size()), out_(out), ec_(ec) {}
-
-  head_progress parse(std::size_t& used) {
-    out_.fields.clear();
-    // Room for a provider's two dozen fields in one allocation, not six
-    // as the vector doubles.
-    constexpr std::size_t usual_fields = 32;
-    out_.fields.reserve(usual_fields);
-    out_.content_length.reset();
-    out_.chunked = out_.connection_close = out_.connection_keep_alive = false;
-    out_.connection_option_count = 0;
-    transfer_encoding_ = false;
-    if (auto r = status_line(); r != head_progress::done) return r;
-    for (;;) {
-      if (p_ == end_) return head_progress::need_more;
-      if (*p_ == '\r') break;  // the blank line, if its LF follows
-      if (auto r = field_line(); r != head_progress::done) return r;
-    }
-    if (end_ - p_ < 2) return head_progress::need_more;
-    if (p_[1] != '\n') return fail(error::bad_line_ending);
-    p_ += 2;
-    used = static_cast<std::size_t>(p_ - begin_);
-    keep_copy(used);
-    return head_progress::done;
-  }
-
- private:
-  head_progress fail(error e) {
-    ec_ = e;
-    return head_progress::failed;
-  }
-  bool refuse(error e) {
-    ec_ = e;
-    return false;
-  }
-
-  // HTTP-version SP status-code SP reason-phrase CRLF, with Beast's errors.
-  head_progress status_line() {
-    constexpr std::string_view name = "HTTP/";
-    auto have = static_cast<std::size_t>(end_ - p_);
-    // (What came so far is refused at once if it cannot begin a response:
-    // a broken upstream's bytes fail here, not at the head timeout.)
-    if (std::string_view(p_, std::min(have, name.size())) != name.substr(0, std::min(have, name.size())))
-      return fail(error::bad_version);
-    constexpr std::size_t through_status = 13;  // "HTTP/1.1 200 "
-    if (have < through_status) return head_progress::need_more;
-    auto digit = [](char c) { return c >= '0' && c <= '9'; };
-    if (!digit(p_[5]) || p_[6] != '.' || !digit(p_[7])) return fail(error::bad_version);
-    out_.version = static_cast<unsigned>((p_[5] - '0') * 10 + (p_[7] - '0'));
-    if (out_.version != 10 && out_.version != 11) return fail(error::bad_version);
-    if (p_[8] != ' ') return fail(error::bad_version);
-    if (!digit(p_[9]) || !digit(p_[10]) || !digit(p_[11]) || p_[12] != ' ') return fail(error::bad_status);
-    out_.status = static_cast<unsigned>((p_[9] - '0') * 100 + (p_[10] - '0') * 10 + (p_[11] - '0'));
-    p_ += through_status;
-    const char* reason = p_;
-    const char* last = nullptr;
-    if (auto r = rest_of_line(last, false); r != head_progress::done) return r;
-    out_.reason = std::string_view(reason, static_cast<std::size_t>(last - reason));
-    return head_progress::done;
-  }
-
-  // field-name ":" OWS field-value OWS CRLF.
-  head_progress field_line() {
-    const char* line = p_;
-    char* q = p_;
-    while (q < end_ && http_token_chars[static_cast<unsigned char>(*q)]) ++q;
-    if (q == end_) return head_progress::need_more;
-    if (*q != ':' || q == p_) return fail(error::bad_field);
-    std::string_view name(p_, static_cast<std::size_t>(q - p_));
-    p_ = q + 1;
-    while (p_ < end_ && is_blank(*p_)) ++p_;
-    const char* value = p_;
-    const char* last = nullptr;
-    if (auto r = rest_of_line(last, true); r != head_progress::done) return r;
-    while (last > value && is_blank(last[-1])) --last;
-    if (out_.fields.size() == max_fields) return fail(error::header_limit);
-    auto& f = out_.fields.emplace_back();
-    f.name = name;
-    f.value = std::string_view(value, static_cast<std::size_t>(last - value));
-    f.line = std::string_view(line, static_cast<std::size_t>(p_ - line));
-    return framing(f.name, f.value) ? head_progress::done : head_progress::failed;
-  }
-
-  // From p_ to its line's CRLF: `last` ends at the CR, p_ after the LF.
-  // HTAB passes; a fold (CRLF then a blank), in a field value, is blanked
-  // and the value goes on; any other control character is refused.
-  head_progress rest_of_line(const char*& last, bool folds) {
-    for (;;) {
-      char* q = p_ + (next_control(p_, end_) - p_);
-      if (q == end_) return head_progress::need_more;
-      if (*q == '\t') {
-        p_ = q + 1;
-        continue;
-      }
-      if (*q != '\r') return fail(*q == '\n' ? error::bad_line_ending : folds ? error::bad_value : error::bad_reason);
-      if (end_ - q < 2) return head_progress::need_more;
-      if (q[1] != '\n') return fail(error::bad_line_ending);
-      if (folds) {
-        if (end_ - q < 3) return head_progress::need_more;  // (the next line's first byte decides)
-        if (is_blank(q[2])) {
-          q[0] = q[1] = ' ';
-          p_ = q + 3;
-          continue;
-        }
-      }
-      last = q;
-      p_ = q + 2;
-      return head_progress::done;
-    }
-  }
-
-  // The fields that decide the body's framing and the connection's fate.
-  bool framing(std::string_view name, std::string_view value) {
-    if (same_name(name, "content-length")) return content_length(value);
-    if (same_name(name, "transfer-encoding")) return transfer_encoding(value);
-    if (same_name(name, "connection") || same_name(name, "proxy-connection")) return connection(value);
-    return true;
-  }
-
-  // A list of one length, possibly repeated (RFC 9110 §8.6), and the same
-  // in every Content-Length field.
-  bool content_length(std::string_view value) {
-    if (transfer_encoding_) return refuse(error::bad_content_length);
-    bool same = true;
-    bool ok = each_element(value, [&](std::string_view element) {
-      if (element.empty()) return false;
-      std::uint64_t v = 0;
-      for (char c : element) {
-        if (c < '0' || c > '9') return false;
-        if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(c - '0'), &v))
-          return false;
-      }
-      if (out_.content_length && *out_.content_length != v) same = false;
-      out_.content_length = v;
-      return same;
-    });
-    if (!same) return refuse(error::multiple_content_length);
-    if (!ok) return refuse(error::bad_content_length);
-    return true;
-  }
-
-  // Codings in order; `chunked` may only come last (RFC 9112 §6.1). Each
-  // a bare token: the codings of HTTP/1.1 have no parameters, and a value
-  // like "chunked x" is refused rather than guessed at.
-  bool transfer_encoding(std::string_view value) {
-    // (A field after the one that ended with chunked, even an empty one.)
-    if (out_.content_length || out_.chunked) return refuse(error::bad_transfer_encoding);
-    transfer_encoding_ = true;
-    bool ok = each_element(value, [&](std::string_view coding) {
-      if (coding.empty()) return true;
-      if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
-      out_.chunked = same_name(coding, "chunked");
-      return true;
-    });
-    if (!ok) return refuse(error::bad_transfer_encoding);
-    return true;
-  }
-
-  bool connection(std::string_view value) {
-    bool ok = each_element(value, [&](std::string_view option) {
-      if (option.empty()) return true;
-      if (!is_http_token(option)) return false;
-      if (same_name(option, "close")) out_.connection_close = true;
-      if (same_name(option, "keep-alive")) {
-        out_.connection_keep_alive = true;
-        return true;
-      }
-      if (out_.connection_option_count == response_head::max_connection_options) return false;
-      out_.connection_options[out_.connection_option_count++] = option;
-      return true;
-    });
-    if (!ok) return refuse(error::bad_value);
-    return true;
-  }
-
-  // The head's bytes into `out`, and every view moved onto them.
-  void keep_copy(std::size_t used) {
-    out_.bytes.assign(begin_, used);
-    const char* base = out_.bytes.data();
-    auto moved = [&](std::string_view v) {
-      return std::string_view(base + (v.data() - begin_), v.size());
-    };
-    out_.reason = moved(out_.reason);
-    for (std::size_t i = 0; i < out_.connection_option_count; ++i)
-      out_.connection_options[i] = moved(out_.connection_options[i]);
-    for (auto& f : out_.fields) {
-      f.name = moved(f.name);
-      f.value = moved(f.value);
-      f.line = moved(f.line);
-    }
-  }
-
-  char* begin_;
-  char* p_;
-  char* end_;
-  response_head& out_;
-  error_code& ec_;
-  bool transfer_encoding_ = false;
-};
 
 }  // namespace
-
-std::string_view response_head::value_of(std::string_view name) const {
-  for (const auto& f : fields)
-    if (same_name(f.name, name)) return f.value;
-  return {};
-}
 
 void response_head::release_fields() {
   std::vector<field>().swap(fields);
@@ -278,7 +41,12 @@ void response_head::release_fields() {
 }
 
 head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used, error_code& ec) {
-  return head_parser(text, out, ec).parse(used);
+  head_scanner scan(text, out, ec);
+  if (auto r = status_line(scan, out); r != head_progress::done) return r;
+  if (auto r = scan.fields_and_end(used); r != head_progress::done) return r;
+  scan.keep_copy(used);
+  out.reason = scan.moved(out.reason);
+  return head_progress::done;
 }
 
 }  // namespace tokengate::upstream

@@ -102,7 +102,7 @@ upstream::response_head upstream_head(std::string text) {
   upstream::response_head head;
   std::size_t used = 0;
   error_code ec;
-  EXPECT_EQ(upstream::parse_response_head(text, head, used, ec), upstream::head_progress::done) << ec.message();
+  EXPECT_EQ(upstream::parse_response_head(text, head, used, ec), head_progress::done) << ec.message();
   return head;
 }
 
