@@ -65,7 +65,7 @@ head_scanner::head_scanner(std::span<char> text, message_head& out, error_code& 
   constexpr std::size_t usual_fields = 32;
   out_.fields.reserve(usual_fields);
   out_.content_length.reset();
-  out_.transfer_encoding = out_.chunked = out_.connection_close = out_.connection_keep_alive = false;
+  out_.transfer_encoding = out_.chunked = out_.other_codings = out_.connection_close = out_.connection_keep_alive = false;
   out_.connection_option_count = 0;
 }
 
@@ -180,6 +180,7 @@ bool head_scanner::transfer_encoding(std::string_view value) {
     if (coding.empty()) return true;
     if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
     out_.chunked = same_name(coding, "chunked");
+    out_.other_codings = out_.other_codings || !out_.chunked;
     return true;
   });
   if (!ok) return refuse(error::bad_transfer_encoding);

@@ -42,6 +42,7 @@ struct message_head {
   std::optional<std::uint64_t> content_length;
   bool transfer_encoding = false;  // a Transfer-Encoding field came
   bool chunked = false;            // ... and it ends with chunked
+  bool other_codings = false;      // ... and names a coding other than chunked
   bool connection_close = false;
   bool connection_keep_alive = false;
   // The Connection fields' other options: names of fields that belong to

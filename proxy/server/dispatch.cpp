@@ -108,9 +108,9 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx, bool keep_alive,
                                       std::unique_ptr<early_forward>& early) {
-  auto target = std::string_view(request.target());
-  const bool is_get_models = request.method() == http::verb::get && ctx.path == "/v1/models";
-  const bool is_post_api = request.method() == http::verb::post && is_proxied_post(ctx.path);
+  auto target = request.head.target;
+  const bool is_get_models = request.head.method == http::verb::get && ctx.path == "/v1/models";
+  const bool is_post_api = request.head.method == http::verb::post && is_proxied_post(ctx.path);
 
   if (target.empty() || target.front() != '/') {
     // Absolute-form targets would let a client pick the upstream: never.
@@ -148,7 +148,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
   }
 
-  auto client_key = routing::client_key_from(request[http::field::authorization], request["x-api-key"]);
+  auto client_key = routing::client_key_from(request.head.value_of("authorization"), request.head.value_of("x-api-key"));
   if (is_get_models) {
     auto auth = routing::authenticate(*cfg, client_key);
     if (auto* e = std::get_if<routing::policy_error>(&auth)) {

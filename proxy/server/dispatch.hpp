@@ -5,7 +5,7 @@
 #include <boost/beast/http/message.hpp>
 #include "net.hpp"
 #include "server/early_forward.hpp"
-#include "server/request_body.hpp"
+#include "server/client_request.hpp"
 
 namespace tokengate {
 

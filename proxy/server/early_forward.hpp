@@ -14,7 +14,6 @@
 // closed before the last byte, so the upstream never had a complete
 // request, and the request goes the usual way.
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include <memory>
 #include <optional>
@@ -22,7 +21,7 @@
 
 #include "config/config.hpp"
 #include "net.hpp"
-#include "server/request_body.hpp"
+#include "server/client_request.hpp"
 #include "server/request_context.hpp"
 #include "upstream/pool.hpp"
 
@@ -55,14 +54,13 @@ struct early_forward {
   bool agrees_with(const routing::routed_request& whole, std::string_view path) const;
 };
 
-// Reads the body of a request whose head has been read (the same errors as
-// Beast's read). When `may_forward` and the body is long (a known length of
+// Reads the body of a request whose head has been read (the errors of
+// read_message.hpp). When `may_forward` and the body is long (a known length of
 // limits.forward_early_bytes or more, 16 KiB at least), it is forwarded
 // as it arrives where the first members allow a decision, and `early` is
 // set once the upstream holds all of it but its last byte.
-net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
-                                     http::request_parser<request_body>& parser, worker& w,
-                                     const config::listener& listener, request_context& ctx, bool may_forward,
+net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer, client_request& request,
+                                     worker& w, const config::listener& listener, request_context& ctx, bool may_forward,
                                      std::unique_ptr<early_forward>& early);
 
 }  // namespace tokengate

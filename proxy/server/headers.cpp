@@ -8,53 +8,38 @@
 namespace tokengate {
 namespace {
 
-// Tokens of every Connection header, e.g. "keep-alive, x-foo"; `first` is
-// the first of them (fields.find, looked up once per head, not per field:
-// a tree search with a case-blind compare at every step). Beast keeps the
-// fields of one name together (a repeat goes after the last of its name),
-// so the others follow it.
-bool named_by_connection(const http::fields& fields, http::fields::const_iterator first, std::string_view name) {
-  for (auto it = first; it != fields.end() && it->name() == http::field::connection; ++it) {
-    std::string_view list = it->value();
-    while (!list.empty()) {
-      auto comma = list.find(',');
-      auto token = list.substr(0, comma);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-      if (same_name(token, name)) return true;
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
+// A head's fields onto `to` as the lines the sender wrote, but for those
+// `dropped` names: the kept lines follow each other in the head, and each
+// run of them goes in one copy.
+template <typename Dropped>
+void copy_kept_lines(const message_head& from, head_writer& to, Dropped dropped) {
+  std::string_view run;
+  for (const auto& f : from.fields) {
+    if (dropped(f.name)) {
+      to.lines(std::exchange(run, {}));
+      continue;
+    }
+    if (!run.empty() && run.data() + run.size() == f.line.data()) {
+      run = std::string_view(run.data(), run.size() + f.line.size());
+    } else {
+      to.lines(run);
+      run = f.line;
     }
   }
-  return false;
+  to.lines(run);
 }
 
-// (Fields with a name Beast knows are compared by its code, which its
-// parser found case-blind; the rest by name.)
-bool is_credential(http::field code, std::string_view name) {
-  if (code != http::field::unknown) return code == http::field::authorization;
-  return same_name(name, "x-api-key") || same_name(name, "api-key");
+bool named_in(std::span<const std::string_view> names, std::string_view name) {
+  return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return same_name(n, name); });
+}
+
+bool is_credential(std::string_view name) {
+  return same_name(name, "authorization") || same_name(name, "x-api-key") || same_name(name, "api-key");
 }
 
 }  // namespace
 
-bool is_hop_by_hop(http::field code) {
-  switch (code) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-    case http::field::proxy_connection:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-      return true;
-    default:
-      return false;
-  }
-}
-// (By length first: called for every field of every response head.)
+// (By length first: called for every field of every head that crosses.)
 bool is_hop_by_hop(std::string_view name) {
   switch (name.size()) {
     case 2:
@@ -76,24 +61,24 @@ bool is_hop_by_hop(std::string_view name) {
   }
 }
 
-void forward_request_headers(const http::fields& client, head_writer& upstream,
-                             std::string_view upstream_host, std::string_view request_id,
-                             const upstream_credentials& credentials) {
+void forward_request_headers(const request_head& client, head_writer& upstream, std::string_view upstream_host,
+                             std::string_view request_id, const upstream_credentials& credentials) {
+  const bool replace_credentials = credentials.how != upstream_credentials::style::none;
   bool version_forwarded = false;
-  const auto connection = client.find(http::field::connection);
-  for (const auto& f : client) {
-    auto code = f.name();
-    auto name = f.name_string();
-    if (is_hop_by_hop(code) || named_by_connection(client, connection, name)) continue;
-    if (code == http::field::host || code == http::field::content_length) continue;
-    // We must read the stream to observe it, so we ask for it uncompressed.
-    if (code == http::field::accept_encoding) continue;
-    bool unknown = code == http::field::unknown;  // (the three names below are not Beast's)
-    if (unknown && same_name(name, "x-request-id")) continue;
-    if (credentials.how != upstream_credentials::style::none && is_credential(code, name)) continue;
-    version_forwarded = version_forwarded || (unknown && same_name(name, "anthropic-version"));
-    upstream.field(name, f.value());
-  }
+  copy_kept_lines(client, upstream, [&](std::string_view name) {
+    if (is_hop_by_hop(name) || named_in(client.named_by_connection(), name)) return true;
+    // Ours to write: the upstream's host, the body's length, the request id.
+    // And we must read the stream to observe it, so we ask for it
+    // uncompressed. An Expect: 100-continue the session has answered (the
+    // body goes whole): forwarded, an upstream's 100 would be read as its
+    // answer.
+    if (same_name(name, "host") || same_name(name, "content-length") || same_name(name, "accept-encoding") ||
+        same_name(name, "x-request-id") || same_name(name, "expect"))
+      return true;
+    if (replace_credentials && is_credential(name)) return true;
+    version_forwarded = version_forwarded || same_name(name, "anthropic-version");
+    return false;
+  });
   upstream.field("Host", upstream_host);
   upstream.field("Accept-Encoding", "identity");
   upstream.field("x-request-id", request_id);
@@ -115,30 +100,11 @@ void forward_request_headers(const http::fields& client, head_writer& upstream,
 void forward_response_headers(const upstream::response_head& upstream, head_writer& client,
                               std::string_view request_id, std::span<const named_value> added,
                               std::span<const std::string_view> replaced) {
-  auto dropped = [&](std::string_view name) {
+  copy_kept_lines(upstream, client, [&](std::string_view name) {
     if (is_hop_by_hop(name) || same_name(name, "content-length") || same_name(name, "x-request-id")) return true;
-    auto same = [&](std::string_view other) { return same_name(name, other); };
-    const auto options = upstream.named_by_connection();
-    return std::any_of(options.begin(), options.end(), same) ||
-           std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same(a.first); }) ||
-           std::any_of(replaced.begin(), replaced.end(), same);
-  };
-  // The kept lines follow each other in the upstream's head: each run of
-  // them goes in one copy.
-  std::string_view run;
-  for (const auto& f : upstream.fields) {
-    if (dropped(f.name)) {
-      client.lines(std::exchange(run, {}));
-      continue;
-    }
-    if (!run.empty() && run.data() + run.size() == f.line.data()) {
-      run = std::string_view(run.data(), run.size() + f.line.size());
-    } else {
-      client.lines(run);
-      run = f.line;
-    }
-  }
-  client.lines(run);
+    return named_in(upstream.named_by_connection(), name) || named_in(replaced, name) ||
+           std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same_name(name, a.first); });
+  });
   client.field("x-request-id", request_id);
   for (const auto& [name, value] : added) client.field(name, value);
 }

@@ -2,8 +2,6 @@
 // Which headers cross the proxy. Hop-by-hop headers (RFC 9110 §7.6.1) and any
 // header a Connection header names belong to one connection and are dropped;
 // credentials are replaced when the upstream has its own key.
-#include <boost/beast/http/fields.hpp>
-
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,12 +9,12 @@
 
 #include "net.hpp"
 #include "server/head_bytes.hpp"
+#include "server/request_head.hpp"
 #include "upstream/response_head.hpp"
 
 namespace tokengate {
 
 bool is_hop_by_hop(std::string_view name);
-bool is_hop_by_hop(http::field code);
 
 struct upstream_credentials {
   enum class style { none, bearer, x_api_key } how = style::none;
@@ -27,9 +25,10 @@ struct upstream_credentials {
 // Client request headers → the upstream request's fields: the client's
 // end-to-end fields in their order, then Host, Accept-Encoding, the
 // request id and the upstream's credentials.
-void forward_request_headers(const http::fields& client, head_writer& upstream,
-                             std::string_view upstream_host, std::string_view request_id,
-                             const upstream_credentials& credentials);
+// Each forwarded field goes as the line the client wrote, consecutive ones
+// in one copy.
+void forward_request_headers(const request_head& client, head_writer& upstream, std::string_view upstream_host,
+                             std::string_view request_id, const upstream_credentials& credentials);
 
 // A header field the proxy adds (name, value).
 using named_value = std::pair<std::string, std::string>;

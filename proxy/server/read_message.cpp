@@ -6,52 +6,40 @@
 #include <algorithm>
 
 #include "server/any_stream.hpp"
+#include "server/chunked_body.hpp"
 
 namespace tokengate {
+namespace {
 
-template <bool isRequest>
-net::awaitable<error_code> read_message(any_stream& stream, beast::flat_buffer& buffer,
-                                        http::basic_parser<isRequest>& parser, bool whole) {
-  parser.eager(whole);  // (as Beast's async_read and async_read_header set it)
-  auto done = [&] { return whole ? parser.is_done() : parser.is_header_done(); };
-  while (!done()) {
-    if (buffer.size() > 0) {
-      error_code ec;
-      auto used = parser.put(buffer.data(), ec);
-      buffer.consume(used);
-      if (!ec && used > 0) continue;  // an element parsed: done, or parse on
-      if (ec && ec != http::error::need_more) co_return ec;
-    }
-    auto size = beast::read_size(buffer, 65536);
-    if (size == 0) co_return http::error::buffer_overflow;
-    auto into = buffer.prepare(size);
-    error_code ec;
-    std::size_t n = 0;
-    if (!stream.read_now(into, ec, n)) std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
-    buffer.commit(n);
-    if (ec == net::error::eof) {
-      // Nothing at all: the peer simply closed. Part of a message: the
-      // parser decides (a body that runs to the close ends here; anything
-      // else is a partial message).
-      if (!parser.got_some()) co_return http::error::end_of_stream;
-      error_code eof_ec;
-      parser.put_eof(eof_ec);
-      co_return eof_ec;
-    }
-    if (ec) co_return ec;
-  }
-  co_return error_code{};
+// Reads into `buffer` what the stream has: at once when it has something,
+// otherwise when it comes. (As Beast's parser says it: nothing at all, or
+// part of a message.)
+net::awaitable<error_code> read_more(any_stream& stream, beast::flat_buffer& buffer, std::size_t room) {
+  auto into = buffer.prepare(room);
+  error_code ec;
+  std::size_t n = 0;
+  if (!stream.read_now(into, ec, n)) std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
+  buffer.commit(n);
+  if (ec == net::error::eof) co_return buffer.size() == 0 ? http::error::end_of_stream : http::error::partial_message;
+  co_return ec;
 }
 
-net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_buffer& buffer,
-                                              upstream::response_head& head, std::size_t limit) {
+// Room for a hosted provider's head (a kilobyte or two) or the OpenAI
+// SDK's request head in one read, as nginx's 4 KiB: Beast's sizing gives an
+// empty buffer 512 bytes, and such a head took three reads (callgrind, the
+// demo engine's provider_head).
+constexpr std::size_t head_read_room = 4096;
+
+// `parse(text, used, ec)` is a head parser's call (head_progress).
+template <typename Parse>
+net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buffer, std::size_t limit, Parse parse) {
   for (;;) {
     if (buffer.size() > 0) {
       auto bytes = buffer.data();
       std::span<char> text(static_cast<char*>(bytes.data()), std::min(bytes.size(), limit));
       std::size_t used = 0;
       error_code ec;
-      auto progress = upstream::parse_response_head(text, head, used, ec);
+      auto progress = parse(text, used, ec);
       if (progress == head_progress::done) {
         buffer.consume(used);
         co_return error_code{};
@@ -59,25 +47,41 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
       if (progress == head_progress::failed) co_return ec;
       if (bytes.size() >= limit) co_return http::error::header_limit;
     }
-    // Room for a hosted provider's head (a kilobyte or two) in one read, as
-    // nginx's 4 KiB: Beast's sizing gives an empty buffer 512 bytes, and
-    // such a head took three reads (callgrind, the demo engine's
-    // provider_head).
-    constexpr std::size_t head_read_room = 4096;
-    auto into = buffer.prepare(std::max(beast::read_size(buffer, 65536), head_read_room));
-    error_code ec;
-    std::size_t n = 0;
-    if (!stream.read_now(into, ec, n)) std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
-    buffer.commit(n);
-    // (As Beast's parser says it: nothing at all, or part of a head.)
-    if (ec == net::error::eof) co_return buffer.size() == 0 ? http::error::end_of_stream : http::error::partial_message;
-    if (ec) co_return ec;
+    if (auto ec = co_await read_more(stream, buffer, std::max(beast::read_size(buffer, 65536), head_read_room)))
+      co_return ec;
   }
 }
 
-template net::awaitable<error_code> read_message<true>(any_stream&, beast::flat_buffer&, http::basic_parser<true>&,
-                                                       bool);
-template net::awaitable<error_code> read_message<false>(any_stream&, beast::flat_buffer&, http::basic_parser<false>&,
-                                                        bool);
+}  // namespace
+
+net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
+                                             std::size_t limit, std::size_t max_fields) {
+  return read_head(stream, buffer, limit, [&head, max_fields](std::span<char> text, std::size_t& used, error_code& ec) {
+    return parse_request_head(text, head, used, ec, max_fields);
+  });
+}
+
+net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_buffer& buffer,
+                                              upstream::response_head& head, std::size_t limit) {
+  return read_head(stream, buffer, limit, [&head](std::span<char> text, std::size_t& used, error_code& ec) {
+    return upstream::parse_response_head(text, head, used, ec);
+  });
+}
+
+net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer, body_bytes& body,
+                                             std::size_t limit) {
+  auto decoder = stream::body_decoder::chunked();
+  for (;;) {
+    if (buffer.size() > 0) {
+      auto bytes = buffer.data();
+      error_code ec;
+      buffer.consume(take_chunks(decoder, std::span(static_cast<char*>(bytes.data()), bytes.size()), body, limit, ec));
+      if (ec) co_return ec;
+      if (decoder.done()) co_return error_code{};
+    }
+    if (auto ec = co_await read_more(stream, buffer, beast::read_size(buffer, 65536)))
+      co_return ec == http::error::end_of_stream ? http::error::partial_message : ec;
+  }
+}
 
 }  // namespace tokengate

@@ -2,7 +2,6 @@
 
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <spdlog/spdlog.h>
 
 #include <random>
@@ -23,8 +22,7 @@ namespace {
 
 // The client's own id is kept when it is short and printable (it ends up in
 // logs); otherwise we make one.
-std::string request_id_for(const http::fields& headers) {
-  auto given = headers["x-request-id"];
+std::string request_id_for(std::string_view given) {
   bool usable = !given.empty() && given.size() <= 128;
   for (char c : given) usable = usable && c > 0x20 && c < 0x7f && c != '"' && c != '\\';
   if (usable) return std::string(given);
@@ -105,14 +103,20 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     first = false;
 
     request_context ctx;
-    http::request_parser<request_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes));
-    parser.body_limit(limits.max_body_bytes);
-
+    client_request request;
+    auto& head = request.head;
     stream.expires_after(limits.head_timeout);
-    auto hec = co_await read_message(stream, buffer, parser, false);
+    // (One field more than allowed is read, to tell too many from too long.)
+    auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count + 1);
     ctx.received = clock::now();
-    ctx.request_id = hec ? request_id_for({}) : request_id_for(parser.get().base());
+    // (A refused head's views point into the buffer, and may be part of a field.)
+    ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of("x-request-id"));
+    if (hec == http::error::header_limit && head.fields.size() > limits.max_header_count) {
+      co_await send_json_error(stream, 431, "too many request headers (limit " +
+                                   std::to_string(limits.max_header_count) + ")",
+                               "invalid_request_error", "too_many_headers", false, ctx);
+      co_return true;
+    }
     if (hec) {
       auto failure = classify_read_error(hec, limits);
       if (failure)
@@ -120,20 +124,11 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
                                  failure->code, false, ctx);
       co_return failure.has_value();
     }
-    auto& head = parser.get();
-    ctx.method = std::string(head.method_string());
-    auto target = std::string_view(head.target());
-    ctx.path = std::string(target.substr(0, target.find('?')));
+    ctx.method = std::string(head.method_string);
+    ctx.path = std::string(head.target.substr(0, head.target.find('?')));
     ctx.dialect = stream::dialect_for_path(ctx.path);
 
-    std::size_t header_count = std::distance(head.begin(), head.end());
-    if (header_count > limits.max_header_count) {
-      co_await send_json_error(stream, 431, "too many request headers (limit " +
-                                   std::to_string(limits.max_header_count) + ")",
-                               "invalid_request_error", "too_many_headers", false, ctx);
-      co_return true;
-    }
-    if (head[http::field::expect] == "100-continue" && !parser.is_done()) {
+    if (head.expects_continue() && head.has_body()) {
       static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
       stream.expires_after(limits.body_timeout);
       auto [cec, cn] = co_await net::async_write(stream, net::buffer(continue_line), use_tuple);
@@ -141,7 +136,7 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     }
     stream.expires_after(limits.body_timeout);
     std::unique_ptr<early_forward> early;  // (on the heap: most requests have none, and the frame lasts the session)
-    auto bec = co_await read_body(stream, buffer, parser, w, listener, ctx, !over_client_limit, early);
+    auto bec = co_await read_body(stream, buffer, request, w, listener, ctx, !over_client_limit, early);
     if (bec) {
       auto failure = classify_read_error(bec, limits);
       if (failure)
@@ -162,11 +157,10 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
       w.metrics().count_status(429);
       co_return false;
     }
-    auto request = parser.release();
     w.metrics().downstream_rq_total.add();
     w.metrics().downstream_rq_active.add();
 
-    bool keep_alive = request.keep_alive() && !w.draining();
+    bool keep_alive = head.keep_alive() && !w.draining();
     if (!w.setups().try_start()) {  // a burst: open streams' events first (server/setup_pacer.hpp)
       w.metrics().downstream_rq_paced.add();
       co_await w.setups().wait_turn(net::use_awaitable);

@@ -42,13 +42,14 @@ std::vector<net::const_buffer> upstream_request(const client_request& request, c
   body_pieces(body_text(request), edits, pieces);
   auto body_size = net::buffer_size(pieces);
   // (Room for the fields we add: host, request id, a key, the length.)
-  auto target = pool.url().upstream_path(request.target());
-  head_writer writer(request.method_string(), target, fields_size(request.base()) + 256 + settings.api_key.size());
-  forward_request_headers(request.base(), writer, pool.url().host_header, ctx.request_id, credentials_for(settings));
+  const auto& client = request.head;
+  auto target = pool.url().upstream_path(client.target);
+  head_writer writer(client.method_string, target, client.bytes.size() + 256 + settings.api_key.size());
+  forward_request_headers(client, writer, pool.url().host_header, ctx.request_id, credentials_for(settings));
   // As Beast frames a request body: a length when there is a body, or when
   // the method is one that carries one; none otherwise. The upstream
   // connection is kept alive (HTTP/1.1's default: no Connection field).
-  auto verb = request.method();
+  auto verb = client.method;
   if (body_size > 0 || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
     char digits[24];
     auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;

@@ -8,7 +8,7 @@
 #include "config/config.hpp"
 #include "net.hpp"
 #include "routing/json_scan.hpp"
-#include "server/request_body.hpp"
+#include "server/client_request.hpp"
 
 namespace tokengate {
 

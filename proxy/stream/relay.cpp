@@ -668,7 +668,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
       std::string().swap(up_head);
       std::vector<net::const_buffer>().swap(up_pieces);
       ++active;
-      relay_context r{s, pool, settings, plan, deadline, client_keep_alive, request.version()};
+      relay_context r{s, pool, settings, plan, deadline, client_keep_alive, request.head.version};
       keep_client = co_await relay_response(r, head, up_buffer);
       --active;
       co_return;
@@ -687,7 +687,7 @@ net::awaitable<void> run_exchange(exchange_state& s, client_request& request, ex
 net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request,
                                     worker& w, exchange_plan& plan, request_context& ctx) {
   exchange_state s(client, ctx, w);
-  bool keep_client = request.keep_alive();
+  bool keep_client = request.head.keep_alive();
   // The watcher's read runs without a deadline; writes get their own.
   client.expires_never();
   // The watcher runs beside the exchange rather than through an awaitable

@@ -16,7 +16,7 @@
 #include "config/config.hpp"
 #include "routing/json_scan.hpp"
 #include "net.hpp"
-#include "server/request_body.hpp"
+#include "server/client_request.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {

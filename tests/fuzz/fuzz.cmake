@@ -8,7 +8,8 @@ add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/body_decoder.cpp
-  proxy/server/headers.cpp proxy/server/head_bytes.cpp proxy/upstream/response_head.cpp
+  proxy/server/headers.cpp proxy/server/head_bytes.cpp proxy/server/request_head.cpp proxy/server/chunked_body.cpp
+  proxy/http_head.cpp proxy/upstream/response_head.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)

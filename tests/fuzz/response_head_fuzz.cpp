@@ -41,11 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto beast_used = beast.put(boost::asio::buffer(input.data(), input.size()), beast_ec);
   bool beast_done = !beast_ec && beast.is_header_done();
 
-  if (progress == upstream::head_progress::need_more) {
+  if (progress == head_progress::need_more) {
     check(!beast_done);
     return 0;
   }
-  if (progress == upstream::head_progress::failed) {
+  if (progress == head_progress::failed) {
     if (beast_done) {
       // Only where we are stricter on purpose.
       check(ours_ec == http::error::bad_transfer_encoding || ours_ec == http::error::bad_content_length ||

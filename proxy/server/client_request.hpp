@@ -1,20 +1,20 @@
 #pragma once
-// The body of a client's request, as the proxy holds it: bytes read once,
-// scanned in place and sent on as pieces (never re-serialised).
+// A client's request as the proxy holds it: its head (server/
+// request_head.hpp) and its body, bytes read once, scanned in place and
+// sent on as pieces (never re-serialised).
 //
-// It is a vector whose allocator leaves new elements uninitialised, so that
+// The body is a vector whose allocator leaves new elements uninitialised, so that
 // sizing it for a body of known length does not zero-fill it first:
 // std::string's resize writes every byte before the read overwrites it
 // (perf, 64 concurrent 200 KB prompts: memset at 3 % of the proxy's CPU).
-// Every byte is written by the read (or by Beast's parser) before use.
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/vector_body.hpp>
-
+// Every byte is written by the read (or by the chunked decoding) before use.
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "net.hpp"
+#include "server/request_head.hpp"
 
 namespace tokengate {
 
@@ -41,11 +41,13 @@ struct uninitialized_allocator : std::allocator<T> {
   }
 };
 
-using request_body = http::vector_body<char, uninitialized_allocator<char>>;
-using client_request = http::request<request_body>;
+using body_bytes = std::vector<char, uninitialized_allocator<char>>;
 
-inline std::string_view body_text(const client_request& request) {
-  return {request.body().data(), request.body().size()};
-}
+struct client_request {
+  request_head head;
+  body_bytes body;
+};
+
+inline std::string_view body_text(const client_request& request) { return {request.body.data(), request.body.size()}; }
 
 }  // namespace tokengate
