@@ -141,9 +141,9 @@ head_progress head_scanner::rest_of_line(const char*& last, bool folds, http::er
 
 // The fields that decide the body's framing and the connection's fate.
 bool head_scanner::framing(std::string_view name, std::string_view value) {
-  if (same_name(name, "content-length")) return content_length(value);
-  if (same_name(name, "transfer-encoding")) return transfer_encoding(value);
-  if (same_name(name, "connection") || same_name(name, "proxy-connection")) return connection(value);
+  if (is_named(name, "content-length")) return content_length(value);
+  if (is_named(name, "transfer-encoding")) return transfer_encoding(value);
+  if (is_named(name, "connection") || is_named(name, "proxy-connection")) return connection(value);
   return true;
 }
 
@@ -179,7 +179,7 @@ bool head_scanner::transfer_encoding(std::string_view value) {
   bool ok = each_element(value, [&](std::string_view coding) {
     if (coding.empty()) return true;
     if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
-    out_.chunked = same_name(coding, "chunked");
+    out_.chunked = is_named(coding, "chunked");
     out_.other_codings = out_.other_codings || !out_.chunked;
     return true;
   });
@@ -191,8 +191,8 @@ bool head_scanner::connection(std::string_view value) {
   bool ok = each_element(value, [&](std::string_view option) {
     if (option.empty()) return true;
     if (!is_http_token(option)) return false;
-    if (same_name(option, "close")) out_.connection_close = true;
-    if (same_name(option, "keep-alive")) {
+    if (is_named(option, "close")) out_.connection_close = true;
+    if (is_named(option, "keep-alive")) {
       out_.connection_keep_alive = true;
       return true;
     }
@@ -223,12 +223,6 @@ std::string_view message_head::value_of(std::string_view name) const {
   for (const auto& f : fields)
     if (same_name(f.name, name)) return f.value;
   return {};
-}
-
-bool message_head::has(std::string_view name) const {
-  for (const auto& f : fields)
-    if (same_name(f.name, name)) return true;
-  return false;
 }
 
 }  // namespace tokengate

@@ -59,8 +59,6 @@ struct message_head {
 
   // The value of the first field of that name (case-blind), or empty.
   std::string_view value_of(std::string_view name) const;
-  // Whether a field of that name came.
-  bool has(std::string_view name) const;
 };
 
 enum class head_progress { done, need_more, failed };

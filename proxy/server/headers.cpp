@@ -34,7 +34,7 @@ bool named_in(std::span<const std::string_view> names, std::string_view name) {
 }
 
 bool is_credential(std::string_view name) {
-  return same_name(name, "authorization") || same_name(name, "x-api-key") || same_name(name, "api-key");
+  return is_named(name, "authorization") || is_named(name, "x-api-key") || is_named(name, "api-key");
 }
 
 }  // namespace
@@ -43,19 +43,19 @@ bool is_credential(std::string_view name) {
 bool is_hop_by_hop(std::string_view name) {
   switch (name.size()) {
     case 2:
-      return same_name(name, "te");
+      return is_named(name, "te");
     case 7:
-      return same_name(name, "trailer") || same_name(name, "upgrade");
+      return is_named(name, "trailer") || is_named(name, "upgrade");
     case 10:
-      return same_name(name, "connection") || same_name(name, "keep-alive");
+      return is_named(name, "connection") || is_named(name, "keep-alive");
     case 16:
-      return same_name(name, "proxy-connection");
+      return is_named(name, "proxy-connection");
     case 17:
-      return same_name(name, "transfer-encoding");
+      return is_named(name, "transfer-encoding");
     case 18:
-      return same_name(name, "proxy-authenticate");
+      return is_named(name, "proxy-authenticate");
     case 19:
-      return same_name(name, "proxy-authorization");
+      return is_named(name, "proxy-authorization");
     default:
       return false;
   }
@@ -72,11 +72,11 @@ void forward_request_headers(const request_head& client, head_writer& upstream, 
     // uncompressed. An Expect: 100-continue the session has answered (the
     // body goes whole): forwarded, an upstream's 100 would be read as its
     // answer.
-    if (same_name(name, "host") || same_name(name, "content-length") || same_name(name, "accept-encoding") ||
-        same_name(name, "x-request-id") || same_name(name, "expect"))
+    if (is_named(name, "host") || is_named(name, "content-length") || is_named(name, "accept-encoding") ||
+        is_named(name, "x-request-id") || is_named(name, "expect"))
       return true;
     if (replace_credentials && is_credential(name)) return true;
-    version_forwarded = version_forwarded || same_name(name, "anthropic-version");
+    version_forwarded = version_forwarded || is_named(name, "anthropic-version");
     return false;
   });
   upstream.field("Host", upstream_host);
@@ -101,7 +101,7 @@ void forward_response_headers(const upstream::response_head& upstream, head_writ
                               std::string_view request_id, std::span<const named_value> added,
                               std::span<const std::string_view> replaced) {
   copy_kept_lines(upstream, client, [&](std::string_view name) {
-    if (is_hop_by_hop(name) || same_name(name, "content-length") || same_name(name, "x-request-id")) return true;
+    if (is_hop_by_hop(name) || is_named(name, "content-length") || is_named(name, "x-request-id")) return true;
     return named_in(upstream.named_by_connection(), name) || named_in(replaced, name) ||
            std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same_name(name, a.first); });
   });

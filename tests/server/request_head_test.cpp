@@ -129,8 +129,11 @@ TEST(RequestHead, ABrokenRequestLineIsRefusedAsItComes) {
   EXPECT_EQ(refusal("GET / HTTQ"), error::bad_version);
   EXPECT_EQ(refusal("GET / HTTP/2.0\r\n"), error::bad_version);
   EXPECT_EQ(refusal("GET / HTTP/1.1\n"), error::bad_line_ending);
-  EXPECT_EQ(refusal("GET / HTTP/1.1\r\nHost a\r\n"), error::bad_field);
-  EXPECT_EQ(refusal(std::string("GET / HTTP/1.1\r\nHost: a\0b\r\n", 27)), error::bad_value);
+  // A field's fault is found once the head has come whole (the fields are
+  // parsed once), as Beast found it.
+  EXPECT_EQ(parsed("GET / HTTP/1.1\r\nHost a\r\n").progress, head_progress::need_more);
+  EXPECT_EQ(refusal("GET / HTTP/1.1\r\nHost a\r\n\r\n"), error::bad_field);
+  EXPECT_EQ(refusal(std::string("GET / HTTP/1.1\r\nHost: a\0b\r\n\r\n", 29)), error::bad_value);
   auto odd = parsed("BREW /pot HTTP/1.1\r\n\r\n");
   ASSERT_EQ(odd.progress, head_progress::done);
   EXPECT_EQ(odd.head.method, http::verb::unknown);
