@@ -33,6 +33,15 @@
 namespace tokengate {
 
 struct message_head {
+  // The views point into `bytes`: a copy's would point into the original's.
+  // (A move keeps them: a head is longer than any string kept in place,
+  // so its bytes stay where they are.)
+  message_head() = default;
+  message_head(const message_head&) = delete;
+  message_head& operator=(const message_head&) = delete;
+  message_head(message_head&&) = default;
+  message_head& operator=(message_head&&) = default;
+
   struct field {
     std::string_view name, value;
     std::string_view line;  // the whole line as received, with its CRLF (what is forwarded)
