@@ -145,6 +145,7 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
       co_return failure.has_value();
     }
     ctx.request_read = clock::now();
+    watcher.expect_requests_of(head.bytes.size() + request.body.size());
     if (over_client_limit) {
       // Read whole, answered, closed: the client learns why, and the
       // connection is gone as soon as it would have been idle.

@@ -8,7 +8,8 @@
 #   one connection:     per_event.sh nginx build/tokengate 1 0 20 20000
 #   long prompts:       PROMPT_TOKENS=50000 per_event.sh nginx build/tokengate 64 0 20 512
 # EXTRA_CALLS="timerfd_settime epoll_ctl" counts those syscalls too.
-# DEMO adds demo knobs, e.g. a hosted provider's response head: DEMO='"provider_head":true'.
+# DEMO adds demo knobs, e.g. a hosted provider's response head: DEMO='"provider_head":true';
+# SDK_HEADERS=1 sends the OpenAI Python SDK's header fields (bench_lib.sh).
 # The proxy runs on core 0; the demo engine and the load (`tokengate bench`)
 # on core 1. TOKENGATE_BIN also provides the engine and the load for nginx.
 set -euo pipefail
@@ -20,7 +21,7 @@ start_engine "$bin" "$engine"
 start_proxy "$target" "$bin" "$port" "$engine"
 
 taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
-  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json \
+  --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json "${sdk_extra[@]}" \
   --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json" &
 load=$!
 events=()
