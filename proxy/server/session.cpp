@@ -106,12 +106,13 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     client_request request;
     auto& head = request.head;
     stream.expires_after(limits.head_timeout);
-    // (One field more than allowed is read, to tell too many from too long.)
-    auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count + 1);
+    auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);
     ctx.received = clock::now();
     // (A refused head's views point into the buffer, and may be part of a field.)
     ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of("x-request-id"));
-    if (hec == http::error::header_limit && head.fields.size() > limits.max_header_count) {
+    // (Too many fields, not too many bytes: the parser stopped with the
+    // fields full. A head over the byte limit has none parsed.)
+    if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
       co_await send_json_error(stream, 431, "too many request headers (limit " +
                                    std::to_string(limits.max_header_count) + ")",
                                "invalid_request_error", "too_many_headers", false, ctx);

@@ -138,9 +138,9 @@ void through_the_proxy(std::string input) {
   std::size_t used = 0;
   error_code ec;
   std::span<char> text(input.data(), std::min(input.size(), limits.max_head_bytes));
-  if (parse_request_head(text, request.head, used, ec, limits.max_header_count + 1) != head_progress::done) return;
+  if (parse_request_head(text, request.head, used, ec, limits.max_header_count) != head_progress::done) return;
   const auto& head = request.head;
-  check(head.fields.size() <= limits.max_header_count + 1);
+  check(head.fields.size() <= limits.max_header_count);
   std::span<char> rest(input.data() + used, input.size() - used);
   if (head.chunked) {
     auto decoder = stream::body_decoder::chunked();

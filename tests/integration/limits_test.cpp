@@ -53,6 +53,20 @@ TEST(Limits, TooManyHeadersIs431) {
   EXPECT_EQ(error_code_of(r), "too_many_headers");
 }
 
+// The limit is the number of fields a head may have, not one less or more.
+TEST(Limits, AHeadOfExactlyTheFieldLimitPasses) {
+  proxy_fixture f(tight_limits());  // 20 fields
+  auto with_fields = [&](int extra) {  // (post_json writes three of its own)
+    std::string lines;
+    for (int i = 0; i < extra; ++i) lines += "X-H" + std::to_string(i) + ": v\r\n";
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})", lines));
+    return read_response(c).status;
+  };
+  EXPECT_EQ(with_fields(17), 200);
+  EXPECT_EQ(with_fields(18), 431);
+}
+
 TEST(Limits, SlowHeadIsCutOff) {
   proxy_fixture f(tight_limits());
   http_client c(f.port());
