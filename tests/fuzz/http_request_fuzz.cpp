@@ -22,7 +22,6 @@
 #include <boost/beast/http/parser.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,6 +30,7 @@
 
 #include "config/config.hpp"
 #include "fuzz_check.hpp"
+#include "same_head.hpp"
 #include "routing/policy.hpp"
 #include "server/headers.hpp"
 #include "server/chunked_body.hpp"
@@ -50,12 +50,6 @@ routes:
     max_output_tokens: {default: 10, ceiling: 100, mode: clamp}
 limits: {max_head_bytes: 4096, max_header_count: 20, max_body_bytes: 65536}
 )";
-
-std::string lower(std::string_view name) {
-  std::string s(name);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 void compare_with_beast(const std::string& input) {
   std::string ours_text = input;  // (our parser blanks folds in place)
@@ -102,32 +96,7 @@ void compare_with_beast(const std::string& input) {
   check(head.method_string == std::string_view(message.method_string()));
   check(head.target == std::string_view(message.target()));
   check(head.version == message.version());
-  const auto beast_length = beast.content_length();
-  check(head.content_length == (beast_length ? std::optional<std::uint64_t>(*beast_length) : std::nullopt));
-  check(head.chunked == beast.chunked());
-  check(head.keep_alive() == beast.keep_alive());
-  check(head.has_body() == !beast.is_done());
-
-  // Beast keeps fields of one name together; we keep the wire's order.
-  // Compared name by name, each name's values in order.
-  using named = std::pair<std::string, std::string_view>;
-  auto by_name = [](std::vector<named> fields) {
-    std::stable_sort(fields.begin(), fields.end(), [](const named& a, const named& b) { return a.first < b.first; });
-    return fields;
-  };
-  std::vector<named> mine, theirs;
-  for (const auto& f : head.fields) {
-    mine.emplace_back(lower(f.name), f.value);
-    check(f.line.starts_with(f.name) && f.line.ends_with("\r\n"));
-  }
-  for (const auto& f : message) theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
-  mine = by_name(std::move(mine));
-  theirs = by_name(std::move(theirs));
-  check(mine.size() == theirs.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    check(mine[i].first == theirs[i].first);
-    if (!folded) check(mine[i].second == theirs[i].second);
-  }
+  fuzz::check_same_head(head, beast, message, folded);
 }
 
 // The session's path: the head within the limits, then the body.
@@ -169,7 +138,7 @@ void through_the_proxy(std::string input) {
   // (A Connection option may name a field the proxy writes itself.)
   const auto proxys = {"host", "accept-encoding", "x-request-id", "authorization"};
   for (auto option : head.named_by_connection())
-    if (std::none_of(proxys.begin(), proxys.end(), [&](const char* n) { return lower(option) == n; }))
+    if (std::none_of(proxys.begin(), proxys.end(), [&](const char* n) { return fuzz::lower(option) == n; }))
       check(forwarded.find(option) == forwarded.end());
   check(forwarded[http::field::authorization] == "Bearer secret-upstream-key");
   check(forwarded.count(http::field::authorization) == 1);

@@ -12,7 +12,6 @@
 #include <boost/beast/http/parser.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "same_head.hpp"
 #include "upstream/response_head.hpp"
 
 using namespace tokengate;
@@ -68,39 +68,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(head.version == message.version());
   // (An empty reason Beast answers with the status's standard one.)
   if (!head.reason.empty()) check(head.reason == std::string_view(message.reason()));
-  const auto beast_length = beast.content_length();
-  check(head.content_length == (beast_length ? std::optional<std::uint64_t>(*beast_length) : std::nullopt));
-  check(head.chunked == beast.chunked());
-  check(head.keep_alive() == beast.keep_alive());
-  check(head.has_body() == !beast.is_done());
-
-  // Beast keeps fields of one name together (a repeat goes after the last
-  // of its name); we keep the wire's order. Compared name by name, each
-  // name's values in order.
-  using named = std::pair<std::string, std::string_view>;
-  auto by_name = [](std::vector<named> fields) {
-    std::stable_sort(fields.begin(), fields.end(), [](const named& a, const named& b) { return a.first < b.first; });
-    return fields;
-  };
-  auto lower = [](std::string_view name) {
-    std::string s(name);
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::vector<named> mine, theirs;
-  for (const auto& f : head.fields) {
-    mine.emplace_back(lower(f.name), f.value);
-    // A forwarded line is the field, whole, ending with its CRLF.
-    check(f.line.starts_with(f.name) && f.line.ends_with("\r\n"));
-  }
-  for (const auto& f : message)
-    theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
-  mine = by_name(std::move(mine));
-  theirs = by_name(std::move(theirs));
-  check(mine.size() == theirs.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    check(mine[i].first == theirs[i].first);
-    if (!folded) check(mine[i].second == theirs[i].second);
-  }
+  fuzz::check_same_head(head, beast, message, folded);
   return 0;
 }
