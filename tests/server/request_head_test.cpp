@@ -129,6 +129,7 @@ TEST(RequestHead, ABrokenRequestLineIsRefusedAsItComes) {
   EXPECT_EQ(refusal("GET / HTTQ"), error::bad_version);
   EXPECT_EQ(refusal("GET / HTTP/2.0\r\n"), error::bad_version);
   EXPECT_EQ(refusal("GET / HTTP/1.1\n"), error::bad_line_ending);
+  EXPECT_EQ(refusal("GET / HTTP/1.1\r\r"), error::bad_line_ending);
   // A field's fault is found once the head has come whole (the fields are
   // parsed once), as Beast found it.
   EXPECT_EQ(parsed("GET / HTTP/1.1\r\nHost a\r\n").progress, head_progress::need_more);
