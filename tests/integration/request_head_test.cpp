@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -80,6 +82,32 @@ TEST(Requests, AChunkedBodyGoesOnWholeWithTheClientsFields) {
   EXPECT_EQ(headers.at("Content-Length").as_string(), std::to_string(demo_body.size()));
   EXPECT_FALSE(headers.contains("Transfer-Encoding"));
   EXPECT_FALSE(headers.contains("Expect"));
+}
+
+// A long head that comes in small pieces is read whole (past its first
+// kilobyte it is parsed once its blank line has come, not at every read).
+TEST(Requests, ALongHeadInSmallPiecesIsReadWhole) {
+  proxy_fixture f;
+  http_client c(f.port());
+  const auto request = post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\n");
+  for (std::size_t at = 0; at < request.size(); at += 200) {
+    c.send(request.substr(at, 200));
+    std::this_thread::sleep_for(2ms);
+  }
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.engine_last_request().at("headers").as_object().at("X-Long").as_string().size(), 3000u);
+
+  // A fault past the first kilobyte is found when the head is whole.
+  http_client d(f.port());
+  auto broken = post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\nBad Name: x\r\n");
+  for (std::size_t at = 0; at < broken.size(); at += 200) {
+    d.send(broken.substr(at, 200));
+    std::this_thread::sleep_for(2ms);
+  }
+  auto refused = read_response(d);
+  EXPECT_EQ(refused.status, 400) << refused.body;
 }
 
 // HTTP/1.0: the connection ends after the answer unless the client asked
