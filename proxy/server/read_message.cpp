@@ -34,8 +34,10 @@ constexpr std::size_t head_read_room = 4096;
 // a message is refused at once; past these, only once its blank line has
 // come. Parsed again from its start at every read, a head sent a few bytes
 // a packet up to the 16 KiB limit cost a scan of the whole of it each time
-// (a slow client's cheapest way to make the proxy work).
-constexpr std::size_t parsed_as_they_come = 1024;
+// (a slow client's cheapest way to make the proxy work). (Above a request
+// of the OpenAI SDK's, head and body, which then needs no search here
+// besides the parser's own.)
+constexpr std::size_t parsed_as_they_come = 2048;
 
 // `parse(text, used, ec)` is a head parser's call (head_progress).
 template <typename Parse>
@@ -46,9 +48,10 @@ net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buf
       auto bytes = buffer.data();
       std::span<char> text(static_cast<char*>(bytes.data()), std::min(bytes.size(), limit));
       const std::string_view seen(text.data(), text.size());
-      const bool ended = seen.find("\r\n\r\n", searched > 3 ? searched - 3 : 0) != std::string_view::npos;
+      const bool may_end = seen.size() <= parsed_as_they_come ||
+                           seen.find("\r\n\r\n", searched > 3 ? searched - 3 : 0) != std::string_view::npos;
       searched = seen.size();
-      if (ended || seen.size() <= parsed_as_they_come) {
+      if (may_end) {
         std::size_t used = 0;
         error_code ec;
         auto progress = parse(text, used, ec);

@@ -85,7 +85,7 @@ TEST(Requests, AChunkedBodyGoesOnWholeWithTheClientsFields) {
 }
 
 // A long head that comes in small pieces is read whole (past its first
-// kilobyte it is parsed once its blank line has come, not at every read).
+// 2 KiB it is parsed once its blank line has come, not at every read).
 TEST(Requests, ALongHeadInSmallPiecesIsReadWhole) {
   proxy_fixture f;
   http_client c(f.port());
@@ -99,7 +99,7 @@ TEST(Requests, ALongHeadInSmallPiecesIsReadWhole) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(f.engine_last_request().at("headers").as_object().at("X-Long").as_string().size(), 3000u);
 
-  // A fault past the first kilobyte is found when the head is whole.
+  // A fault past the first 2 KiB is found when the head is whole.
   http_client d(f.port());
   auto broken = post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\nBad Name: x\r\n");
   for (std::size_t at = 0; at < broken.size(); at += 200) {
