@@ -156,7 +156,7 @@ TEST(RequestHead, MoreFieldsThanAllowedAreRefused) {
 TEST(RequestHead, ChunkedBodiesAreTakenUpToTheirLimit) {
   const std::string chunks = "3;ext=1\r\n{\"a\r\n5\r\n\":1}x\r\n0\r\nX-Trailer: t\r\n\r\nGET /next";
   for (std::size_t cut = 0; cut <= chunks.size(); ++cut) {
-    std::string first = chunks.substr(0, cut), rest;
+    std::string first = chunks.substr(0, cut);
     auto decoder = stream::body_decoder::chunked();
     body_bytes body;
     error_code ec;
