@@ -39,9 +39,12 @@ constexpr std::size_t head_read_room = 4096;
 // besides the parser's own.)
 constexpr std::size_t parsed_as_they_come = 2048;
 
-// `parse(text, used, ec)` is a head parser's call (head_progress).
-template <typename Parse>
-net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buffer, std::size_t limit, Parse parse) {
+// `parse(text, used, ec)` is a head parser's call (head_progress);
+// `interim()`, asked once a head is parsed, says whether it is to be passed
+// over for the one after it.
+template <typename Parse, typename Interim>
+net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buffer, std::size_t limit, Parse parse,
+                                     Interim interim) {
   std::size_t searched = 0;  // the first bytes, known to hold no blank line
   for (;;) {
     if (buffer.size() > 0) {
@@ -57,7 +60,9 @@ net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buf
         auto progress = parse(text, used, ec);
         if (progress == head_progress::done) {
           buffer.consume(used);
-          co_return error_code{};
+          if (!interim()) co_return error_code{};
+          searched = 0;
+          continue;
         }
         if (progress == head_progress::failed) co_return ec;
       }
@@ -72,16 +77,31 @@ net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buf
 
 net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
                                              std::size_t limit, std::size_t max_fields) {
-  return read_head(stream, buffer, limit, [&head, max_fields](std::span<char> text, std::size_t& used, error_code& ec) {
-    return parse_request_head(text, head, used, ec, max_fields);
-  });
+  return read_head(
+      stream, buffer, limit,
+      [&head, max_fields](std::span<char> text, std::size_t& used, error_code& ec) {
+        return parse_request_head(text, head, used, ec, max_fields);
+      },
+      [] { return false; });
 }
 
 net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_buffer& buffer,
                                               upstream::response_head& head, std::size_t limit) {
-  return read_head(stream, buffer, limit, [&head](std::span<char> text, std::size_t& used, error_code& ec) {
-    return upstream::parse_response_head(text, head, used, ec);
-  });
+  // (The lambdas are copied into read_head's frame: the count lives there.)
+  return read_head(
+      stream, buffer, limit,
+      [&head, interim_answers = std::size_t{0}](std::span<char> text, std::size_t& used, error_code& ec) mutable {
+        auto progress = upstream::parse_response_head(text, head, used, ec);
+        if (progress != head_progress::done || head.status / 100 != 1) return progress;
+        // 101 would switch the connection to another protocol, which the
+        // proxy never asks for (it forwards no Upgrade).
+        if (head.status == 101 || ++interim_answers > upstream::max_interim_answers) {
+          ec = http::error::bad_status;
+          return head_progress::failed;
+        }
+        return progress;
+      },
+      [&head] { return head.status / 100 == 1; });
 }
 
 net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer, body_bytes& body,

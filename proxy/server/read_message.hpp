@@ -24,6 +24,12 @@ class any_stream;
 // `max_fields` fields (the same error, `head.fields` then full).
 net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
                                              std::size_t limit, std::size_t max_fields);
+// The final answer's head: interim answers before it (1xx: 100 Continue,
+// 103 Early Hints) are read and passed over, as RFC 9110 §15.2 has a client
+// do. Taken for the answer, one left the client waiting for the real one
+// and left that one unread on a connection going back to the pool, where
+// it would have answered the next request sent on it. A 101, or more than
+// upstream::max_interim_answers of them, is refused (http::error::bad_status).
 net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_buffer& buffer,
                                               upstream::response_head& head, std::size_t limit);
 

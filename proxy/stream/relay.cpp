@@ -150,6 +150,8 @@ upstream_failure describe_upstream_error(const error_code& ec, const config::ups
                   " ms"};
     return {504, "upstream_timeout", "upstream '" + u.name + "' stalled"};
   }
+  if (ec == http::error::bad_status)  // (also a 101, or interim answers without end: read_message.hpp)
+    return {502, "upstream_error", "upstream '" + u.name + "' sent a status the proxy cannot relay"};
   return {502, "upstream_error", "upstream '" + u.name + "' failed: " + ec.message()};
 }
 
@@ -223,7 +225,8 @@ net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& h
   const auto& limits = s.w.config().limits;
   ctx.upstream_headers = clock::now();
   ctx.streamed = head.value_of("content-type").starts_with("text/event-stream");
-  // A 1xx, 204 or 304 answer ends with its head, and so does the client's:
+  // A 204 or 304 answer ends with its head, and so does the client's (1xx
+  // ones were passed over, read_response_head):
   // no framing field (RFC 9110 §8.6 forbids a length on a 204, and chunked
   // framing there would make our last chunk the start of the client's next
   // answer).

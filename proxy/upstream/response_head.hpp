@@ -11,6 +11,10 @@
 
 namespace tokengate::upstream {
 
+// Interim (1xx) answers passed over before an answer, at most: an upstream
+// sending them without end would hold the request until its deadline.
+inline constexpr std::size_t max_interim_answers = 8;
+
 struct response_head : message_head {
   unsigned status = 0;
   std::string_view reason;  // a view into `bytes`

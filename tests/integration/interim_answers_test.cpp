@@ -1,0 +1,155 @@
+// Interim answers (1xx) from an upstream: passed over for the final answer,
+// never taken for it. Taken for it, a 103 Early Hints once reached the
+// client as its answer (which then waited for the real one until its
+// timeout) and the real answer stayed unread on a pooled connection.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "support/hand_upstream.hpp"
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test {
+namespace {
+
+// An upstream that answers every request of every connection (one
+// connection at a time) with `interim`, then a moment later with a final
+// JSON answer numbered by the request ("answer-1", "answer-2", …). With
+// `together`, both go out in one send.
+class interim_upstream {
+ public:
+  explicit interim_upstream(std::string interim, bool together = false)
+      : interim_(std::move(interim)), together_(together) {}
+  std::string base_url() const { return server_.base_url(); }
+  int connections() const { return connections_.load(); }
+
+ private:
+  static bool read_request(int fd, std::string& got) {  // head and Content-Length body
+    char buf[4096];
+    for (;;) {
+      auto head_end = got.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        auto at = got.find("\r\nContent-Length: ");
+        auto length = at == std::string::npos || at > head_end ? 0 : std::stoul(got.substr(at + 18));
+        if (got.size() >= head_end + 4 + length) {
+          got.erase(0, head_end + 4 + length);
+          return true;
+        }
+      }
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  void send_all(int fd, const std::string& bytes) { ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  void serve(int listener) {
+    for (;;) {
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      ++connections_;
+      std::string got;
+      while (read_request(fd, got)) {
+        const std::string body = R"({"id":"answer-)" + std::to_string(++answered_) +
+                                 R"(","object":"chat.completion","model":"demo","choices":[]})";
+        const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                   std::to_string(body.size()) + "\r\n\r\n" + body;
+        if (together_) {
+          send_all(fd, interim_ + answer);
+          continue;
+        }
+        send_all(fd, interim_);
+        std::this_thread::sleep_for(20ms);  // (so that the proxy reads the interim answers on their own)
+        send_all(fd, answer);
+      }
+      ::close(fd);
+    }
+  }
+
+  std::string interim_;
+  bool together_;
+  std::atomic<int> connections_{0};
+  int answered_ = 0;  // (the serving thread's alone)
+  hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
+};
+
+fixture_options through(const interim_upstream& upstream) {
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  o.upstream_extra = "    pool_size: 1\n";
+  return o;
+}
+
+const std::string early_hints_and_continue =
+    "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+    "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Each request on one kept-alive client connection gets its own final
+// answer, over the one pooled upstream connection.
+void expect_own_answers(const interim_upstream& upstream) {
+  proxy_fixture f(through(upstream));
+  http_client c(f.port());
+  for (int i = 1; i <= 3; ++i) {
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+    auto r = read_response(c, 5s);
+    ASSERT_TRUE(r.complete) << "request " << i << ": " << c.raw();
+    EXPECT_EQ(r.status, 200) << "request " << i;
+    EXPECT_NE(r.body.find("\"answer-" + std::to_string(i) + "\""), std::string::npos)
+        << "request " << i << " must get its own answer: " << r.body;
+    c.clear();
+  }
+  EXPECT_EQ(upstream.connections(), 1) << "the upstream connection must be taken again after each answer";
+}
+
+TEST(InterimAnswers, ArePassedOverForTheFinalAnswer) {
+  interim_upstream upstream(early_hints_and_continue);
+  expect_own_answers(upstream);
+}
+
+TEST(InterimAnswers, ArePassedOverWhenTheyComeInOneReadWithTheAnswer) {
+  interim_upstream upstream(early_hints_and_continue, true);
+  expect_own_answers(upstream);
+}
+
+// A 502 with the OpenAI-style error body, the client's connection kept.
+void expect_refused(const std::string& interim) {
+  interim_upstream upstream(interim);
+  proxy_fixture f(through(upstream));
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+  auto r = read_response(c, 5s);
+  ASSERT_TRUE(r.complete) << c.raw();
+  EXPECT_EQ(r.status, 502);
+  EXPECT_NE(r.body.find("sent a status the proxy cannot relay"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"type\":\"upstream_error\""), std::string::npos) << r.body;
+}
+
+std::string interim_answers(std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += "HTTP/1.1 103 Early Hints\r\nLink: </a.js>; rel=preload\r\n\r\n";
+  return out;
+}
+
+TEST(InterimAnswers, EightArePassedOverAndANinthIsRefused) {
+  {
+    interim_upstream upstream(interim_answers(8));
+    proxy_fixture f(through(upstream));
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+    auto r = read_response(c, 5s);
+    ASSERT_TRUE(r.complete) << c.raw();
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  expect_refused(interim_answers(9));
+}
+
+TEST(InterimAnswers, ASwitchToAnotherProtocolIsRefused) {
+  expect_refused("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+}
+
+}  // namespace
+}  // namespace tokengate::test
