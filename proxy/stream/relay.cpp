@@ -730,8 +730,12 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
   res.keep_alive(keep_alive);
   ctx.status = res.result_int();
   const auto head = head_bytes(res.base());
+  // An answer to HEAD is its head alone, with the length a GET's body
+  // would have (RFC 9110 §9.3.2): a body there would be read as the start
+  // of the connection's next answer.
+  const bool head_alone = ctx.method == "HEAD";
   const std::array<net::const_buffer, 2> pieces{net::const_buffer(head.data(), head.size()),
-                                                net::const_buffer(body.data(), body.size())};
+                                                net::const_buffer(body.data(), head_alone ? 0 : body.size())};
   client.expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await write_all(client, pieces);
   if (ec) ctx.client_gone = true;

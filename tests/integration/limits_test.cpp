@@ -106,6 +106,23 @@ TEST(Limits, UnknownPathWrongMethodAndAbsoluteTarget) {
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
 }
 
+TEST(Limits, AnswersToHeadRequestsHaveNoBody) {
+  // A body after the head of a HEAD's answer would be read as the start of
+  // the next answer on the connection (RFC 9110 §9.3.2).
+  proxy_fixture f;
+  http_client c(f.port());
+  c.send("HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string second = "HTTP/1.1 200 OK\r\n";
+  for (auto until = clock::now() + 5s; c.raw().find("\"object\":\"list\"") == std::string::npos && clock::now() < until;)
+    c.read_some(100ms);
+  const auto& raw = c.raw();
+  ASSERT_TRUE(raw.starts_with("HTTP/1.1 405 ")) << raw;
+  auto head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << raw;
+  EXPECT_NE(raw.substr(0, head_end).find("\r\nContent-Length: "), std::string::npos) << "as a GET's answer would";
+  EXPECT_EQ(raw.substr(head_end + 4, second.size()), second) << "the next answer must follow the head: " << raw;
+}
+
 TEST(Limits, MalformedRequestIs400) {
   proxy_fixture f;
   http_client c(f.port());
