@@ -522,7 +522,16 @@ net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& h
       if (ctx.client_gone) co_return false;
     }
     s.finished = true;  // from here on the watcher must not touch the connection
-    if (head.keep_alive()) r.pool.release(std::move(s.upstream));
+    // Bytes past the answer's end: the upstream and the proxy disagree on
+    // where it ended (a wrong length, or an answer smuggled after it), and
+    // whatever they are must not answer the connection's next request.
+    if (up_buffer.size() > decoded) {
+      spdlog::warn("request {}: upstream '{}' sent {} bytes past the end of its answer; its connection is closed",
+                   ctx.request_id, r.settings.name, up_buffer.size() - decoded);
+      s.upstream->stream.close();
+    } else if (head.keep_alive()) {
+      r.pool.release(std::move(s.upstream));
+    }
     co_return client_keep_alive;
   }
 

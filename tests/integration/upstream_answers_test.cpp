@@ -1,7 +1,10 @@
-// Interim answers (1xx) from an upstream: passed over for the final answer,
-// never taken for it. Taken for it, a 103 Early Hints once reached the
-// client as its answer (which then waited for the real one until its
-// timeout) and the real answer stayed unread on a pooled connection.
+// Where an upstream's answer begins and ends on a kept-alive connection.
+// Interim answers (1xx) are passed over for the final answer, never taken
+// for it: taken for it, a 103 Early Hints once reached the client as its
+// answer (which then waited for the real one until its timeout) and the
+// real answer stayed unread on a pooled connection. Bytes past the end of
+// an answer mean the upstream and the proxy disagree on where it ended:
+// its connection is not used again.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -19,12 +22,12 @@ namespace {
 
 // An upstream that answers every request of every connection (one
 // connection at a time) with `interim`, then a moment later with a final
-// JSON answer numbered by the request ("answer-1", "answer-2", …). With
-// `together`, both go out in one send.
+// JSON answer numbered by the request ("answer-1", "answer-2", …) and
+// `past_the_end` right after it. With `together`, all go out in one send.
 class interim_upstream {
  public:
-  explicit interim_upstream(std::string interim, bool together = false)
-      : interim_(std::move(interim)), together_(together) {}
+  explicit interim_upstream(std::string interim, bool together = false, std::string past_the_end = "")
+      : interim_(std::move(interim)), together_(together), past_the_end_(std::move(past_the_end)) {}
   std::string base_url() const { return server_.base_url(); }
   int connections() const { return connections_.load(); }
 
@@ -57,7 +60,7 @@ class interim_upstream {
         const std::string body = R"({"id":"answer-)" + std::to_string(++answered_) +
                                  R"(","object":"chat.completion","model":"demo","choices":[]})";
         const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                   std::to_string(body.size()) + "\r\n\r\n" + body;
+                                   std::to_string(body.size()) + "\r\n\r\n" + body + past_the_end_;
         if (together_) {
           send_all(fd, interim_ + answer);
           continue;
@@ -72,6 +75,7 @@ class interim_upstream {
 
   std::string interim_;
   bool together_;
+  std::string past_the_end_;
   std::atomic<int> connections_{0};
   int answered_ = 0;  // (the serving thread's alone)
   hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
@@ -89,8 +93,8 @@ const std::string early_hints_and_continue =
     "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Each request on one kept-alive client connection gets its own final
-// answer, over the one pooled upstream connection.
-void expect_own_answers(const interim_upstream& upstream) {
+// answer, over `connections` upstream connections (1: the pooled one).
+void expect_own_answers(const interim_upstream& upstream, int connections = 1) {
   proxy_fixture f(through(upstream));
   http_client c(f.port());
   for (int i = 1; i <= 3; ++i) {
@@ -102,7 +106,9 @@ void expect_own_answers(const interim_upstream& upstream) {
         << "request " << i << " must get its own answer: " << r.body;
     c.clear();
   }
-  EXPECT_EQ(upstream.connections(), 1) << "the upstream connection must be taken again after each answer";
+  EXPECT_EQ(upstream.connections(), connections)
+      << (connections == 1 ? "the upstream connection must be taken again after each answer"
+                           : "a connection with bytes past an answer must not be taken again");
 }
 
 TEST(InterimAnswers, ArePassedOverForTheFinalAnswer) {
@@ -113,6 +119,16 @@ TEST(InterimAnswers, ArePassedOverForTheFinalAnswer) {
 TEST(InterimAnswers, ArePassedOverWhenTheyComeInOneReadWithTheAnswer) {
   interim_upstream upstream(early_hints_and_continue, true);
   expect_own_answers(upstream);
+}
+
+TEST(BytesPastTheAnswer, CloseTheUpstreamConnection) {
+  // A second answer smuggled after the first, in the same read: it must
+  // not answer the next request, nor be dropped unseen with the connection
+  // kept.
+  const std::string smuggled = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+                               R"({"id":"forged"})" "\n";
+  interim_upstream upstream("", true, smuggled);
+  expect_own_answers(upstream, 3);
 }
 
 // A 502 with the OpenAI-style error body, the client's connection kept.
