@@ -29,6 +29,11 @@ struct request_head : message_head {
   bool keep_alive() const { return version >= 11 ? !connection_close : connection_keep_alive; }
   // The client asks to be told to send its body (RFC 9110 §10.1.1).
   bool expects_continue() const;
+  // RFC 9112 §3.2: exactly one Host field in HTTP/1.1, at most one in
+  // HTTP/1.0. (The proxy writes the upstream's own Host; two of them are
+  // how a request is made to mean one host to one hop and another to the
+  // next.)
+  bool host_fields_allowed() const;
 };
 
 // Parses the head at the start of `text`, as parse_response_head does

@@ -128,6 +128,13 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     ctx.method = std::string(head.method_string);
     ctx.path = std::string(head.target.substr(0, head.target.find('?')));
     ctx.dialect = stream::dialect_for_path(ctx.path);
+    if (!head.host_fields_allowed()) {
+      co_await send_json_error(stream, 400,
+                               head.version >= 11 ? "an HTTP/1.1 request must have exactly one Host header"
+                                                  : "a request must not have more than one Host header",
+                               "invalid_request_error", "invalid_host", false, ctx);
+      co_return true;  // (a body may be on its way)
+    }
 
     if (head.expects_continue() && head.has_body()) {
       static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";

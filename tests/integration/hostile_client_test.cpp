@@ -178,6 +178,29 @@ TEST(Hostile, OtherHostsAndTraversalAreNeverFollowed) {
   EXPECT_EQ(f.engine_stats().requests.load(), requests);
 }
 
+TEST(Hostile, AMissingOrRepeatedHostIs400) {
+  // RFC 9112 §3.2. Two Host fields mean one host to one hop and another to
+  // the next.
+  proxy_fixture f(strict());
+  const std::string body = R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})";
+  const std::string framing = "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\n\r\n" + body;
+  for (const auto& [name, fields] : std::vector<std::pair<std::string, std::string>>{
+           {"no Host in HTTP/1.1", "POST /v1/chat/completions HTTP/1.1\r\n"},
+           {"two Hosts", "POST /v1/chat/completions HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n"},
+           {"two Hosts, one in capitals", "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nHOST: a\r\n"},
+           {"two Hosts in HTTP/1.0", "POST /v1/chat/completions HTTP/1.0\r\nHost: a\r\nHost: b\r\n"}}) {
+    auto o = send_raw(f, fields + framing);
+    EXPECT_EQ(o.response.status, 400) << name;
+    EXPECT_NE(o.response.body.find("\"invalid_host\""), std::string::npos) << name << ": " << o.response.body;
+  }
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+  // HTTP/1.0 had no Host to require.
+  auto o = send_raw(f, "POST /v1/chat/completions HTTP/1.0\r\n" + framing);
+  EXPECT_EQ(o.response.status, 200) << o.response.body;
+  still_serving(f);
+}
+
 // 10,000 idle connections: tests/e2e/idle_connections.test.mjs (the real
 // binary in its own process, so each side fits the descriptor limit).
 
