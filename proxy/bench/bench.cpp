@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "http_token.hpp"
 #include "server/any_stream.hpp"
@@ -41,6 +42,9 @@ using clock = std::chrono::steady_clock;
 
 struct sample {
   std::string error;  // empty: success
+  // What the error was, in words: the connection's error, or the start of
+  // an error answer's body (the endpoint's own message).
+  std::string detail;
   double ttft_ms = 0, duration_ms = 0, tpot_ms = 0, tokens_per_second = 0;
   std::vector<double> gaps_ms;
   std::vector<double> transit_ms;  // from the demo engine's stamp to arrival here
@@ -225,12 +229,13 @@ struct point_state {
   std::vector<sample> samples;
 };
 
-net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string& error) {
+net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string& error, std::string& detail) {
   auto ex = co_await net::this_coro::executor;
   tcp::resolver resolver(ex);
   auto [rec, endpoints] = co_await resolver.async_resolve(st.url.host, st.url.port, use_tuple);
   if (rec) {
     error = "resolve";
+    detail = st.url.host + ": " + rec.message();
     co_return nullptr;
   }
   beast::tcp_stream tcp_stream(ex);
@@ -238,6 +243,7 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
   auto [cec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
   if (cec) {
     error = "connect";
+    detail = cec.message();
     co_return nullptr;
   }
   tcp_stream.socket().set_option(tcp::no_delay(true));
@@ -251,6 +257,7 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
   auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
   if (hec) {
     error = "tls";
+    detail = hec.message();
     co_return nullptr;
   }
   co_return std::make_unique<any_stream>(std::move(tls));
@@ -259,7 +266,7 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
 // One request on `conn` (opened if needed); fills `s`.
 net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& conn, sample& s) {
   if (!conn) {
-    conn = co_await connect(st, s.error);
+    conn = co_await connect(st, s.error, s.detail);
     if (!conn) co_return;
   }
   http::request<http::empty_body> req{http::verb::post, st.path, 11};
@@ -292,11 +299,13 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   }
   if (ec) {
     s.error = conn->timed_out() ? "timeout" : "connect";
+    s.detail = conn->timed_out() ? "no answer within --timeout" : ec.message();
     conn.reset();
     co_return;
   }
   bool ok_status = parser.get().result_int() == 200;
   if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
+  constexpr std::size_t detail_bytes = 300;  // (an error body's message, not a whole page)
   stream::sse_parser sse;
   token_clock tokens(s);
   std::array<char, 16384> chunk;
@@ -310,9 +319,14 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
       tokens.at(clock::now(), reads.last_arrival());
       sse.feed(std::string_view(chunk.data(), got), tokens);
       tokens.read_parsed(sse.boundary() == sse.fed());
+    } else if (got > 0 && s.detail.size() < detail_bytes) {
+      s.detail.append(chunk.data(), std::min(got, detail_bytes - s.detail.size()));
     }
     if (rec) {
-      if (s.error.empty()) s.error = conn->timed_out() ? "timeout" : "stream_cut";
+      if (s.error.empty()) {
+        s.error = conn->timed_out() ? "timeout" : "stream_cut";
+        s.detail = conn->timed_out() ? "the answer did not end within --timeout" : rec.message();
+      }
       conn.reset();
       co_return;
     }
@@ -321,8 +335,8 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   if (!parser.keep_alive()) conn.reset();
   else conn->expires_never();
   if (!s.error.empty()) co_return;
-  if (tokens.facts().error) s.error = "stream_error";
-  else if (s.tokens == 0) s.error = "no_tokens";
+  if (tokens.facts().error) s.error = "stream_error", s.detail = "the stream ended with an error event";
+  else if (s.tokens == 0) s.error = "no_tokens", s.detail = "a 200 answer without a token event";
   if (!s.error.empty()) co_return;
   s.ttft_ms = token_clock::ms(tokens.first() - start);
   s.duration_ms = token_clock::ms(end - start);
@@ -359,6 +373,19 @@ net::awaitable<void> client_loop(point_state& st, int index, int concurrency, in
   }
 }
 
+// An error's detail as it may be shown: on one line, control characters as
+// spaces, and the key never, should an endpoint echo it.
+std::string printable_detail(std::string detail, const std::string& key) {
+  constexpr std::string_view mask = "***";
+  if (!key.empty())
+    for (auto at = detail.find(key); at != std::string::npos; at = detail.find(key, at + mask.size()))
+      detail.replace(at, key.size(), mask);
+  for (auto& c : detail)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  while (!detail.empty() && detail.back() == ' ') detail.pop_back();
+  return detail;
+}
+
 percentiles summarise(std::vector<double> v) {
   percentiles p;
   p.count = v.size();
@@ -392,7 +419,7 @@ point_result run_point(const options& o, const upstream::target_url& url, std::s
   std::vector<double> ttft, gaps, tpot, rate, duration, transit;
   for (const auto& s : st.samples) {
     if (!s.error.empty()) {
-      ++r.errors[s.error];
+      if (++r.errors[s.error] == 1) r.error_examples[s.error] = printable_detail(s.detail, st.key);
       continue;
     }
     ++r.ok;
@@ -463,13 +490,15 @@ std::string render_table(const std::vector<point_result>& results) {
   for (const auto& r : results) {
     std::string errors;
     for (const auto& [kind, n] : r.errors) errors += kind + ":" + std::to_string(n) + " ";
+    // (Nothing measured shows as "-", not as a time of 0.)
     auto triple = [](const percentiles& p) {
       char b[64];
       std::snprintf(b, sizeof(b), "%.1f/%.1f/%.1f", p.p50, p.p95, p.p99);
-      return std::string(b);
+      return p.count == 0 ? std::string("-") : std::string(b);
     };
     char tpot[48], ok[24];
     std::snprintf(tpot, sizeof(tpot), "%.1f/%.1f", r.time_per_output_token.p50, r.time_per_output_token.p95);
+    if (r.time_per_output_token.count == 0) std::snprintf(tpot, sizeof(tpot), "-");
     std::snprintf(ok, sizeof(ok), "%d/%d", r.ok, r.requests);
     std::snprintf(line, sizeof(line), "%-5d %-7d %-9s %-24s %-22s %-16s %-10.1f %-10.1f %-22s %s\n", r.concurrency,
                   r.prompt_tokens, ok, triple(r.ttft).c_str(), triple(r.inter_token).c_str(), tpot,
@@ -477,6 +506,12 @@ std::string render_table(const std::vector<point_result>& results) {
                   errors.empty() ? "-" : errors.c_str());
     out << line;
   }
+  bool first = true;
+  for (const auto& r : results)
+    for (const auto& [kind, example] : r.error_examples) {
+      if (std::exchange(first, false)) out << "\nfirst error of each kind:\n";
+      out << "  conc " << r.concurrency << " prompt " << r.prompt_tokens << " " << kind << ": " << example << "\n";
+    }
   return out.str();
 }
 
@@ -486,13 +521,15 @@ std::string render_json(const std::vector<point_result>& results) {
     return json::object{{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}};
   };
   for (const auto& r : results) {
-    json::object errors;
+    json::object errors, examples;
     for (const auto& [kind, n] : r.errors) errors[kind] = n;
+    for (const auto& [kind, example] : r.error_examples) examples[kind] = example;
     out.push_back(json::object{{"concurrency", r.concurrency},
                                {"prompt_tokens", r.prompt_tokens},
                                {"requests", r.requests},
                                {"ok", r.ok},
                                {"errors", errors},
+                               {"error_examples", examples},
                                {"ttft_ms", pct(r.ttft)},
                                {"ttft_ms_each", json::array(r.ttft_each.begin(), r.ttft_each.end())},
                                {"inter_token_ms", pct(r.inter_token)},

@@ -58,6 +58,9 @@ struct point_result {
   int requests = 0;
   int ok = 0;
   std::map<std::string, int> errors;  // by kind: connect, http_429, stream_error, timeout, …
+  // The first error of each kind in words (the connection's error, or the
+  // start of an error answer's body), the API key masked.
+  std::map<std::string, std::string> error_examples;
   percentiles ttft, inter_token, time_per_output_token, tokens_per_second, duration;
   percentiles transit;  // event transit from a stamping source (the demo engine with stamp: true)
   // Each successful request's TTFT (ms), in the order the requests were

@@ -322,7 +322,15 @@ int bench_command(const std::vector<std::string>& args) {
   if (o.json) o.progress = false;
   auto results = bench::run(o);
   std::cout << (o.json ? bench::render_json(results) + "\n" : bench::render_table(results)) << std::flush;
-  return 0;
+  // Nothing measured at a point is a failed run, for scripts as for people.
+  int status = 0;
+  for (const auto& r : results)
+    if (r.ok == 0) {
+      std::cerr << "tokengate bench: no request succeeded at concurrency " << r.concurrency << ", prompt "
+                << r.prompt_tokens << " tokens\n";
+      status = 1;
+    }
+  return status;
 }
 
 int run(const std::vector<std::string>& args) {

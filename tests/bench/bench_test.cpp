@@ -5,9 +5,13 @@
 
 #include <boost/json/parse.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "bench/bench.hpp"
+#include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -225,7 +229,48 @@ TEST(Bench, CountsErrorsByKind) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].ok, 0);
   EXPECT_EQ(results[0].errors.at("connect"), 3);
-  EXPECT_NE(bench::render_table(results).find("connect:3"), std::string::npos);
+  EXPECT_EQ(results[0].error_examples.at("connect"), "Connection refused");
+  auto table = bench::render_table(results);
+  EXPECT_NE(table.find("connect:3"), std::string::npos);
+  EXPECT_NE(table.find("connect: Connection refused"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.0/0.0/0.0"), std::string::npos) << "nothing measured is not a time of 0: " << table;
+}
+
+// An error answer's own message is shown with its kind (the first of each
+// kind), with the API key masked where the endpoint echoes it.
+TEST(Bench, ShowsTheFirstErrorOfEachKindWithTheKeyMasked) {
+  hand_upstream echoing{[](int listener) {
+    for (;;) {
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string got;
+      char buf[4096];
+      while (got.find("\r\n\r\n") == std::string::npos) {
+        auto n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        got.append(buf, static_cast<std::size_t>(n));
+      }
+      auto at = got.find("Bearer ");
+      auto key = at == std::string::npos ? std::string() : got.substr(at + 7, got.find("\r\n", at) - at - 7);
+      const std::string body = "{\"error\":{\"message\":\"Incorrect API key provided: " + key + "\"}}\n";
+      const std::string answer = "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+      ::close(fd);
+    }
+  }};
+  ::setenv("TOKENGATE_BENCH_TEST_SECRET", "sk-test-0123456789", 1);
+  bench::options o;
+  o.url = echoing.base_url();
+  o.requests = 2;
+  o.key_env = "TOKENGATE_BENCH_TEST_SECRET";
+  auto results = bench::run(o);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].errors.at("http_401"), 2);
+  EXPECT_EQ(results[0].error_examples.at("http_401"), R"({"error":{"message":"Incorrect API key provided: ***"}})");
+  auto report = bench::render_table(results) + bench::render_json(results);
+  EXPECT_EQ(report.find("sk-test-0123456789"), std::string::npos) << report;
+  EXPECT_NE(report.find("Incorrect API key provided: ***"), std::string::npos) << report;
 }
 
 }  // namespace

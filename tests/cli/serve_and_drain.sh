@@ -36,6 +36,11 @@ grep -q "bad.yaml:5:5: unknown key 'prot'" "$work/check.out" || fail "check mess
 "$bin" bench --help > "$work/help.out" 2>&1 || fail "bench --help exited $?: $(cat "$work/help.out")"
 grep -q -- "--ramp-up SECONDS" "$work/help.out" || fail "bench --help: $(cat "$work/help.out")"
 
+# A bench run that measured nothing fails, naming the error (port 1: refused).
+if "$bin" bench --url http://127.0.0.1:1/v1 --requests 2 > "$work/bench.out" 2>&1; then fail "bench exited 0 with no request answered"; fi
+grep -q "connect: Connection refused" "$work/bench.out" || fail "bench error detail: $(cat "$work/bench.out")"
+grep -q "no request succeeded" "$work/bench.out" || fail "bench failure message: $(cat "$work/bench.out")"
+
 # The demo engine's port is only known once it runs: start it alone first.
 "$bin" demo-engine --port 0 --decode-tps 20 > "$work/engine.log" 2>&1 &
 engine_pid=$!
