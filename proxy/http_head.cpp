@@ -55,6 +55,32 @@ const char* next_control(const char* p, const char* end) {
   return end;
 }
 
+// Past the bytes from `p` that are letters, digits or dashes, which is
+// what almost every field name is made of, sixteen at a time; the name's
+// other token characters (and its end) are then looked up a byte at a time.
+// A byte at a time through the token table was about 100 instructions a
+// field (callgrind, the OpenAI SDK's head); names are mostly under sixteen
+// bytes, so one step here usually reaches the colon.
+const char* past_name_letters(const char* p, const char* end) {
+#ifdef __SSE2__
+  // (Signed compares: bytes of 0x80 and up are below every bound.)
+  const __m128i case_bit = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('a' - 1), after_z = _mm_set1_epi8('z' + 1),
+                before_0 = _mm_set1_epi8('0' - 1), after_9 = _mm_set1_epi8('9' + 1), dash = _mm_set1_epi8('-');
+  while (end - p >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // Setting the case bit makes exactly the capitals lower-case letters.
+    __m128i lower = _mm_or_si128(v, case_bit);
+    __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(lower, before_a), _mm_cmpgt_epi8(after_z, lower));
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, before_0), _mm_cmpgt_epi8(after_9, v));
+    __m128i ok = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, dash));
+    auto stop = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xFFFFu;
+    if (stop) return p + __builtin_ctz(stop);
+    p += 16;
+  }
+#endif
+  return p;
+}
+
 }  // namespace
 
 head_scanner::head_scanner(std::span<char> text, message_head& out, error_code& ec, std::size_t max_fields)
@@ -67,6 +93,8 @@ head_scanner::head_scanner(std::span<char> text, message_head& out, error_code& 
   out_.content_length.reset();
   out_.transfer_encoding = out_.chunked = out_.other_codings = out_.connection_close = out_.connection_keep_alive = false;
   out_.connection_option_count = 0;
+  out_.known_at = {};
+  out_.host_fields = 0;
 }
 
 head_progress head_scanner::fail(http::error e) {
@@ -95,7 +123,7 @@ head_progress head_scanner::fields_and_end(std::size_t& used) {
 // field-name ":" OWS field-value OWS CRLF.
 head_progress head_scanner::field_line() {
   const char* line = p_;
-  char* q = p_;
+  char* q = p_ + (past_name_letters(p_, end_) - p_);
   while (q < end_ && http_token_chars[static_cast<unsigned char>(*q)]) ++q;
   if (q == end_) return head_progress::need_more;
   if (*q != ':' || q == p_) return fail(error::bad_field);
@@ -111,7 +139,7 @@ head_progress head_scanner::field_line() {
   f.name = name;
   f.value = std::string_view(value, static_cast<std::size_t>(last - value));
   f.line = std::string_view(line, static_cast<std::size_t>(p_ - line));
-  return framing(f.name, f.value) ? head_progress::done : head_progress::failed;
+  return note_field(f.name, f.value) ? head_progress::done : head_progress::failed;
 }
 
 head_progress head_scanner::rest_of_line(const char*& last, bool folds, http::error refusal) {
@@ -139,11 +167,44 @@ head_progress head_scanner::rest_of_line(const char*& last, bool folds, http::er
   }
 }
 
-// The fields that decide the body's framing and the connection's fate.
-bool head_scanner::framing(std::string_view name, std::string_view value) {
-  if (is_named(name, "content-length")) return content_length(value);
-  if (is_named(name, "transfer-encoding")) return transfer_encoding(value);
-  if (is_named(name, "connection") || is_named(name, "proxy-connection")) return connection(value);
+// The field just added, if it is one the proxy reads: those that decide the
+// body's framing and the connection's fate (false: refused), and the known
+// fields. Told apart by length first: most names match none.
+bool head_scanner::note_field(std::string_view name, std::string_view value) {
+  auto note = [this](known_field known) {
+    auto& at = out_.known_at[static_cast<std::size_t>(known)];
+    if (at == 0) at = static_cast<std::uint16_t>(out_.fields.size());  // (this field's index + 1)
+  };
+  switch (name.size()) {
+    case 4:
+      if (is_named(name, "host")) ++out_.host_fields;
+      break;
+    case 6:
+      if (is_named(name, "expect")) note(known_field::expect);
+      break;
+    case 9:
+      if (is_named(name, "x-api-key")) note(known_field::x_api_key);
+      break;
+    case 10:
+      if (is_named(name, "connection")) return connection(value);
+      break;
+    case 12:
+      if (is_named(name, "content-type")) note(known_field::content_type);
+      else if (is_named(name, "x-request-id")) note(known_field::x_request_id);
+      break;
+    case 13:
+      if (is_named(name, "authorization")) note(known_field::authorization);
+      break;
+    case 14:
+      if (is_named(name, "content-length")) return content_length(value);
+      break;
+    case 16:
+      if (is_named(name, "proxy-connection")) return connection(value);
+      break;
+    case 17:
+      if (is_named(name, "transfer-encoding")) return transfer_encoding(value);
+      break;
+  }
   return true;
 }
 

@@ -32,6 +32,10 @@
 
 namespace tokengate {
 
+// The fields the proxy reads by name (besides the framing and Connection).
+enum class known_field : std::uint8_t { authorization, x_api_key, x_request_id, expect, content_type };
+inline constexpr std::size_t known_field_count = 5;
+
 struct message_head {
   // The views point into `bytes`: a copy's would point into the original's.
   // (A move keeps them: a head is longer than any string kept in place,
@@ -65,9 +69,19 @@ struct message_head {
     return std::span(connection_options.data(), connection_option_count);
   }
   std::string bytes;  // the head as received (folds blanked), which the views point into
+  // Where the first field of each known name is (1 + its index; 0: none),
+  // noted as the head is parsed: a walk over the fields for each name the
+  // proxy reads cost about 1,000 instructions a request (callgrind, the
+  // OpenAI SDK's seventeen fields).
+  std::array<std::uint16_t, known_field_count> known_at{};
+  std::size_t host_fields = 0;  // how many Host fields came
 
   // The value of the first field of that name (case-blind), or empty.
   std::string_view value_of(std::string_view name) const;
+  std::string_view value_of(known_field name) const {
+    auto at = known_at[static_cast<std::size_t>(name)];
+    return at ? fields[at - 1u].value : std::string_view();
+  }
 };
 
 enum class head_progress { done, need_more, failed };
@@ -105,7 +119,7 @@ class head_scanner {
 
  private:
   head_progress field_line();
-  bool framing(std::string_view name, std::string_view value);
+  bool note_field(std::string_view name, std::string_view value);
   bool content_length(std::string_view value);
   bool transfer_encoding(std::string_view value);
   bool connection(std::string_view value);

@@ -148,7 +148,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
   }
 
-  auto client_key = routing::client_key_from(request.head.value_of("authorization"), request.head.value_of("x-api-key"));
+  auto client_key = routing::client_key_from(request.head.value_of(known_field::authorization),
+                                               request.head.value_of(known_field::x_api_key));
   if (is_get_models) {
     auto auth = routing::authenticate(*cfg, client_key);
     if (auto* e = std::get_if<routing::policy_error>(&auth)) {

@@ -53,13 +53,11 @@ bool framing_allowed(const request_head& head) {
 }  // namespace
 
 bool request_head::expects_continue() const {
-  return boost::beast::iequals(value_of("expect"), "100-continue");
+  return boost::beast::iequals(value_of(known_field::expect), "100-continue");
 }
 
 bool request_head::host_fields_allowed() const {
-  std::size_t hosts = 0;
-  for (const auto& f : fields) hosts += is_named(f.name, "host");
-  return version >= 11 ? hosts == 1 : hosts <= 1;
+  return version >= 11 ? host_fields == 1 : host_fields <= 1;
 }
 
 head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used, error_code& ec,

@@ -109,7 +109,7 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);
     ctx.received = clock::now();
     // (A refused head's views point into the buffer, and may be part of a field.)
-    ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of("x-request-id"));
+    ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
     // (Too many fields, not too many bytes: the parser stopped with the
     // fields full. A head over the byte limit has none parsed.)
     if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {

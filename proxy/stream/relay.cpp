@@ -224,7 +224,7 @@ net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& h
   auto& ctx = s.ctx;
   const auto& limits = s.w.config().limits;
   ctx.upstream_headers = clock::now();
-  ctx.streamed = head.value_of("content-type").starts_with("text/event-stream");
+  ctx.streamed = head.value_of(known_field::content_type).starts_with("text/event-stream");
   // A 204 or 304 answer ends with its head, and so does the client's (1xx
   // ones were passed over, read_response_head):
   // no framing field (RFC 9110 §8.6 forbids a length on a 204, and chunked

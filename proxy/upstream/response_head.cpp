@@ -38,6 +38,7 @@ void response_head::release_fields() {
   std::string().swap(bytes);
   reason = {};
   connection_option_count = 0;
+  known_at = {};
 }
 
 head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used, error_code& ec) {

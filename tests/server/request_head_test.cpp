@@ -65,6 +65,37 @@ TEST(RequestHead, TheSdksHeadReadsWhole) {
   EXPECT_LE(h.target.data() + h.target.size(), h.bytes.data() + h.bytes.size());
 }
 
+// The fields read by name are noted as the head is parsed: the first of
+// each name, whatever its case, as a walk over the fields finds it.
+TEST(RequestHead, KnownFieldsAreTheFirstOfTheirName) {
+  auto r = parsed("POST /v1/messages HTTP/1.1\r\nhost: a\r\nX-API-KEY: first\r\nContent-Type: application/json\r\n"
+                  "x-api-key: second\r\nX-Request-Id: abc\r\nEXPECT: 100-continue\r\nContent-Length: 2\r\n\r\n");
+  ASSERT_EQ(r.progress, head_progress::done) << r.ec.message();
+  const auto& h = r.head;
+  EXPECT_EQ(h.value_of(known_field::x_api_key), "first");
+  EXPECT_EQ(h.value_of(known_field::x_request_id), "abc");
+  EXPECT_EQ(h.value_of(known_field::content_type), "application/json");
+  EXPECT_EQ(h.value_of(known_field::authorization), "");
+  EXPECT_TRUE(h.expects_continue());
+  EXPECT_TRUE(h.host_fields_allowed());
+  for (auto known : {known_field::authorization, known_field::x_api_key, known_field::x_request_id,
+                     known_field::expect, known_field::content_type}) {
+    const char* names[] = {"authorization", "x-api-key", "x-request-id", "expect", "content-type"};
+    EXPECT_EQ(h.value_of(known), h.value_of(names[static_cast<int>(known)])) << names[static_cast<int>(known)];
+  }
+  // Parsed again into the same head, nothing of the last one stays.
+  auto again = parse_result{};
+  std::string text = sdk_head;
+  again.progress = parse_request_head(text, r.head, again.used, again.ec);
+  ASSERT_EQ(again.progress, head_progress::done);
+  EXPECT_EQ(r.head.value_of(known_field::x_api_key), "");
+  EXPECT_EQ(r.head.value_of(known_field::authorization), "Bearer sk-client");
+  EXPECT_EQ(r.head.host_fields, 1u);
+  EXPECT_FALSE(parsed("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n").head.host_fields_allowed());
+  EXPECT_FALSE(parsed("GET / HTTP/1.1\r\n\r\n").head.host_fields_allowed());
+  EXPECT_TRUE(parsed("GET / HTTP/1.0\r\n\r\n").head.host_fields_allowed());
+}
+
 // A head split anywhere asks for more, never refuses.
 TEST(RequestHead, EveryPrefixAsksForMore) {
   const auto text = "\r\n" + sdk_head;  // (with an empty line first, which is skipped)
