@@ -156,17 +156,11 @@ inline unsigned plain_string_stops_sse(const char* p) {
 }
 #endif
 
-// The first byte at or after `p` that ends a run of plain JSON string
-// content: a quote, a backslash, a control character or any non-ASCII byte
-// (which the caller checks as UTF-8).
-inline const char* skip_plain_string_bytes(const char* p, const char* end) {
-  if (p < end) {  // a stop right here (an escape after an escape) needs no wide load
-    auto c = static_cast<unsigned char>(*p);
-    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
-  }
-#ifdef TOKENGATE_AVX2_SCAN
-  if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_avx2(p, end);
-#endif
+// skip_plain_string_bytes (below) for a string known to be short (an
+// object's key): without the wide scan, whose set-up costs more than such a
+// string (callgrind: keys read that way cost 114 instructions each in a
+// chat chunk).
+inline const char* skip_plain_short_string_bytes(const char* p, const char* end) {
 #ifdef __SSE2__
   while (end - p >= 16) {
     if (auto mask = plain_string_stops_sse(p)) return p + __builtin_ctz(mask);
@@ -178,6 +172,20 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
     if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
   }
   return end;
+}
+
+// The first byte at or after `p` that ends a run of plain JSON string
+// content: a quote, a backslash, a control character or any non-ASCII byte
+// (which the caller checks as UTF-8).
+inline const char* skip_plain_string_bytes(const char* p, const char* end) {
+  if (p < end) {  // a stop right here (an escape after an escape) needs no wide load
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
+  }
+#ifdef TOKENGATE_AVX2_SCAN
+  if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_avx2(p, end);
+#endif
+  return skip_plain_short_string_bytes(p, end);
 }
 
 // skip_plain_string_bytes for the request-body scan, which also steps over

@@ -236,8 +236,13 @@ bool reader::value() {
 }
 
 bool reader::key(std::string_view& name) {
-  bool escaped;
-  if (!string(name, escaped) || escaped) return false;  // an escaped key might spell one we look for
+  if (!take('"')) return false;
+  const char* close = skip_plain_short_string_bytes(p_, end_);
+  // Anything but the closing quote is left to the full parse: an escape
+  // might spell a name we look for, and chunks' keys are plain ASCII.
+  if (close == end_ || *close != '"') return false;
+  name = std::string_view(p_, static_cast<std::size_t>(close - p_));
+  p_ = close + 1;
   return take(':');
 }
 
