@@ -72,7 +72,8 @@ struct message_head {
   // Where the first field of each known name is (1 + its index; 0: none),
   // noted as the head is parsed: a walk over the fields for each name the
   // proxy reads cost about 1,000 instructions a request (callgrind, the
-  // OpenAI SDK's seventeen fields).
+  // OpenAI SDK's seventeen fields). (A head has at most 10,000 fields,
+  // limits.max_header_count's ceiling.)
   std::array<std::uint16_t, known_field_count> known_at{};
   std::size_t host_fields = 0;  // how many Host fields came
 
