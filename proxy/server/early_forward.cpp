@@ -63,7 +63,8 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   std::string members(start.substr(0, end));
   members += '}';
   const auto& head = request.head;
-  auto client_key = routing::client_key_from(head.value_of(known_field::authorization), head.value_of(known_field::x_api_key));
+  auto client_key =
+      routing::client_key_from(head.value_of(known_field::authorization), head.value_of(known_field::x_api_key));
   auto decision = routing::apply_policy(*cfg, {path, members, client_key, request.body.size()});
   auto* routed = std::get_if<routing::routed_request>(&decision);
   if (!routed) return std::nullopt;
