@@ -144,7 +144,14 @@ void through_the_proxy(std::string input) {
   check(forwarded.count(http::field::authorization) == 1);
   check(forwarded.count("x-api-key") == 0);
 
-  auto key = routing::client_key_from(head.value_of("authorization"), head.value_of("x-api-key"));
+  // The fields noted as the head was parsed are what a walk over the fields
+  // finds (the session reads them the noted way).
+  const std::pair<known_field, const char*> known[] = {
+      {known_field::authorization, "authorization"}, {known_field::x_api_key, "x-api-key"},
+      {known_field::x_request_id, "x-request-id"},   {known_field::expect, "expect"},
+      {known_field::content_type, "content-type"}};
+  for (const auto& [field, name] : known) check(head.value_of(field) == head.value_of(name));
+  auto key = routing::client_key_from(head.value_of(known_field::authorization), head.value_of(known_field::x_api_key));
   routing::apply_policy(*cfg, {head.target, body_text(request), key});
 }
 
