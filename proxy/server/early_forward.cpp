@@ -200,7 +200,7 @@ net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buf
   const auto length = request.head.content_length.value_or(0);
   if (length > max_body) co_return http::error::body_limit;
   auto& body = request.body;
-  body.resize(length);
+  body = w.bodies().take(length);
   std::size_t have = std::min<std::size_t>(buffer.size(), length);
   net::buffer_copy(net::buffer(body.data(), have), buffer.data());
   buffer.consume(have);

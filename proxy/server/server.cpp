@@ -78,6 +78,10 @@ bool server::release_memory_after_burst() {
   return give_back_free_memory();
 }
 
+void server::release_unused_body_buffers() {
+  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->bodies().release_unused(); });
+}
+
 std::size_t server::max_connections() const { return gate_->max_total(); }
 
 std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }

@@ -59,6 +59,11 @@ class server {
   // trimmed.
   bool release_memory_after_burst();
 
+  // Each worker frees the long bodies' buffers it kept that have waited
+  // their time (server/body_pool.hpp), on its own thread. Called once a
+  // second by `serve`.
+  void release_unused_body_buffers();
+
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.
   void drain_and_stop();

@@ -9,6 +9,7 @@
 #include "server/read_message.hpp"
 #include "server/request_record.hpp"
 #include "server/any_stream.hpp"
+#include "server/body_pool.hpp"
 #include "server/client_watcher.hpp"
 #include "server/connection_gate.hpp"
 #include "server/request_context.hpp"
@@ -104,6 +105,7 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
 
     request_context ctx;
     client_request request;
+    body_given_back keep_body_buffer(w.bodies(), request.body);
     auto& head = request.head;
     stream.expires_after(limits.head_timeout);
     auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);

@@ -17,6 +17,7 @@
 #include "metrics/realtime_estimate.hpp"
 #include "net.hpp"
 #include "routing/balancer.hpp"
+#include "server/body_pool.hpp"
 #include "server/setup_pacer.hpp"
 #include "upstream/pool.hpp"
 
@@ -71,6 +72,7 @@ class worker {
   std::mt19937_64& rng() { return rng_; }
   std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }
   setup_pacer& setups() { return setups_; }
+  body_pool& bodies() { return bodies_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
   // others pass it here so every worker listens on the same one.
@@ -117,6 +119,7 @@ class worker {
   std::mt19937_64 rng_{std::random_device{}()};
   std::map<std::string, std::size_t> active_streams_;
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
+  body_pool bodies_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };

@@ -36,9 +36,9 @@ fixture_options with_routes() {
 // A conversation of about `bytes` bytes, as JSON members: "messages":[…]
 // (after the demo engine's option of no modelled prefill, which would take
 // most of a second on these lengths).
-std::string messages(std::size_t bytes) {
+std::string messages(std::size_t bytes, const std::string& word = "word") {
   std::string text;
-  for (int i = 0; text.size() < bytes; ++i) text += "word " + std::to_string(i) + " ";
+  for (int i = 0; text.size() < bytes; ++i) text += word + " " + std::to_string(i) + " ";
   return R"("demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" + text + R"("}])";
 }
 
@@ -249,6 +249,26 @@ TEST(EarlyForward, WithoutRoutesEveryLongBodyGoesEarlyWithRoutesOnlyADecidedOne)
   ASSERT_EQ(post(f, "{" + messages(200'000) + R"(,"model":"gpt-4o-mini","max_tokens":2})").status, 200);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
   EXPECT_EQ(json::parse(f.engine_last_request().at("body").as_string()).at("model").as_string(), "real-mini");
+}
+
+// Long bodies one after another on one connection, each read into a
+// buffer a body before it left (server/body_pool.hpp): shorter, longer,
+// forwarded early or (the last, under 64 KiB) read whole first; each
+// arrives upstream as the client sent it.
+TEST(EarlyForward, LongBodiesOneAfterAnotherInOneConnectionEachArriveAsSent) {
+  proxy_fixture f;
+  http_client c(f.port());
+  const std::pair<std::size_t, std::string> bodies[] = {
+      {300'000, "alpha"}, {100'000, "beta"}, {250'000, "gamma"}, {40'000, "delta"}};
+  for (const auto& [bytes, word] : bodies) {
+    const auto body = "{" + messages(bytes, word) + R"(,"model":"demo","max_tokens":2})";
+    c.send(post_json("/v1/chat/completions", body));
+    auto answer = read_response(c);
+    ASSERT_EQ(answer.status, 200) << word;
+    c.consume(answer.body_offset + answer.body.size());
+    EXPECT_TRUE(f.engine_last_request().at("body").as_string() == body) << word;
+  }
+  EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 3u);
 }
 
 // The operator's switch: limits.forward_early_bytes: 0 reads every body
