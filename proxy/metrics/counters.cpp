@@ -47,6 +47,7 @@ const family families[] = {
     {"tokengate_upstream_cx_idle", "gauge", "Keep-alive upstream connections waiting in the pools.", &shard::upstream_cx_idle},
     {"tokengate_stream_events_total", "counter", "Server-sent events relayed to clients.", &shard::stream_events_total},
     {"tokengate_downstream_sent_bytes_total", "counter", "Response bytes written to clients.", &shard::downstream_bytes_sent},
+    {"tokengate_request_body_buffers_kept_bytes", "gauge", "Memory kept in the buffers of long request bodies for the next ones (at most 32 MiB a worker, each buffer freed after 10 s unused).", &shard::request_body_buffers_kept_bytes},
 };
 
 std::uint64_t sum(const std::vector<const shard*>& shards, counter shard::*member) {

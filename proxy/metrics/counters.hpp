@@ -42,6 +42,7 @@ struct shard {
   counter stream_active;                    // event streams being relayed now
   counter upstream_cx_idle;                 // keep-alive connections waiting in the pools
   counter downstream_bytes_sent;
+  counter request_body_buffers_kept_bytes;  // kept for the next long bodies (server/body_pool.hpp)
 
   void count_status(unsigned status);
 };

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <map>
 
+#include "metrics/counters.hpp"
 #include "server/client_request.hpp"
 
 namespace tokengate {
@@ -45,6 +46,12 @@ class body_pool {
   // Frees the buffers that have waited kept_for or longer.
   void release_unused(clock::time_point now = clock::now());
 
+  // Reports kept_bytes() in `gauge` from now on (a worker's metrics).
+  void report_kept_bytes_to(metrics::counter& gauge) {
+    gauge_ = &gauge;
+    gauge_->add(kept_bytes_);
+  }
+
   std::size_t kept_bytes() const { return kept_bytes_; }
   std::size_t kept_buffers() const { return kept_.size(); }
 
@@ -57,6 +64,10 @@ class body_pool {
   clock::duration kept_for_;
   std::multimap<std::size_t, kept_buffer> kept_;  // by capacity
   std::size_t kept_bytes_ = 0;
+  metrics::counter* gauge_ = nullptr;
+
+  void kept_bytes_add(std::size_t n);
+  void kept_bytes_sub(std::size_t n);
 };
 
 // Gives a request's body back to the pool however the request ends.

@@ -34,6 +34,7 @@ worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& 
     : index_(index), store_(std::move(store)), gate_(gate), config_(store_->snapshot()) {
   // Fail at start-up, not on the first request, on a bad URL or CA file.
   for (const auto& [name, settings] : config_->upstreams) pool_for(settings);
+  bodies_.report_kept_bytes_to(metrics_.request_body_buffers_kept_bytes);
 }
 
 worker::~worker() = default;

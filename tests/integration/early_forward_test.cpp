@@ -269,6 +269,11 @@ TEST(EarlyForward, LongBodiesOneAfterAnotherInOneConnectionEachArriveAsSent) {
     EXPECT_TRUE(f.engine_last_request().at("body").as_string() == body) << word;
   }
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 3u);
+  // (Each body went back when its request ended; one read into a buffer
+  // at least as long as the longest remains kept, at most all four.)
+  const auto kept = metric(f, "tokengate_request_body_buffers_kept_bytes");
+  EXPECT_GE(kept, 300'000u);
+  EXPECT_LE(kept, 2'000'000u);
 }
 
 // The operator's switch: limits.forward_early_bytes: 0 reads every body

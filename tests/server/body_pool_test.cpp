@@ -76,6 +76,20 @@ TEST(BodyPool, ABufferNotTakenForTheKeptTimeIsFreed) {
   EXPECT_EQ(pool.kept_buffers(), 0u);
 }
 
+TEST(BodyPool, TheKeptBytesAreReportedInTheGauge) {
+  metrics::counter gauge;
+  body_pool pool;
+  pool.give_back(buffer_of(64 * 1024));
+  pool.report_kept_bytes_to(gauge);
+  EXPECT_EQ(gauge.get(), 64 * 1024u) << "what was kept before the gauge counts";
+  pool.give_back(buffer_of(128 * 1024));
+  EXPECT_EQ(gauge.get(), 192 * 1024u);
+  auto body = pool.take(100'000);
+  EXPECT_EQ(gauge.get(), 64 * 1024u);
+  pool.release_unused(body_pool::clock::now() + body_pool::default_kept_for);
+  EXPECT_EQ(gauge.get(), 0u);
+}
+
 TEST(BodyPool, ARequestsBodyGoesBackHoweverTheRequestEnds) {
   body_pool pool;
   {
