@@ -98,6 +98,11 @@ class worker {
   net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l, const net::ip::address& client);
 
   int index_;
+  // Before io_, so that they outlast it: a session still open when the
+  // workers stop is destroyed with io_'s pending operations, and its frame
+  // gives its request's body buffer back to bodies_ (counted in metrics_).
+  metrics::shard metrics_;
+  body_pool bodies_;
   // One thread runs it, and every socket operation of this worker happens
   // on that thread (other threads only post: drain, stop), so the reactor
   // skips its per-socket lock around each read and write; the scheduler
@@ -106,7 +111,6 @@ class worker {
   std::shared_ptr<config_store> store_;
   connection_gate& gate_;
   std::shared_ptr<const config::config> config_;
-  metrics::shard metrics_;
   metrics::latency_shard latency_;
   metrics::realtime_estimate realtime_;
   std::vector<bound_listener> listeners_;
@@ -119,7 +123,6 @@ class worker {
   std::mt19937_64 rng_{std::random_device{}()};
   std::map<std::string, std::size_t> active_streams_;
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
-  body_pool bodies_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };

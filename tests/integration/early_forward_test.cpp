@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -274,6 +275,29 @@ TEST(EarlyForward, LongBodiesOneAfterAnotherInOneConnectionEachArriveAsSent) {
   const auto kept = metric(f, "tokengate_request_body_buffers_kept_bytes");
   EXPECT_GE(kept, 300'000u);
   EXPECT_LE(kept, 2'000'000u);
+}
+
+// A server stopped while a long body is half read: the connection is
+// closed, and the body's buffer, handed back as the session's frame goes,
+// finds its pool still there (under the sanitizers, a pool gone first is
+// a use after free or a leak).
+TEST(EarlyForward, AServerStoppedWithALongBodyHalfReadClosesItsConnection) {
+  std::unique_ptr<http_client> half_sent;
+  {
+    proxy_fixture f;
+    const auto body = "{" + messages(300'000) + R"(,"model":"demo","max_tokens":2})";
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", body));
+    ASSERT_EQ(read_response(c).status, 200);
+    ASSERT_GE(metric(f, "tokengate_request_body_buffers_kept_bytes"), 300'000u);
+    const auto request = post_json("/v1/chat/completions", body);
+    half_sent = std::make_unique<http_client>(f.port());
+    half_sent->send(request.substr(0, request.size() / 2));
+    ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_request_body_buffers_kept_bytes") == 0; }, 5s,
+                           "the second body to take the kept buffer"));
+  }  // (the drain waits for it until its deadline, then stops the workers)
+  while (half_sent->read_some(2s)) {}
+  EXPECT_TRUE(half_sent->eof()) << "the proxy closed the connection of the half-read request";
 }
 
 // The operator's switch: limits.forward_early_bytes: 0 reads every body
