@@ -517,8 +517,12 @@ std::string render_table(const std::vector<point_result>& results) {
 
 std::string render_json(const std::vector<point_result>& results) {
   json::array out;
+  // Nothing measured (every request failed, or no stamps) is null, not a
+  // timing of 0 that a script would take for a fast endpoint.
   auto pct = [](const percentiles& p) {
-    return json::object{{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}};
+    auto value = [&p](double v) { return p.count ? json::value(v) : json::value(nullptr); };
+    return json::object{
+        {"count", p.count}, {"p50", value(p.p50)}, {"p95", value(p.p95)}, {"p99", value(p.p99)}, {"max", value(p.max)}};
   };
   for (const auto& r : results) {
     json::object errors, examples;
@@ -533,7 +537,7 @@ std::string render_json(const std::vector<point_result>& results) {
                                {"ttft_ms", pct(r.ttft)},
                                {"ttft_ms_each", json::array(r.ttft_each.begin(), r.ttft_each.end())},
                                {"inter_token_ms", pct(r.inter_token)},
-                               {"transit_ms", pct(r.transit)},  // count 0 unless the source stamps events
+                               {"transit_ms", pct(r.transit)},  // null unless the source stamps events
                                {"time_per_output_token_ms", pct(r.time_per_output_token)},
                                {"tokens_per_second", pct(r.tokens_per_second)},
                                {"duration_ms", pct(r.duration)},

@@ -271,6 +271,10 @@ TEST(Bench, ShowsTheFirstErrorOfEachKindWithTheKeyMasked) {
   auto report = bench::render_table(results) + bench::render_json(results);
   EXPECT_EQ(report.find("sk-test-0123456789"), std::string::npos) << report;
   EXPECT_NE(report.find("Incorrect API key provided: ***"), std::string::npos) << report;
+  // Nothing was measured: null in the JSON, not a time of 0.
+  auto ttft = boost::json::parse(bench::render_json(results)).as_array().at(0).at("ttft_ms").as_object();
+  EXPECT_EQ(ttft.at("count").to_number<int>(), 0);
+  EXPECT_TRUE(ttft.at("p50").is_null() && ttft.at("p99").is_null() && ttft.at("max").is_null()) << ttft;
 }
 
 }  // namespace
