@@ -15,6 +15,7 @@ time beside them) on core 1.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -80,3 +81,4 @@ try:
 finally:
     proxy.kill()
     engine.kill()
+    shutil.rmtree(work, ignore_errors=True)
