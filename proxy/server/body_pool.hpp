@@ -40,8 +40,12 @@ class body_pool {
   body_bytes take(std::size_t length);
 
   // Keeps `body`'s memory for a later take when it is long enough and the
-  // pool has room; leaves it to its owner to free otherwise.
-  void give_back(body_bytes&& body, clock::time_point now = clock::now());
+  // pool has room; leaves it to its owner to free otherwise. (The clock is
+  // read only for a buffer long enough to keep: most requests' are not.)
+  void give_back(body_bytes&& body) {
+    if (body.capacity() >= kept_from) give_back(std::move(body), clock::now());
+  }
+  void give_back(body_bytes&& body, clock::time_point now);
 
   // Frees the buffers that have waited kept_for or longer.
   void release_unused(clock::time_point now = clock::now());
