@@ -8,6 +8,7 @@
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
+#include "server/port_in_use.hpp"
 #include "server/tls_credentials.hpp"
 #include "server/worker.hpp"
 
@@ -26,15 +27,33 @@ server::server(std::shared_ptr<const config::config> config)
 
 server::~server() { drain_and_stop(); }
 
+namespace {
+
+// A port that another process already listens on is shared, not refused
+// (SO_REUSEPORT, port_in_use.hpp): meant in a binary upgrade, a surprise
+// otherwise, so it is said.
+void say_if_shared(const std::string& address, std::uint16_t port, const std::string& what) {
+  error_code ec;
+  auto ip = net::ip::make_address(address, ec);
+  if (ec || !port_already_listened({ip, port})) return;
+  spdlog::warn("{}:{} ({}) is already open in another process: this one shares its new connections with it "
+               "(SO_REUSEPORT), as in a binary upgrade or instances side by side; if that is not meant, stop one",
+               address, port, what);
+}
+
+}  // namespace
+
 void server::start() {
   for (const auto& l : config_->listeners) {
     std::shared_ptr<tls_credentials> tls;
     if (l.tls) certificates_[l.name] = tls = std::make_shared<tls_credentials>(l.tls->cert_file, l.tls->key_file);
     std::uint16_t port = l.port;
+    say_if_shared(l.address, port, "listener '" + l.name + "'");
     for (auto& w : workers_) port = w->bind(l, port, tls);  // port 0: the first bind picks it
     ports_[l.name] = port;
   }
   if (config_->admin) {
+    say_if_shared(config_->admin->address, config_->admin->port, "admin: a scrape sees one process at a time");
     admin_handlers handlers;
     handlers.ready = [this] { return !workers_.front()->draining(); };
     handlers.metrics_text = [this] { return metrics_text(); };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A binary upgrade without a gap (docs/operations.md): a second tokengate
-# starts on the same ports as a running one (SO_REUSEPORT on every listener),
-# then the old one gets SIGTERM. The old one's stream in flight finishes,
+# starts on the same ports as a running one (SO_REUSEPORT on every listener,
+# and a warning in its log that it shares them), then the old one gets SIGTERM. The old one's stream in flight finishes,
 # and every request sent meanwhile is answered (by the new one).
 set -euo pipefail
 bin=$(readlink -f "$1")
@@ -30,6 +30,13 @@ write_config "$port" "$admin" > "$work/new.yaml"
 start_server "$work/new.yaml"
 new_pid=$server_pid; pids+=("$new_pid")
 grep -q "listening on http://127.0.0.1:$port/" "$work/log" || fail "the new process did not share port $port"
+# Sharing a port is said, so that a second process started by mistake is
+# seen: by the new process, for both ports, and not by the old one.
+grep -q "127.0.0.1:$port (listener 'main') is already open in another process" "$work/log" ||
+  fail "the new process did not say it shares port $port: $(cat "$work/log")"
+grep -q "127.0.0.1:$admin (admin: .*) is already open in another process" "$work/log" ||
+  fail "the new process did not say it shares admin port $admin"
+! grep -q "already open in another process" "$work/old.log" || fail "the first process said it shares a port"
 
 body='{"model":"demo","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
 # A stream on the old process (send until one lands there: the kernel spreads
