@@ -295,7 +295,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
   root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes", "keys",
-                  "health", "limits", "admin", "demo_engine"});
+                  "health", "limits", "admin", "demo_engine", "memory"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
@@ -345,6 +345,14 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
     c->admin = admin_settings{a.text("address", "127.0.0.1"), a.integer<std::uint16_t>("port", 9090, 0, 65535)};
   }
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
+  if (root.has("memory")) {
+    auto m = root.child("memory");
+    m.only_keys({"after_burst"});
+    auto after_burst = m.text("after_burst", "give_back");
+    if (after_burst != "give_back" && after_burst != "keep")
+      m.fail_at(m.node()["after_burst"], "after_burst must be give_back or keep");
+    c->keep_memory_after_burst = after_burst == "keep";
+  }
   return c;
 }
 

@@ -142,6 +142,10 @@ struct config {
   limit_settings limits;
   std::optional<admin_settings> admin;
   std::optional<demo_engine_settings> demo_engine;
+  // memory.after_burst: false (give_back) returns the heap's freed memory to
+  // the system a second after and once a burst is over; true (keep) holds
+  // the peak for the next burst (allocator.hpp). Read at start only.
+  bool keep_memory_after_burst = false;
 };
 
 // Every configuration error names the place: "file:line:column: message".

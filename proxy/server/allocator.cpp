@@ -48,17 +48,34 @@ Function* mimalloc_option_function(const char* name) {
 // the same index, and the same environment variable's default).
 constexpr int mimalloc_decommit_delay_option = 15;
 
+// mimalloc 2.0's switch for giving freed pages back at all
+// (mi_option_allow_decommit, MIMALLOC_ALLOW_DECOMMIT); 2.1 has none and
+// takes a delay of -1 for never.
+constexpr int mimalloc_allow_decommit_option = 22;
+constexpr int first_mimalloc_without_that_switch = 210;
+
+bool mimalloc_keeps_freed_pages() {
+  auto* get_option = mimalloc_option_function<long(int)>("mi_option_get");
+  if (!get_option) return false;
+  if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_allow_decommit_option) == 0;
+  return get_option(mimalloc_decommit_delay_option) < 0;
+}
+
+bool trim_after_bursts = true;
+
 }  // namespace
 
 std::string allocator_name() {
   if (int v = mimalloc_version()) {
     auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
-    if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
+    if (mimalloc_keeps_freed_pages())
+      name += ", freed pages kept until exit";
+    else if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
       name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
     return name;
   }
 #ifdef __GLIBC__
-  return "glibc malloc";
+  return trim_after_bursts ? "glibc malloc" : "glibc malloc, not trimmed after bursts";
 #else
   return "the C library's malloc";
 #endif
@@ -72,9 +89,20 @@ void tune_allocator() {
     set_option(mimalloc_decommit_delay_option, freed_pages_kept_ms);
 }
 
+void keep_freed_memory() {
+  trim_after_bursts = false;
+  auto* set_option = mimalloc_option_function<void(int, long)>("mi_option_set");
+  if (!set_option) return;
+  if (mimalloc_version() < first_mimalloc_without_that_switch)
+    set_option(mimalloc_allow_decommit_option, 0);
+  else
+    set_option(mimalloc_decommit_delay_option, -1);
+}
+
 bool heap_gives_back_per_thread() { return mimalloc_version() != 0; }
 
 bool give_back_free_memory() {
+  if (!trim_after_bursts) return false;
   if (auto* collect = mimalloc_function<void(bool)>("mi_collect")) {
     collect(true);  // (this thread's heap, and the segments freed to the process's cache)
     return true;

@@ -12,8 +12,9 @@
 
 namespace tokengate {
 
-// "mimalloc 2.0.9, freed pages kept 1000 ms" or "glibc malloc", for the
-// version line and the log.
+// "mimalloc 2.0.9, freed pages kept 1000 ms" (or "... kept until exit",
+// keep_freed_memory() or MIMALLOC_ALLOW_DECOMMIT=0) or "glibc malloc", for
+// the version line and the log.
 std::string allocator_name();
 
 // How long mimalloc keeps pages freed in a thread's heap before it gives
@@ -33,10 +34,23 @@ constexpr long freed_pages_kept_ms = 1000;
 // MIMALLOC_PURGE_DELAY from mimalloc 2.1).
 void tune_allocator();
 
+// Keeps the memory the heap frees for the process's life, as nginx's heap
+// (glibc's) does, instead of giving it back a second after and once a
+// burst is over (config: memory.after_burst: keep). Each burst after the
+// first then finds its pages resident: on the virtual machines we measure
+// on a page fault costs about 10 us, and a burst of 9,000 streams that
+// took 26,000-31,000 pages afresh took 11-13 % more CPU than one that
+// found them kept (tests/bench/bursts_kept.sh; docs/performance.md,
+// "Memory kept after a burst"). The price: the peak's memory stays with
+// the process. Call it before the threads that serve start: mimalloc 2.0
+// reads the switch as it takes each new segment of memory from the system.
+// give_back_free_memory() does nothing after it.
+void keep_freed_memory();
+
 // Gives memory that a burst freed back to the system, where the allocator
 // keeps it otherwise (glibc: malloc_trim, for the whole process; mimalloc:
 // mi_collect, for the calling thread's heap and the process's cache of
-// freed segments). True when it did.
+// freed segments). True when it did; false after keep_freed_memory().
 bool give_back_free_memory();
 
 // True when give_back_free_memory() acts on the calling thread's heap

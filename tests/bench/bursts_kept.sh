@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # What giving memory back between bursts costs: two tokengate processes of
-# the same binary, one as it runs (freed pages given back a second after,
-# and the after-burst collect) and one with mimalloc's decommit off
-# (MIMALLOC_ALLOW_DECOMMIT=0: pages never given back), in alternating
-# bursts of slow streams opened at once (scenario 3's shape). Per burst:
+# the same binary, one with the default memory.after_burst (give_back:
+# freed pages given back a second after, and the after-burst collect) and
+# one with `keep` (pages never given back), in alternating bursts of slow
+# streams opened at once (scenario 3's shape). Per burst:
 # the proxy's page faults and CPU ticks, CPU per million events, transit
 # p99. On demand, not a test.
 # Usage: tests/bench/bursts_kept.sh TOKENGATE_BIN [BURSTS] [STREAMS] [PAUSE_S]
 #   tests/bench/bursts_kept.sh build/tokengate 4 9000 4
+# WITH_NGINX=1 adds nginx (the reference, whose heap keeps its memory) as a third
+# in each turn; TOKENS (12) and RAMP_UP (seconds over which each burst's
+# streams open; none: all at once) change the bursts' shape, e.g. scenario
+# 3c's: WITH_NGINX=1 TOKENS=40 RAMP_UP=5 tests/bench/bursts_kept.sh build/tokengate 3 9000 4
 # The proxies run on core 0; the demo engine and the load on core 1.
 set -euo pipefail
 bin=$1 bursts=${2:-4} streams=${3:-9000} pause=${4:-4}
@@ -21,11 +25,18 @@ tokengate_config "$work/kept.yaml" "$kept_port" "$engine"
 start_tokengate "$bin" "$work/given.yaml" "$work/given.log"
 given=$proxy
 pids+=($given)
-MIMALLOC_ALLOW_DECOMMIT=0 start_tokengate "$bin" "$work/kept.yaml" "$work/kept.log"
+echo "memory: {after_burst: keep}" >> "$work/kept.yaml"
+start_tokengate "$bin" "$work/kept.yaml" "$work/kept.log"
 kept=$proxy
 pids+=($kept)
+if [[ -n ${WITH_NGINX:-} ]]; then
+  nginx_port=$(free_port)
+  start_nginx "$nginx_port" "$engine"
+  nginx=$proxy
+fi
+tokens=${TOKENS:-12}
 
-# burst PID PORT LABEL
+# burst PID PORT LABEL [MODEL]
 burst() {
   local f0 u0 s0 f1 u1 s1
   read -r f0 u0 s0 < <(awk '{print $10, $14, $15}' "/proc/$1/stat")
@@ -48,4 +59,5 @@ PY
 for _ in $(seq "$bursts"); do
   burst "$given" "$given_port" "given back"
   burst "$kept" "$kept_port" "kept      "
+  [[ -z ${WITH_NGINX:-} ]] || burst "$nginx" "$nginx_port" "nginx     " demo
 done

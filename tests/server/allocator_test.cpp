@@ -44,5 +44,22 @@ TEST(Allocator, GlibcsHeapIsTrimmedAndNamed) {
   EXPECT_TRUE(give_back_free_memory());
 }
 
+// memory.after_burst: keep. On mimalloc the real binary says so (the same
+// switch as mimalloc's own MIMALLOC_ALLOW_DECOMMIT=0, which an operator may
+// set instead); tests/cli/memory_after_burst.sh checks what it holds.
+TEST(Allocator, MimallocSaysWhenFreedPagesAreKeptUntilExit) {
+  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc") GTEST_SKIP() << "the binary runs on glibc's heap";
+  auto kept = output_of("MIMALLOC_ALLOW_DECOMMIT=0 " + std::string(TOKENGATE_BINARY) + " version");
+  EXPECT_NE(kept.find("freed pages kept until exit"), std::string::npos) << kept;
+}
+
+// Last in this file: it changes the process's allocator settings for good
+// (ctest runs each test in a process of its own).
+TEST(Allocator, GlibcsHeapKeptAfterBurstsIsNotTrimmed) {
+  keep_freed_memory();
+  EXPECT_EQ(allocator_name(), "glibc malloc, not trimmed after bursts");
+  EXPECT_FALSE(give_back_free_memory());
+}
+
 }  // namespace
 }  // namespace tokengate
