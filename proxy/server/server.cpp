@@ -169,13 +169,19 @@ void server::drain_and_stop() {
   if (stopped_) return;
   stopped_ = true;
   if (threads_.empty()) return;
-  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->begin_drain(); });
+  // Each worker takes the connections still queued on its listeners as it
+  // begins (worker::begin_drain) and gives them a place in the gate then;
+  // their sessions start a moment later. So the wait counts places, and
+  // only once every worker has begun: counted sooner, a worker's queued
+  // connections were not yet there and were stopped unserved.
+  std::atomic<std::size_t> begun{0};
+  for (auto& w : workers_)
+    net::post(w->io(), [w = w.get(), &begun] {
+      w->begin_drain();
+      begun.fetch_add(1, std::memory_order_release);
+    });
   auto deadline = std::chrono::steady_clock::now() + config_->drain_timeout;
-  auto in_flight = [this] {
-    std::uint64_t n = 0;
-    for (auto& w : workers_) n += w->metrics().downstream_cx_active.get();
-    return n;
-  };
+  auto in_flight = [&] { return begun.load(std::memory_order_acquire) < workers_.size() ? 1 : gate_->open(); };
   while (in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (auto left = in_flight())

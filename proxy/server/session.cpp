@@ -37,10 +37,12 @@ std::string request_id_for(std::string_view given) {
   return id;
 }
 
-// Waits for the first byte of the next request on a kept-alive connection.
-// While waiting the connection counts as idle, so a drain can close it.
+// Waits for the first byte of the next request. While a kept-alive
+// connection waits it counts as idle, so a drain can close it; a new
+// connection's first request is waited for (head_timeout) and served even
+// in a drain: its client connected before the drain and is sending.
 net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
-                                      worker& w, config::duration timeout) {
+                                      worker& w, config::duration timeout, bool first) {
   if (watcher.reading()) {  // the last response's watch goes on as this wait (server/client_watcher.hpp)
     w.mark_idle(&stream);
     stream.expires_after(timeout);
@@ -53,10 +55,10 @@ net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& bu
   error_code ec;
   std::size_t n = 0;
   if (!stream.read_now(into, ec, n)) {  // (a client that sends its next request at once: no wait)
-    w.mark_idle(&stream);
+    if (!first) w.mark_idle(&stream);
     stream.expires_after(timeout);
     std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
-    w.mark_busy(&stream);
+    if (!first) w.mark_busy(&stream);
   }
   if (ec) co_return false;
   buffer.commit(n);
@@ -98,8 +100,9 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
   const auto& limits = w.config().limits;
   bool first = true;
   for (;;) {
-    if (w.draining()) co_return false;
-    if (!co_await wait_for_request(stream, buffer, watcher, w, first ? limits.head_timeout : limits.idle_timeout))
+    if (!first && w.draining()) co_return false;
+    if (!co_await wait_for_request(stream, buffer, watcher, w, first ? limits.head_timeout : limits.idle_timeout,
+                                   first))
       co_return false;
     first = false;
 

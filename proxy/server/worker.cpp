@@ -155,37 +155,60 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     }
     ++in_a_row;
     auto& socket = *accepted;
-    error_code ignored;
-    if (!l.options_inherited) socket.set_option(tcp::no_delay(true), ignored);
-    // The read that takes a request whole tells (TCP_INQ) that nothing is
-    // left, and the next read (the client watcher's, or the next request's)
-    // waits for epoll instead of trying first and failing: two recv calls a
-    // request that find nothing (server/drained_read.hpp; TLS reads go
-    // through the TLS engine instead). The socket is non-blocking from the
-    // accept, and Asio knows it, so the first read is a drained read too.
-    if (!l.tls) {
-      if (!l.options_inherited) enable_drained_reads(socket);
-      // The client sends its request once its connect returns, which is
-      // about now: a read at once finds nothing (EAGAIN) unless the loop
-      // is behind, so the first read waits for epoll, as nginx's does.
-      wait_for_next_report(socket);
-    }
+    prepare_accepted(l, socket);
     auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
     if (!ticket) co_return;  // draining: the connection closes unserved
-    auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
-    net::co_spawn(io_, run_session(std::move(stream), std::move(*ticket), *this, *l.settings), net::detached);
+    start_session(l, std::move(socket), std::move(*ticket));
   }
+}
+
+void worker::prepare_accepted(const bound_listener& l, tcp::socket& socket) {
+  error_code ignored;
+  if (!l.options_inherited) socket.set_option(tcp::no_delay(true), ignored);
+  // The read that takes a request whole tells (TCP_INQ) that nothing is
+  // left, and the next read (the client watcher's, or the next request's)
+  // waits for epoll instead of trying first and failing: two recv calls a
+  // request that find nothing (server/drained_read.hpp; TLS reads go
+  // through the TLS engine instead). The socket is non-blocking from the
+  // accept, and Asio knows it, so the first read is a drained read too.
+  if (!l.tls) {
+    if (!l.options_inherited) enable_drained_reads(socket);
+    // The client sends its request once its connect returns, which is
+    // about now: a read at once finds nothing (EAGAIN) unless the loop
+    // is behind, so the first read waits for epoll, as nginx's does.
+    wait_for_next_report(socket);
+  }
+}
+
+void worker::start_session(bound_listener& l, tcp::socket socket, connection_ticket ticket) {
+  auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
+  net::co_spawn(io_, run_session(std::move(stream), std::move(ticket), *this, *l.settings), net::detached);
 }
 
 void worker::begin_drain() {
   draining_.store(true, std::memory_order_relaxed);
-  for (auto& l : listeners_) {
-    error_code ignored;
-    l.acceptor->close(ignored);
-  }
   auto idle = std::move(idle_);
   idle_.clear();
   for (auto* stream : idle) stream->close();
+  // Closing a listener resets every connection the kernel has queued on it
+  // (completed, often with the request sent): in a binary upgrade those are
+  // the clients that connected just before the SIGTERM. They are taken
+  // now and served like any other; a connection that comes between the
+  // last accept and the close is still reset (the kernel can move those to
+  // another process on the port instead: net.ipv4.tcp_migrate_req,
+  // docs/operations.md).
+  // Beyond limits.max_connections they close unserved, as connections
+  // waiting for a place do once the drain begins.
+  for (auto& l : listeners_) {
+    tcp::endpoint peer;
+    error_code ec;
+    while (auto accepted = accept_now(*l.acceptor, peer, ec)) {
+      prepare_accepted(l, *accepted);
+      if (auto ticket = gate_.try_admit(gate_.tracks_clients() ? peer.address() : net::ip::address()))
+        start_session(l, std::move(*accepted), std::move(*ticket));
+    }
+    l.acceptor->close(ec);
+  }
 }
 
 }  // namespace tokengate

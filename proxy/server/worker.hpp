@@ -81,7 +81,10 @@ class worker {
   void start_accepting();
 
   // Stop accepting, close idle keep-alive connections; requests in flight
-  // finish and then close their connection. Called on this worker's thread.
+  // finish and then close their connection. The connections still waiting
+  // in a listener's accept queue are taken first and their first request
+  // served: closing the listener would have the kernel reset them. Called
+  // on this worker's thread.
   void begin_drain();
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
 
@@ -92,6 +95,10 @@ class worker {
 
  private:
   net::awaitable<void> accept_loop(bound_listener& l);
+  // A connection just accepted: its socket options, then (once the
+  // connection limits admit it) its session.
+  void prepare_accepted(const bound_listener& l, tcp::socket& socket);
+  void start_session(bound_listener& l, tcp::socket socket, connection_ticket ticket);
   // A place in the connection limits for a connection just accepted, waiting
   // for one at limits.max_connections; nothing when the listener closed
   // (drain) while it waited.
