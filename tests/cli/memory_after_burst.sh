@@ -6,14 +6,7 @@
 set -euo pipefail
 bin=$(readlink -f "$1")
 source "$(dirname "$0")/../support/shell_lib.sh"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-"$bin" demo-engine --port 0 > "$work/engine.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^PORT ' "$work/engine.log" && break; sleep 0.05; done
-engine=$(awk '/^PORT /{print $2}' "$work/engine.log")
-[[ -n $engine ]] || fail "demo engine did not start"
+start_demo_engine
 
 write_config() {  # AFTER_BURST
   cat <<YAML

@@ -1,19 +1,13 @@
 #!/usr/bin/env bash
 # A binary upgrade without a gap (docs/operations.md): a second tokengate
-# starts on the same ports as a running one (SO_REUSEPORT on every listener,
-# and a warning in its log that it shares them), then the old one gets SIGTERM. The old one's stream in flight finishes,
-# and every request sent meanwhile is answered (by the new one).
+# starts on the same ports as a running one (SO_REUSEPORT on every
+# listener, and a warning in its log that it shares them), then the old
+# one gets SIGTERM. The old one's stream in flight finishes, and every
+# request sent meanwhile is answered (by the new one).
 set -euo pipefail
 bin=$(readlink -f "$1")
 source "$(dirname "$0")/../support/shell_lib.sh"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-"$bin" demo-engine --port 0 --decode-tps 20 > "$work/engine.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^PORT ' "$work/engine.log" && break; sleep 0.05; done
-engine=$(awk '/^PORT /{print $2}' "$work/engine.log")
-[[ -n $engine ]] || fail "demo engine did not start"
+start_demo_engine --decode-tps 20
 
 write_config() {  # PORT ADMIN_PORT
   cat <<YAML

@@ -2,7 +2,11 @@
 # starting the real binary on a config whose ports are rewritten to 0.
 work=$(mktemp -d)
 server_pid=""
-cleanup() { [[ -n $server_pid ]] && { kill -9 "$server_pid" 2>/dev/null || true; }; rm -rf "$work"; }
+pids=()  # other processes a test starts (start_demo_engine adds to it), killed at exit
+cleanup() {
+  for p in "${pids[@]}" $server_pid; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [[ -f $work/log ]] && { echo "--- server log"; cat "$work/log"; }; exit 1; }
 
@@ -18,6 +22,16 @@ start_server() {
   port=$(sed -n 's|.*info tokengate .* listening on https*://[0-9.]*:\([0-9]*\)/v1 .*|\1|p' "$work/log" | head -1)
   admin=$(grep -o "metrics at http://[0-9.]*:[0-9]*" "$work/log" | grep -o '[0-9]*$' || true)
   [[ -n $port && -n $admin ]] || fail "tokengate did not start on $config"
+}
+
+# start_demo_engine [ARGS...]: `tokengate demo-engine` on an ephemeral port
+# (ARGS such as --decode-tps 20); sets $engine to its port.
+start_demo_engine() {
+  "$bin" demo-engine --port 0 "$@" > "$work/engine.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q '^PORT ' "$work/engine.log" && break; sleep 0.05; done
+  engine=$(awk '/^PORT /{print $2}' "$work/engine.log")
+  [[ -n $engine ]] || fail "demo engine did not start"
 }
 
 # metrics_match GREP-ARGS...: whether the admin /metrics page matches.
