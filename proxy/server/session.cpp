@@ -38,9 +38,12 @@ std::string request_id_for(std::string_view given) {
 }
 
 // Waits for the first byte of the next request. While a kept-alive
-// connection waits it counts as idle, so a drain can close it; a new
-// connection's first request is waited for (head_timeout) and served even
-// in a drain: its client connected before the drain and is sending.
+// connection waits it counts as idle, so a drain can close it. A new
+// connection's first request is waited for (head_timeout) even in a
+// drain: its client connected before the drain, and the connection's
+// first read waits for epoll (worker::prepare_accepted), so one accepted
+// with its request already sent waits here too. (A client that connects
+// and sends nothing holds the drain until head_timeout.)
 net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
                                       worker& w, config::duration timeout, bool first) {
   if (watcher.reading()) {  // the last response's watch goes on as this wait (server/client_watcher.hpp)
@@ -100,6 +103,10 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
   const auto& limits = w.config().limits;
   bool first = true;
   for (;;) {
+    // In a drain a kept-alive connection ends here; a new one's first
+    // request is still served: the drain itself takes the connections left
+    // in the accept queue (worker::begin_drain), and those just accepted
+    // may have theirs on the way.
     if (!first && w.draining()) co_return false;
     if (!co_await wait_for_request(stream, buffer, watcher, w, first ? limits.head_timeout : limits.idle_timeout,
                                    first))
