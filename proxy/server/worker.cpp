@@ -202,7 +202,10 @@ void worker::begin_drain() {
   for (auto& l : listeners_) {
     tcp::endpoint peer;
     error_code ec;
-    while (auto accepted = accept_now(*l.acceptor, peer, ec)) {
+    for (;;) {
+      auto accepted = accept_now(*l.acceptor, peer, ec);
+      if (!accepted && ec == net::error::connection_aborted) continue;  // gone before it was taken
+      if (!accepted) break;  // none left (or EMFILE: the rest are reset with the close)
       prepare_accepted(l, *accepted);
       if (auto ticket = gate_.try_admit(gate_.tracks_clients() ? peer.address() : net::ip::address()))
         start_session(l, std::move(*accepted), std::move(*ticket));
