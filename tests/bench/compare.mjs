@@ -4,6 +4,8 @@
 //
 // Usage: node tests/bench/compare.mjs BIN [ROUNDS]
 // BENCH_ONLY=3,4 runs only those scenarios (the number their name starts with).
+// BENCH_TOKENGATE_YAML adds lines to tokengate's config, to measure a setting
+// the default leaves off, e.g. BENCH_TOKENGATE_YAML='memory: {after_burst: keep}'.
 // The proxy under test (nginx or tokengate) is pinned to core 0; the source
 // (the demo engine in zero-delay mode) and the load (`tokengate bench`) to
 // core 1. Every run is bounded; everything started is stopped at the end.
@@ -22,6 +24,7 @@ const rounds = Number(process.argv[3] ?? 3);
 const ttftRounds = 4 * rounds;
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",") : null;
 const wanted = (name) => !only || only.some((n) => name.startsWith(n));
+const extraYaml = process.env.BENCH_TOKENGATE_YAML ?? "";
 if (!bin) throw new Error("usage: compare.mjs TOKENGATE_BIN [ROUNDS]");
 const work = mkdtempSync(join(tmpdir(), "tokengate-bench-"));
 const children = [];
@@ -152,6 +155,7 @@ routes:       # the policy is on: routing by model, a max-token clamp, full acco
   - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
      max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
 admin: {address: 127.0.0.1, port: ${adminPort}}
+${extraYaml}
 `;
 
 async function main() {
@@ -387,6 +391,7 @@ async function main() {
   }
 
   const lines = [];
+  if (extraYaml) lines.push(`tokengate's config adds: ${extraYaml}`);
   const pctl = (xs, q) => {
     const s = [...xs].sort((a, b) => a - b);
     return s.length ? s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] : NaN;
