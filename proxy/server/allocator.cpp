@@ -68,10 +68,10 @@ bool trim_after_bursts = true;
 std::string allocator_name() {
   if (int v = mimalloc_version()) {
     auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
-    if (mimalloc_keeps_freed_pages())
-      name += ", freed pages kept until exit";
-    else if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
-      name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
+    if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
+      name += mimalloc_keeps_freed_pages()
+                  ? std::string(", freed pages kept until exit")
+                  : ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
     return name;
   }
 #ifdef __GLIBC__

@@ -44,12 +44,11 @@ class connection_gate {
   connection_gate(std::size_t max_total, std::size_t max_per_client)
       : max_total_(max_total), max_per_client_(max_per_client) {}
 
-  // Counts a connection just accepted from `client`, or nothing when the
-  // total is reached (the worker then holds that connection until a place
+  // Counts a connection just accepted from `client` (its address is kept only
+  // with a per-client bound), or nothing when the total is reached (the worker then holds that connection until a place
   // frees). Any thread.
   std::optional<connection_ticket> try_admit(const net::ip::address& client);
   std::size_t open() const { return open_.load(std::memory_order_relaxed); }
-  bool tracks_clients() const { return max_per_client_ > 0; }
   std::size_t max_total() const { return max_total_; }
 
  private:

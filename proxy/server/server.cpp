@@ -181,10 +181,13 @@ void server::drain_and_stop() {
       begun.fetch_add(1, std::memory_order_release);
     });
   auto deadline = std::chrono::steady_clock::now() + config_->drain_timeout;
-  auto in_flight = [&] { return begun.load(std::memory_order_acquire) < workers_.size() ? 1 : gate_->open(); };
-  while (in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (auto left = in_flight())
+  auto wait_while = [&](auto&& condition) {
+    while (condition() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  wait_while([&] { return begun.load(std::memory_order_acquire) < workers_.size(); });
+  wait_while([&] { return gate_->open() > 0; });
+  if (auto left = gate_->open())
     spdlog::warn("drain deadline reached with {} connections open; closing them", left);
   if (admin_) net::post(workers_.front()->io(), [this] { admin_->stop(); });
   for (auto& w : workers_) w->io().stop();

@@ -45,7 +45,8 @@ std::string request_id_for(std::string_view given) {
 // with its request already sent waits here too. (A client that connects
 // and sends nothing holds the drain until head_timeout.)
 net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
-                                      worker& w, config::duration timeout, bool first) {
+                                      worker& w, bool first) {
+  const auto timeout = first ? w.config().limits.head_timeout : w.config().limits.idle_timeout;
   if (watcher.reading()) {  // the last response's watch goes on as this wait (server/client_watcher.hpp)
     w.mark_idle(&stream);
     stream.expires_after(timeout);
@@ -108,9 +109,7 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     // in the accept queue (worker::begin_drain), and those just accepted
     // may have theirs on the way.
     if (!first && w.draining()) co_return false;
-    if (!co_await wait_for_request(stream, buffer, watcher, w, first ? limits.head_timeout : limits.idle_timeout,
-                                   first))
-      co_return false;
+    if (!co_await wait_for_request(stream, buffer, watcher, w, first)) co_return false;
     first = false;
 
     request_context ctx;

@@ -156,7 +156,7 @@ net::awaitable<void> worker::accept_loop(bound_listener& l) {
     ++in_a_row;
     auto& socket = *accepted;
     prepare_accepted(l, socket);
-    auto ticket = co_await admit(l, gate_.tracks_clients() ? peer.address() : net::ip::address());
+    auto ticket = co_await admit(l, peer.address());
     if (!ticket) co_return;  // draining: the connection closes unserved
     start_session(l, std::move(socket), std::move(*ticket));
   }
@@ -207,7 +207,7 @@ void worker::begin_drain() {
       if (!accepted && ec == net::error::connection_aborted) continue;  // gone before it was taken
       if (!accepted) break;  // none left (or EMFILE: the rest are reset with the close)
       prepare_accepted(l, *accepted);
-      if (auto ticket = gate_.try_admit(gate_.tracks_clients() ? peer.address() : net::ip::address()))
+      if (auto ticket = gate_.try_admit(peer.address()))
         start_session(l, std::move(*accepted), std::move(*ticket));
     }
     l.acceptor->close(ec);

@@ -86,13 +86,15 @@ start_engine() {
 # start_proxy tokengate|nginx BIN PORT ENGINE_PORT: one proxy in front of
 # the engine, for the scripts that measure either; sets $proxy (adding it to
 # $pids) and $model (the model name that proxy routes). PRELOAD=/path/lib.so
-# runs tokengate on another heap (LD_PRELOAD).
+# runs tokengate on another heap (LD_PRELOAD); TOKENGATE_YAML adds lines to
+# its config (e.g. "memory: {after_burst: keep}").
 start_proxy() {
   if [[ $1 == nginx ]]; then
     start_nginx "$3" "$4"
     model=demo
   else
     tokengate_config "$work/cfg.yaml" "$3" "$4"
+    [[ -z ${TOKENGATE_YAML:-} ]] || echo "$TOKENGATE_YAML" >> "$work/cfg.yaml"
     LD_PRELOAD=${PRELOAD:-} start_tokengate "$2" "$work/cfg.yaml" "$work/proxy.log"
     pids+=($proxy)
     model=bench

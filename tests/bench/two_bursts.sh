@@ -17,15 +17,7 @@ tokens=${TOKENS:-40}
 
 engine=$(free_port) port=$(free_port)
 start_engine "$bin" "$engine"
-if [[ $target == tokengate && -n ${TOKENGATE_YAML:-} ]]; then
-  tokengate_config "$work/cfg.yaml" "$port" "$engine"
-  echo "$TOKENGATE_YAML" >> "$work/cfg.yaml"
-  start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
-  pids+=($proxy)
-  model=bench
-else
-  start_proxy "$target" "$bin" "$port" "$engine"
-fi
+start_proxy "$target" "$bin" "$port" "$engine"  # (TOKENGATE_YAML: bench_lib.sh)
 ticks=$(getconf CLK_TCK)
 for ((b = 1; b <= bursts; b++)); do
   read -r f0 u0 s0 < <(awk '{print $10, $14, $15}' "/proc/$proxy/stat")
