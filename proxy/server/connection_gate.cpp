@@ -29,6 +29,10 @@ void connection_ticket::release() {
   gate_ = nullptr;
 }
 
+std::size_t connection_gate::take_peak() {
+  return std::max(peak_.exchange(0, std::memory_order_relaxed), open());
+}
+
 std::size_t connection_gate::address_hash::operator()(const std::array<unsigned char, 16>& a) const noexcept {
   return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
 }
@@ -38,6 +42,11 @@ std::optional<connection_ticket> connection_gate::try_admit(const net::ip::addre
   do {
     if (max_total_ && open >= max_total_) return std::nullopt;
   } while (!open_.compare_exchange_weak(open, open + 1, std::memory_order_relaxed));
+  // (Raised only when this admission is a new peak: a load, no write, for
+  // the connections below it.)
+  auto peak = peak_.load(std::memory_order_relaxed);
+  while (open + 1 > peak && !peak_.compare_exchange_weak(peak, open + 1, std::memory_order_relaxed)) {
+  }
   connection_ticket ticket;
   ticket.gate_ = this;
   if (!max_per_client_) return ticket;

@@ -49,6 +49,10 @@ class connection_gate {
   // frees). Any thread.
   std::optional<connection_ticket> try_admit(const net::ip::address& client);
   std::size_t open() const { return open_.load(std::memory_order_relaxed); }
+  // The most connections open at once since the last call (at least those
+  // open now), so that a burst that came and went between two looks is
+  // still seen. Any thread.
+  std::size_t take_peak();
   std::size_t max_total() const { return max_total_; }
 
  private:
@@ -59,6 +63,7 @@ class connection_gate {
 
   std::size_t max_total_, max_per_client_;
   std::atomic<std::size_t> open_{0};
+  std::atomic<std::size_t> peak_{0};
   std::mutex per_client_mutex_;  // taken only when max_per_client is set
   std::unordered_map<std::array<unsigned char, 16>, std::size_t, address_hash> per_client_;
 };

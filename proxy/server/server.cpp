@@ -77,8 +77,11 @@ void server::start() {
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
 
 bool server::release_memory_after_burst() {
+  // (The peak since the last check, not the count now: a burst of short
+  // streams can open and close between two checks a second apart, and its
+  // memory was then never collected.)
+  connections_high_water_ = std::max(connections_high_water_, gate_->take_peak());
   auto open = gate_->open();
-  connections_high_water_ = std::max(connections_high_water_, open);
   // Only once the burst is over, for two checks in a row (a second apart):
   // the trim locks each malloc arena while it walks it and gives pages back,
   // so a worker still relaying stalls meanwhile. At half the high-water
