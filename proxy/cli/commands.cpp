@@ -112,7 +112,7 @@ void reload_policy(server& srv, const std::string& file) {
       listeners_changed = next->listeners[i].address != current->listeners[i].address ||
                           next->listeners[i].port != current->listeners[i].port;
     if (listeners_changed) spdlog::warn("reload: listener changes take effect only after a restart");
-    if (next->keep_memory_after_burst != current->keep_memory_after_burst)
+    if (next->after_burst != current->after_burst)
       spdlog::warn("reload: memory.after_burst takes effect only after a restart");
     srv.reload(next);
     spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file, next->routes.size(),
@@ -178,7 +178,10 @@ int serve(const options& o) {
   net::signal_set signals(control, SIGINT, SIGTERM, SIGHUP);
   auto cfg = load(o);
   setup_logging(o.log_level.value_or(cfg->log_level));
-  if (cfg->keep_memory_after_burst) keep_freed_memory();  // (before any thread that serves allocates)
+  // (Before any thread that serves allocates: mimalloc 2.0 reads its switch
+  // as it takes each segment of memory from the system.)
+  if (cfg->after_burst == config::memory_after_burst::keep) keep_freed_memory();
+  if (cfg->after_burst == config::memory_after_burst::lazy_free) free_memory_lazily();
   std::unique_ptr<engine::demo_engine> demo;
   if (cfg->demo_engine) {
     demo = std::make_unique<engine::demo_engine>(*cfg->demo_engine);

@@ -349,9 +349,10 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
     auto m = root.child("memory");
     m.only_keys({"after_burst"});
     auto after_burst = m.text("after_burst", "give_back");
-    if (after_burst != "give_back" && after_burst != "keep")
-      m.fail_at(m.node()["after_burst"], "after_burst must be give_back or keep");
-    c->keep_memory_after_burst = after_burst == "keep";
+    if (after_burst == "give_back") c->after_burst = memory_after_burst::give_back;
+    else if (after_burst == "lazy_free") c->after_burst = memory_after_burst::lazy_free;
+    else if (after_burst == "keep") c->after_burst = memory_after_burst::keep;
+    else m.fail_at(m.node()["after_burst"], "after_burst must be give_back, lazy_free or keep");
   }
   return c;
 }

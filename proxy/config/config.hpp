@@ -129,6 +129,16 @@ struct demo_engine_settings {
   int default_output_tokens = 40;        // answer length when the request sets no limit
 };
 
+// memory.after_burst (docs/configuration.md):
+//  give_back: freed pages go back to the system a second after they are
+//    freed, and once a burst is over (MADV_DONTNEED: resident memory drops;
+//    the next burst takes its pages afresh, a page fault each);
+//  lazy_free: freed pages are marked free but left mapped (MADV_FREE): the
+//    kernel takes them only when it needs memory, and until then the next
+//    burst reuses them without faults (resident memory shows them);
+//  keep: freed pages stay with the process until it exits.
+enum class memory_after_burst { give_back, lazy_free, keep };
+
 struct config {
   std::string source;  // file name, or "<embedded>"
   std::string log_level = "info";
@@ -142,10 +152,9 @@ struct config {
   limit_settings limits;
   std::optional<admin_settings> admin;
   std::optional<demo_engine_settings> demo_engine;
-  // memory.after_burst: false (give_back) returns the heap's freed memory to
-  // the system a second after and once a burst is over; true (keep) holds
-  // the peak for the next burst (allocator.hpp). Read at start only.
-  bool keep_memory_after_burst = false;
+  // memory.after_burst: what the heap does with the memory a burst freed
+  // (allocator.hpp). Read at start only.
+  memory_after_burst after_burst = memory_after_burst::give_back;
 };
 
 // Every configuration error names the place: "file:line:column: message".

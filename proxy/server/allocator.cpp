@@ -54,28 +54,50 @@ constexpr int mimalloc_decommit_delay_option = 15;
 constexpr int mimalloc_allow_decommit_option = 22;
 constexpr int first_mimalloc_without_that_switch = 210;
 
-bool mimalloc_keeps_freed_pages() {
-  auto* get_option = mimalloc_option_function<long(int)>("mi_option_get");
-  if (!get_option) return false;
+// How freed pages are given back when they are: mimalloc 2.0 resets (marks
+// free with MADV_FREE, left mapped) every page it frees whole when its
+// page_reset option is on; 2.1 resets instead of decommitting
+// (MADV_DONTNEED) when its purge_decommits option is off.
+constexpr int mimalloc_page_reset_option = 11;
+constexpr int mimalloc_purge_decommits_option = 5;
+
+bool mimalloc_keeps_freed_pages(long (*get_option)(int)) {
   if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_allow_decommit_option) == 0;
   return get_option(mimalloc_decommit_delay_option) < 0;
 }
 
+bool mimalloc_resets_freed_pages(long (*get_option)(int)) {
+  if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_page_reset_option) != 0;
+  return get_option(mimalloc_purge_decommits_option) == 0;
+}
+
 bool trim_after_bursts = true;
+bool lazy_freeing_asked = false;
 
 }  // namespace
 
 std::string allocator_name() {
   if (int v = mimalloc_version()) {
     auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
-    if (auto* get_option = mimalloc_option_function<long(int)>("mi_option_get"))
-      name += mimalloc_keeps_freed_pages()
-                  ? std::string(", freed pages kept until exit")
-                  : ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
-    return name;
+    auto* get_option = mimalloc_option_function<long(int)>("mi_option_get");
+    if (!get_option) return name;
+    bool reset = mimalloc_resets_freed_pages(get_option);
+    bool until_exit = mimalloc_keeps_freed_pages(get_option);
+    if (mimalloc_version() < first_mimalloc_without_that_switch) {
+      // (2.0 resets a page as it frees it whole; where it may also decommit
+      // pages, it still does so after the delay.)
+      if (until_exit) return name + (reset ? ", freed pages given back lazily (MADV_FREE)" : ", freed pages kept until exit");
+      reset = false;
+    } else if (until_exit) {
+      return name + ", freed pages kept until exit";
+    }
+    name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
+    return reset ? name + ", then given back lazily (MADV_FREE)" : name;
   }
 #ifdef __GLIBC__
-  return trim_after_bursts ? "glibc malloc" : "glibc malloc, not trimmed after bursts";
+  if (!trim_after_bursts) return "glibc malloc, not trimmed after bursts";
+  // (glibc's heap has no lazy freeing: it gives memory back as usual.)
+  return lazy_freeing_asked ? "glibc malloc, trimmed after bursts (lazy freeing needs mimalloc)" : "glibc malloc";
 #else
   return "the C library's malloc";
 #endif
@@ -97,6 +119,18 @@ void keep_freed_memory() {
     set_option(mimalloc_allow_decommit_option, 0);
   else
     set_option(mimalloc_decommit_delay_option, -1);
+}
+
+void free_memory_lazily() {
+  lazy_freeing_asked = true;
+  auto* set_option = mimalloc_option_function<void(int, long)>("mi_option_set");
+  if (!set_option) return;
+  if (mimalloc_version() < first_mimalloc_without_that_switch) {
+    set_option(mimalloc_allow_decommit_option, 0);
+    set_option(mimalloc_page_reset_option, 1);
+  } else {
+    set_option(mimalloc_purge_decommits_option, 0);
+  }
 }
 
 bool heap_gives_back_per_thread() { return mimalloc_version() != 0; }

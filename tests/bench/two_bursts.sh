@@ -27,6 +27,7 @@ for ((b = 1; b <= bursts; b++)); do
   read -r f1 u1 s1 < <(awk '{print $10, $14, $15}' "/proc/$proxy/stat")
   ok=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))[0]; print(r["ok"], "/", r["requests"], sep="")' "$work/r.json")
   echo "$target burst $b: $ok ok, CPU $((u1 - u0 + s1 - s0)) ticks of 1/$ticks s ($((u1 - u0)) user + $((s1 - s0)) system)," \
-    "$((f1 - f0)) page faults, resident $(awk '/VmRSS/ {print $2}' "/proc/$proxy/status") KB after"
+    "$((f1 - f0)) page faults, resident $(awk '/VmRSS/ {print $2}' "/proc/$proxy/status") KB after" \
+    "(of which lazily freed: $(awk '/LazyFree/ {print $2}' "/proc/$proxy/smaps_rollup") KB)"
   ((b == bursts)) || sleep "$pause"
 done

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# memory.after_burst (docs/configuration.md): the real binary with `keep`
-# says so at start and, on mimalloc's heap, holds the memory a burst of
-# 2,000 streams took once the burst is over, while the same binary with the
-# default (`give_back`) returns most of it within seconds.
+# memory.after_burst (docs/configuration.md), on the real binary and a
+# burst of 2,000 streams:
+#  - keep says so at start and, on mimalloc's heap, holds the memory the
+#    burst took once it is over;
+#  - give_back (the default) returns most of it within seconds;
+#  - lazy_free says so at start and leaves the freed pages mapped but marked
+#    free (smaps: LazyFree), and, where the test may make a memory cgroup,
+#    the kernel takes them back when the process's memory is limited.
 set -euo pipefail
 bin=$(readlink -f "$1")
 source "$(dirname "$0")/../support/shell_lib.sh"
@@ -18,30 +22,63 @@ YAML
   [[ -z $1 ]] || echo "memory: {after_burst: $1}"
 }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+lazy_free_kb() { awk '/LazyFree/ {print $2}' "/proc/$1/smaps_rollup"; }
 burst() {  # PORT: 2,000 streams open at once, 5 tokens each
   "$bin" bench --url "http://127.0.0.1:$1/v1" --model demo --requests 2000 --concurrency 2000 --max-tokens 5 \
     --prompt-tokens 20 --json --extra-body '{"demo":{"ttft_ms":0,"interval_ms":200,"tokens":5}}' > "$work/bench.json" ||
     fail "the burst failed: $(cat "$work/bench.json")"
 }
 
+# The lazily freeing process runs in a memory cgroup of its own where one
+# can be made (root, cgroup v1's memory controller or v2's), so that its
+# memory can be limited after the burst.
+cgroup="" limit_file=""
+make_cgroup() {
+  local name="tokengate-test-$$"
+  if [[ -w /sys/fs/cgroup/memory ]] && mkdir "/sys/fs/cgroup/memory/$name" 2>/dev/null; then
+    cgroup=/sys/fs/cgroup/memory/$name limit_file=memory.limit_in_bytes
+  elif [[ -w /sys/fs/cgroup/cgroup.procs ]] && grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null &&
+    mkdir "/sys/fs/cgroup/$name" 2>/dev/null; then
+    cgroup=/sys/fs/cgroup/$name limit_file=memory.max
+  fi
+}
+remove_cgroup() {
+  [[ -n $cgroup ]] || return 0
+  kill -9 $(cat "$cgroup/cgroup.procs") 2>/dev/null || true
+  for _ in $(seq 50); do rmdir "$cgroup" 2>/dev/null && return; sleep 0.1; done
+}
+trap 'remove_cgroup; cleanup' EXIT
+in_cgroup() {  # COMMAND...: becomes it, inside $cgroup where there is one
+  if [[ -n $cgroup ]]; then exec sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cgroup" "$@"
+  else exec "$@"; fi
+}
+
 write_config keep > "$work/keep.yaml"
 start_server "$work/keep.yaml"
 kept_pid=$server_pid kept_port=$port; pids+=("$kept_pid"); mv "$work/log" "$work/keep.log"
+make_cgroup
+write_config lazy_free > "$work/lazy.yaml"
+start_server "$work/lazy.yaml" in_cgroup
+lazy_pid=$server_pid lazy_port=$port; pids+=("$lazy_pid"); mv "$work/log" "$work/lazy.log"
 write_config "" > "$work/give.yaml"
 start_server "$work/give.yaml"
 given_pid=$server_pid given_port=$port; pids+=("$given_pid")
 
 heap=$(grep -o 'heap: .*' "$work/keep.log") || fail "no heap in the start-up log: $(cat "$work/keep.log")"
 grep -q "kept until exit\|not trimmed after bursts" <<<"$heap" || fail "keep is not in effect: $heap"
-grep -q "kept until exit\|not trimmed" "$work/log" && fail "the default keeps memory too: $(grep -o 'heap: .*' "$work/log")"
+grep -q "kept until exit\|not trimmed\|lazily" "$work/log" && fail "the default keeps memory too: $(grep -o 'heap: .*' "$work/log")"
+lazy_heap=$(grep -o 'heap: .*' "$work/lazy.log") || fail "no heap in the start-up log: $(cat "$work/lazy.log")"
+grep -q "given back lazily (MADV_FREE)\|lazy freeing needs mimalloc" <<<"$lazy_heap" || fail "lazy_free is not in effect: $lazy_heap"
 
 if ! grep -q "mimalloc" <<<"$heap"; then
   echo "the binary runs on glibc's heap: only the start-up log is checked"
   exit 0
 fi
+lazy_before=$(rss_kb "$lazy_pid")
 burst "$kept_port"
+burst "$lazy_port"
 burst "$given_port"
-kept_after=$(rss_kb "$kept_pid") given_after=$(rss_kb "$given_pid")
+kept_after=$(rss_kb "$kept_pid") lazy_after=$(rss_kb "$lazy_pid") given_after=$(rss_kb "$given_pid")
 # mimalloc gives pages back a second after they are freed, the server
 # collects once the burst has been over for two checks a second apart.
 for _ in $(seq 80); do
@@ -49,6 +86,26 @@ for _ in $(seq 80); do
   sleep 0.1
 done
 kept_now=$(rss_kb "$kept_pid") given_now=$(rss_kb "$given_pid")
-echo "resident after the burst, then 0-8 s later: keep ${kept_after} -> ${kept_now} KB, give_back ${given_after} -> ${given_now} KB"
+lazy_now=$(rss_kb "$lazy_pid") lazily_freed=$(lazy_free_kb "$lazy_pid")
+echo "resident after the burst, then 0-8 s later: keep ${kept_after} -> ${kept_now} KB, give_back ${given_after} -> ${given_now} KB," \
+  "lazy_free ${lazy_after} -> ${lazy_now} KB (${lazily_freed} KB of it lazily freed; ${lazy_before} KB before the burst)"
 ((given_now * 10 < given_after * 8)) || fail "give_back held its memory: ${given_after} -> ${given_now} KB"
 ((kept_now * 100 >= kept_after * 95)) || fail "keep gave its memory back: ${kept_after} -> ${kept_now} KB"
+((kept_now > 0 && $(lazy_free_kb "$kept_pid") == 0)) || fail "keep's pages are marked lazily freed"
+# Most of what the burst took is freed whole, and so marked free.
+((lazily_freed * 2 > lazy_after - lazy_before)) ||
+  fail "lazy_free marked ${lazily_freed} KB of the ${lazy_after} - ${lazy_before} KB the burst took"
+
+if [[ -z $cgroup ]]; then
+  echo "no memory cgroup could be made here: the kernel's taking the pages back is not checked"
+  exit 0
+fi
+# Limit the process's memory to what it holds less three quarters of the
+# lazily freed pages: the kernel must take them (anonymous memory without
+# swap it could not; keep's refuses such a limit).
+usage=$(cat "$cgroup/$([[ $limit_file == memory.max ]] && echo memory.current || echo memory.usage_in_bytes)")
+limit=$((usage - lazily_freed * 1024 * 3 / 4))
+echo "$limit" > "$cgroup/$limit_file" || fail "the kernel did not take lazily freed pages back under a limit of $((limit / 1024)) KB"
+limited=$(rss_kb "$lazy_pid")
+echo "limited to $((limit / 1024)) KB: lazy_free resident ${lazy_now} -> ${limited} KB, $(lazy_free_kb "$lazy_pid") KB still lazily freed"
+((limited < lazy_now - lazily_freed / 2)) || fail "the kernel took under half the lazily freed pages: ${lazy_now} -> ${limited} KB"

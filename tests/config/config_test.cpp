@@ -92,16 +92,17 @@ TEST(Config, BadValuesAreExplained) {
   EXPECT_NE(error_of("upstreams: {}\n").find("at least one upstream"), std::string::npos);
 }
 
-// memory.after_burst: give_back by default, keep on request, nothing else.
-TEST(Config, MemoryAfterABurstIsGivenBackUnlessKeepIsAsked) {
-  EXPECT_FALSE(load_config_text(minimal, "test.yaml")->keep_memory_after_burst);
-  EXPECT_FALSE(load_config_text(std::string(minimal) + "memory: {after_burst: give_back}\n", "test.yaml")
-                   ->keep_memory_after_burst);
-  EXPECT_TRUE(
-      load_config_text(std::string(minimal) + "memory: {after_burst: keep}\n", "test.yaml")->keep_memory_after_burst);
+// memory.after_burst: give_back by default, lazy_free or keep on request,
+// nothing else.
+TEST(Config, MemoryAfterABurstIsGivenBackUnlessLazyFreeOrKeepIsAsked) {
+  auto after_burst = [](const std::string& yaml) { return load_config_text(std::string(minimal) + yaml, "test.yaml")->after_burst; };
+  EXPECT_EQ(after_burst(""), memory_after_burst::give_back);
+  EXPECT_EQ(after_burst("memory: {after_burst: give_back}\n"), memory_after_burst::give_back);
+  EXPECT_EQ(after_burst("memory: {after_burst: lazy_free}\n"), memory_after_burst::lazy_free);
+  EXPECT_EQ(after_burst("memory: {after_burst: keep}\n"), memory_after_burst::keep);
   auto bad = error_of(std::string(minimal) + "memory: {after_burst: hold}\n");
   EXPECT_NE(bad.find("test.yaml:8:"), std::string::npos) << bad;
-  EXPECT_NE(bad.find("after_burst must be give_back or keep"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("after_burst must be give_back, lazy_free or keep"), std::string::npos) << bad;
   EXPECT_NE(error_of(std::string(minimal) + "memory: {keep: true}\n").find("keep"), std::string::npos);
 }
 
