@@ -45,7 +45,9 @@ make_cgroup() {
 remove_cgroup() {
   [[ -n $cgroup ]] || return 0
   kill -9 $(cat "$cgroup/cgroup.procs") 2>/dev/null || true
-  for _ in $(seq 50); do rmdir "$cgroup" 2>/dev/null && return; sleep 0.1; done
+  # (return 0, not a bare return: in a trap after `exit 1` a bare return
+  # returns 1, and errexit then skips the cleanup after it.)
+  for _ in $(seq 50); do rmdir "$cgroup" 2>/dev/null && return 0; sleep 0.1; done
 }
 trap 'remove_cgroup; cleanup' EXIT
 in_cgroup() {  # COMMAND...: becomes it, inside $cgroup where there is one
