@@ -55,12 +55,12 @@ void keep_freed_memory();
 // which Kubernetes' working set leaves out); until then a write takes the
 // page back without a fault. So the next burst finds its pages as after
 // keep_freed_memory(), but the memory is the system's whenever it runs
-// short. Resident memory (VmRSS) still
-// counts the pages until the kernel takes them; /proc/PID/smaps_rollup
-// shows them as LazyFree. Each page that mimalloc frees whole costs a
-// madvise call (2,071 over two bursts of 9,000 streams). mimalloc only:
-// glibc's heap has no such mode and gives memory back as with give_back.
-// Call it before the threads that serve start, as keep_freed_memory().
+// short. Resident memory (VmRSS) still counts the pages until the kernel
+// takes them; /proc/PID/smaps_rollup shows them as LazyFree. Each page
+// that mimalloc frees whole costs a madvise call (2,071 over two bursts of
+// 9,000 streams). mimalloc only: glibc's heap has no such mode and gives
+// memory back as with give_back. Call it before the threads that serve
+// start, as keep_freed_memory().
 void free_memory_lazily();
 
 // Gives memory that a burst freed back to the system, where the allocator
