@@ -5,6 +5,7 @@
 
 #include <future>
 
+#include "metrics/process_memory.hpp"
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
@@ -147,6 +148,7 @@ std::string server::metrics_text() const {
   std::vector<const metrics::latency_shard*> latency;
   for (const auto& w : workers_) latency.push_back(&w->latency());
   text += metrics::render_latency_prometheus(latency);
+  text += metrics::render_process_memory_prometheus(metrics::read_process_memory());
   text += "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once (limits.max_connections).\n"
           "# TYPE tokengate_downstream_cx_limit gauge\n"
           "tokengate_downstream_cx_limit " + std::to_string(gate_->max_total()) + "\n";

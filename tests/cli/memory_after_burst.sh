@@ -5,8 +5,9 @@
 #    burst took once it is over;
 #  - give_back (the default) returns most of it within seconds;
 #  - lazy_free says so at start and leaves the freed pages mapped but marked
-#    free (smaps: LazyFree), and, where the test may make a memory cgroup,
-#    the kernel takes them back when the process's memory is limited.
+#    free (smaps: LazyFree; /metrics: tokengate_memory_lazily_freed_bytes),
+#    and, where the test may make a memory cgroup, the kernel takes them
+#    back when the process's memory is limited.
 set -euo pipefail
 bin=$(readlink -f "$1")
 source "$(dirname "$0")/../support/shell_lib.sh"
@@ -61,7 +62,7 @@ kept_pid=$server_pid kept_port=$port; pids+=("$kept_pid"); mv "$work/log" "$work
 make_cgroup
 write_config lazy_free > "$work/lazy.yaml"
 start_server "$work/lazy.yaml" in_cgroup
-lazy_pid=$server_pid lazy_port=$port; pids+=("$lazy_pid"); mv "$work/log" "$work/lazy.log"
+lazy_pid=$server_pid lazy_port=$port lazy_admin=$admin; pids+=("$lazy_pid"); mv "$work/log" "$work/lazy.log"
 write_config "" > "$work/give.yaml"
 start_server "$work/give.yaml"
 given_pid=$server_pid given_port=$port; pids+=("$given_pid")
@@ -97,6 +98,16 @@ echo "resident after the burst, then 0-8 s later: keep ${kept_after} -> ${kept_n
 # Most of what the burst took is freed whole, and so marked free.
 ((lazily_freed * 2 > lazy_after - lazy_before)) ||
   fail "lazy_free marked ${lazily_freed} KB of the ${lazy_after} - ${lazy_before} KB the burst took"
+# ... and /metrics says so, beside the resident memory that still counts it.
+gauge() {  # ADMIN_PORT NAME
+  curl -sf "http://127.0.0.1:$1/metrics" | awk -v name="$2" '$1 == name {print $2}'
+}
+lazy_gauge=$(gauge "$lazy_admin" tokengate_memory_lazily_freed_bytes)
+resident_gauge=$(gauge "$lazy_admin" process_resident_memory_bytes)
+((lazy_gauge > lazily_freed * 1024 / 2 && resident_gauge >= lazy_gauge)) ||
+  fail "/metrics: ${lazy_gauge:-no} lazily freed bytes of ${resident_gauge:-no} resident (smaps: ${lazily_freed} KB)"
+given_lazy_gauge=$(gauge "$admin" tokengate_memory_lazily_freed_bytes)  # ($admin: the last server started)
+[[ $given_lazy_gauge == 0 ]] || fail "give_back's /metrics shows ${given_lazy_gauge:-no} lazily freed bytes"
 
 if [[ -z $cgroup ]]; then
   echo "no memory cgroup could be made here: the kernel's taking the pages back is not checked"
