@@ -29,10 +29,6 @@ void connection_ticket::release() {
   gate_ = nullptr;
 }
 
-std::size_t connection_gate::take_peak() {
-  return std::max(peak_.exchange(0, std::memory_order_relaxed), open());
-}
-
 std::size_t connection_gate::address_hash::operator()(const std::array<unsigned char, 16>& a) const noexcept {
   return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
 }

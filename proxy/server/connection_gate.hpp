@@ -49,10 +49,11 @@ class connection_gate {
   // frees). Any thread.
   std::optional<connection_ticket> try_admit(const net::ip::address& client);
   std::size_t open() const { return open_.load(std::memory_order_relaxed); }
-  // The most connections open at once since the last call (at least those
-  // open now), so that a burst that came and went between two looks is
-  // still seen. Any thread.
-  std::size_t take_peak();
+  // The most connections open at once since the peak was last restarted,
+  // so that a burst that came and went between two looks is still seen;
+  // restart_peak() starts it again from those open now. Any thread.
+  std::size_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  void restart_peak() { peak_.store(open(), std::memory_order_relaxed); }
   std::size_t max_total() const { return max_total_; }
 
  private:

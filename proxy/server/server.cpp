@@ -78,24 +78,23 @@ void server::start() {
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
 
 bool server::release_memory_after_burst() {
-  // (The peak since the last check, not the count now: a burst of short
-  // streams can open and close between two checks a second apart, and its
-  // memory was then never collected.)
-  connections_high_water_ = std::max(connections_high_water_, gate_->take_peak());
-  auto open = gate_->open();
+  // (The gate's peak since the last collect, not counts sampled at each
+  // check: a burst of short streams can open and close between two checks
+  // a second apart, and its memory was then never collected.)
+  auto open = gate_->open(), peak = gate_->peak();
   // Only once the burst is over, for two checks in a row (a second apart):
   // the trim locks each malloc arena while it walks it and gives pages back,
   // so a worker still relaying stalls meanwhile. At half the high-water
   // mark it ran in the middle of the burst's last second: after 9,000
   // streams, 6,500 madvise calls and 131 ms in the kernel on the proxy's
   // core while the last streams' events waited (strace, relay_delay.sh).
-  if (connections_high_water_ < open + 1000 || open > connections_high_water_ / 16) {
+  if (peak < open + 1000 || open > peak / 16) {
     quiet_checks_ = 0;
     return false;
   }
   if (++quiet_checks_ < 2) return false;
   quiet_checks_ = 0;
-  connections_high_water_ = open;
+  gate_->restart_peak();
   if (heap_gives_back_per_thread())
     for (auto& w : workers_) net::post(w->io(), [] { give_back_free_memory(); });
   return give_back_free_memory();

@@ -79,8 +79,7 @@ class server {
   std::map<std::string, std::uint16_t> ports_;
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
-  std::size_t connections_high_water_ = 0;  // most open since the last trim
-  int quiet_checks_ = 0;                    // calls in a row that found the burst over
+  int quiet_checks_ = 0;  // calls in a row that found the burst over
   bool stopped_ = false;
 };
 
