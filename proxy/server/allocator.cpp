@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <array>
 #include <initializer_list>
+#include <mutex>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -69,6 +71,43 @@ bool mimalloc_keeps_freed_pages(long (*get_option)(int)) {
 bool mimalloc_resets_freed_pages(long (*get_option)(int)) {
   if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_page_reset_option) != 0;
   return get_option(mimalloc_purge_decommits_option) == 0;
+}
+
+// mimalloc 2.0 does not give a thread's freed pages back as it frees them,
+// nor at mi_collect: it marks them in their segment (32 MiB), and gives
+// back all that a segment has marked when the segment next takes a fresh
+// page once the delay is over, or frees one after it; each free before
+// then extends the delay by a millisecond. A process idle after a burst
+// may do neither, and then kept the burst's memory: the whole of it once
+// in ten bursts of 2,000 streams here (the collect came a few milliseconds
+// before the delay that the last frees had set ran out; traced in a build
+// of mimalloc 2.0.9). So for 2.0, after the collect, fresh pages are taken
+// with the delay at 0 and freed again: each gives back what its segment
+// marked before, at once where it reuses marked memory (the delay starts
+// again, at 0), otherwise once the segment's delay is over, which is why
+// the server repeats this at the checks after a collect. The blocks are
+// large (a page each, from the free spans of 2 MiB or more that a burst
+// leaves) and held until all are taken, so that they come from several
+// segments. Written against 2.0.9, the version Debian 12 ships; 2.1
+// purges otherwise and gets the plain collect.
+void take_fresh_pages_giving_marked_ones_back() {
+  auto* get_option = mimalloc_option_function<long(int)>("mi_option_get");
+  auto* set_option = mimalloc_option_function<void(int, long)>("mi_option_set");
+  auto* allocate = mimalloc_function<void*(std::size_t)>("mi_malloc");
+  auto* release = mimalloc_function<void(void*)>("mi_free");
+  if (mimalloc_version() >= first_mimalloc_without_that_switch || !get_option || !set_option || !allocate || !release)
+    return;
+  if (mimalloc_keeps_freed_pages(get_option)) return;  // (lazy_free: nothing is marked, pages are reset as freed)
+  // The option is the process's: one thread at a time sets it to 0 and back
+  // to the delay read before any did.
+  static std::mutex one_at_a_time;
+  static const long delay = get_option(mimalloc_decommit_delay_option);
+  std::lock_guard lock(one_at_a_time);
+  set_option(mimalloc_decommit_delay_option, 0);
+  std::array<void*, 8> blocks{};
+  for (auto& block : blocks) block = allocate(std::size_t{2} << 20);
+  for (void* block : blocks) release(block);
+  set_option(mimalloc_decommit_delay_option, delay);
 }
 
 bool trim_after_bursts = true;
@@ -139,6 +178,7 @@ bool give_back_free_memory() {
   if (!trim_after_bursts) return false;
   if (auto* collect = mimalloc_function<void(bool)>("mi_collect")) {
     collect(true);  // (this thread's heap, and the segments freed to the process's cache)
+    take_fresh_pages_giving_marked_ones_back();
     return true;
   }
 #ifdef __GLIBC__

@@ -67,6 +67,8 @@ void free_memory_lazily();
 // keeps it otherwise (glibc: malloc_trim, for the whole process; mimalloc:
 // mi_collect, for the calling thread's heap and the process's cache of
 // freed segments). True when it did; false after keep_freed_memory().
+// mimalloc 2.0 gives back some of what was freed before the call only
+// once its delay is over: call it again a second or two later.
 bool give_back_free_memory();
 
 // True when give_back_free_memory() acts on the calling thread's heap

@@ -78,6 +78,14 @@ void server::start() {
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
 
 bool server::release_memory_after_burst() {
+  // The collect again at the next checks while no new burst has begun:
+  // mimalloc 2.0 gives back some of what was freed before a collect only
+  // once its delay is over (allocator.cpp, take_fresh_pages_giving_marked_ones_back).
+  if (collects_to_repeat_ > 0 && gate_->peak() < 1000) {
+    --collects_to_repeat_;
+    return collect_each_heap();
+  }
+  collects_to_repeat_ = 0;
   // (The gate's peak since the last collect, not counts sampled at each
   // check: a burst of short streams can open and close between two checks
   // a second apart, and its memory was then never collected.)
@@ -95,6 +103,11 @@ bool server::release_memory_after_burst() {
   if (++quiet_checks_ < 2) return false;
   quiet_checks_ = 0;
   gate_->restart_peak();
+  collects_to_repeat_ = 3;
+  return collect_each_heap();
+}
+
+bool server::collect_each_heap() {
   if (heap_gives_back_per_thread())
     for (auto& w : workers_) net::post(w->io(), [] { give_back_free_memory(); });
   return give_back_free_memory();

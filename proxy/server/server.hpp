@@ -54,9 +54,10 @@ class server {
   // freed resident otherwise: 9,000 slow streams left 250 MB resident after
   // they closed; malloc_trim brought it to 67 MB. mimalloc, the release
   // binary's allocator, gives pages back itself a second after they were
-  // freed (allocator.hpp); here each worker's heap is also collected on its
-  // own thread. Called once a second by `serve`; returns whether it
-  // trimmed.
+  // freed, but only while the heap is in use (allocator.hpp); here each
+  // worker's heap is also collected on its own thread, and again at the
+  // three calls after while no new burst has begun. Called once a second by
+  // `serve`; returns whether it trimmed.
   bool release_memory_after_burst();
 
   // Each worker frees the long bodies' buffers it kept that have waited
@@ -79,7 +80,10 @@ class server {
   std::map<std::string, std::uint16_t> ports_;
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
+  bool collect_each_heap();  // give_back_free_memory() on each worker's thread, and here
+
   int quiet_checks_ = 0;  // calls in a row that found the burst over
+  int collects_to_repeat_ = 0;  // after a collect: see release_memory_after_burst
   bool stopped_ = false;
 };
 

@@ -6,6 +6,7 @@
 # cpu_split.sh.
 # Usage: tests/bench/burst_memory.sh TOKENGATE_BIN [STREAMS] [INTERVAL_MS] [TOKENS]
 #   scenario 3 in small: burst_memory.sh build/tokengate 9000 50 100
+# AFTER_S: seconds from the burst's end to the reading of what is held (3.5).
 # DEMO adds demo knobs, e.g. a hosted provider's response head: DEMO='"provider_head":true'.
 # The proxy runs on core 0; the demo engine and the load on core 1.
 set -euo pipefail
@@ -30,9 +31,9 @@ while kill -0 "$load" 2> /dev/null; do
 done
 wait "$load"
 read -r user1 sys1 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
-sleep 3.5  # the after-burst release runs once a second, after two quiet checks
+sleep "${AFTER_S:-3.5}"  # the after-burst release runs once a second, after two quiet checks
 after=$(rss_kb)
-python3 - "$work/r.json" "$streams" "$(getconf CLK_TCK)" "$idle" "$peak" "$after" "$user0" "$sys0" "$user1" "$sys1" <<'PY'
+python3 - "$work/r.json" "$streams" "$(getconf CLK_TCK)" "$idle" "$peak" "$after" "$user0" "$sys0" "$user1" "$sys1" "${AFTER_S:-3.5}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
 assert r["ok"] == r["requests"], f"errors: {r['errors']}"
@@ -41,6 +42,6 @@ events = r["output_tokens"]
 cpu = lambda t: t / ticks / events * 1e6  # seconds per million events
 p99 = (r.get("transit_ms") or {}).get("p99", float("nan"))
 print(f"{streams} streams: {(peak - idle) * 1024 / streams / 1000:.1f} KB per stream at the peak, "
-      f"{after / 1024:.0f} MB held after the burst (idle {idle / 1024:.0f} MB); "
+      f"{after / 1024:.0f} MB held {sys.argv[11]} s after the burst (idle {idle / 1024:.0f} MB); "
       f"CPU user {cpu(user1 - user0):.2f} + system {cpu(sys1 - sys0):.2f} s per million events; transit p99 {p99:.1f} ms")
 PY

@@ -14,7 +14,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- server log"; cat "$work/log" 2>/dev/null || true; exit 1; }
+fail() { echo "--- server log"; cat "$work/log" 2>/dev/null || true; echo "FAIL: $*"; exit 1; }  # (the reason last: see shell_lib.sh)
 
 cat > "$work/good.yaml" <<YAML
 log_level: info

@@ -8,7 +8,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; [[ -f $work/log ]] && { echo "--- server log"; cat "$work/log"; }; exit 1; }
+# The reason comes last, after the server log: CI shows the tail of a
+# failed test's output, and a burst's access log can fill it.
+fail() {
+  [[ -f $work/log ]] && { echo "--- server log"; cat "$work/log"; echo "--- end of server log"; }
+  echo "FAIL: $*"
+  exit 1
+}
 
 # start_server CONFIG [COMMAND PREFIX...]: runs `tokengate serve -c CONFIG`
 # (optionally under a prefix such as setpriv) and sets $port and $admin.
