@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <array>
+#include <cstdlib>
 #include <initializer_list>
 #include <mutex>
 #ifdef __GLIBC__

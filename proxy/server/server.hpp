@@ -70,6 +70,8 @@ class server {
   void drain_and_stop();
 
  private:
+  bool collect_each_heap();  // give_back_free_memory() on each worker's thread, and here
+
   std::shared_ptr<const config::config> config_;
   std::shared_ptr<config_store> store_;
   std::unique_ptr<connection_gate> gate_;  // before workers_: they hold a reference
@@ -80,8 +82,6 @@ class server {
   std::map<std::string, std::uint16_t> ports_;
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
-  bool collect_each_heap();  // give_back_free_memory() on each worker's thread, and here
-
   int quiet_checks_ = 0;  // calls in a row that found the burst over
   int collects_to_repeat_ = 0;  // after a collect: see release_memory_after_burst
   bool stopped_ = false;
