@@ -104,7 +104,8 @@ echo "resident after the burst, then 0-10 s later: keep ${kept_after} -> ${kept_
   "lazy_free ${lazy_after} -> ${lazy_now} KB (${lazily_freed} KB of it lazily freed; ${lazy_before} KB before the burst)"
 ((given_now * 10 < given_after * 8)) || fail "give_back held its memory: ${given_after} -> ${given_now} KB"
 ((kept_now * 100 >= kept_after * 95)) || fail "keep gave its memory back: ${kept_after} -> ${kept_now} KB"
-((kept_now > 0 && $(lazy_free_kb "$kept_pid") == 0)) || fail "keep's pages are marked lazily freed"
+kept_lazily_freed=$(lazy_free_kb "$kept_pid")
+((kept_now > 0 && kept_lazily_freed == 0)) || fail "keep's pages are marked lazily freed: ${kept_lazily_freed} KB of ${kept_now} KB"
 # Most of what the burst took is freed whole, and so marked free.
 ((lazily_freed * 2 > lazy_after - lazy_before)) ||
   fail "lazy_free marked ${lazily_freed} KB of the ${lazy_after} - ${lazy_before} KB the burst took"
