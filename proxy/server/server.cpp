@@ -77,11 +77,17 @@ void server::start() {
 
 std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
 
+namespace {
+// A burst, for giving its memory back after: at least this many more
+// client connections open at once than are open now.
+constexpr std::size_t burst_connections = 1000;
+}  // namespace
+
 bool server::release_memory_after_burst() {
   // The collect again at the next checks while no new burst has begun:
   // mimalloc 2.0 gives back some of what was freed before a collect only
   // once its delay is over (allocator.cpp, take_fresh_pages_giving_marked_ones_back).
-  if (collects_to_repeat_ > 0 && gate_->peak() < 1000) {
+  if (collects_to_repeat_ > 0 && gate_->peak() < burst_connections) {
     --collects_to_repeat_;
     return collect_each_heap();
   }
@@ -96,7 +102,7 @@ bool server::release_memory_after_burst() {
   // mark it ran in the middle of the burst's last second: after 9,000
   // streams, 6,500 madvise calls and 131 ms in the kernel on the proxy's
   // core while the last streams' events waited (strace, relay_delay.sh).
-  if (peak < open + 1000 || open > peak / 16) {
+  if (peak < open + burst_connections || open > peak / 16) {
     quiet_checks_ = 0;
     return false;
   }
