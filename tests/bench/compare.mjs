@@ -8,7 +8,8 @@
 // the default leaves off, e.g. BENCH_TOKENGATE_YAML='memory: {after_burst: keep}'.
 // The proxy under test (nginx or tokengate) is pinned to core 0; the source
 // (the demo engine in zero-delay mode) and the load (`tokengate bench`) to
-// core 1. Every run is bounded; everything started is stopped at the end.
+// core 1, and so is this script. Every run is bounded; everything started
+// is stopped at the end.
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { createServer, connect } from "node:net";
@@ -29,6 +30,10 @@ if (!bin) throw new Error("usage: compare.mjs TOKENGATE_BIN [ROUNDS]");
 const work = mkdtempSync(join(tmpdir(), "tokengate-bench-"));
 const children = [];
 const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
+// This script samples memory every 50 ms and reads /metrics: on the load's
+// core, not the proxy's (left free, it ran there 186 ms of 8 s in scenario
+// 3c, perf sched). Every thread of it; those started later inherit it.
+execFileSync("taskset", ["-a", "-cp", "1", String(process.pid)]);
 
 function freePort() {
   return new Promise((resolve) => {
