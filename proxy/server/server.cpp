@@ -123,6 +123,11 @@ void server::release_unused_body_buffers() {
   for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->bodies().release_unused(); });
 }
 
+void server::close_pooled_connections_the_upstreams_closed() {
+  for (auto& w : workers_)
+    net::post(w->io(), [w = w.get()] { w->close_pooled_connections_the_upstreams_closed(); });
+}
+
 std::size_t server::max_connections() const { return gate_->max_total(); }
 
 std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }

@@ -65,6 +65,11 @@ class server {
   // second by `serve`.
   void release_unused_body_buffers();
 
+  // Each worker closes the pooled upstream connections that their upstream
+  // has closed while they waited (upstream/pool.hpp), on its own thread.
+  // Called once a second by `serve`.
+  void close_pooled_connections_the_upstreams_closed();
+
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.
   void drain_and_stop();

@@ -61,6 +61,11 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
   return *slot;
 }
 
+void worker::close_pooled_connections_the_upstreams_closed() {
+  for (auto& [identity, pool] : pools_)
+    if (pool) pool->close_those_the_upstream_closed();
+}
+
 std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
                            std::shared_ptr<tls_credentials> tls) {
   auto address = net::ip::make_address(settings.address);

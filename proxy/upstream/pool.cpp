@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "server/drained_read.hpp"
@@ -119,6 +120,17 @@ net::awaitable<acquire_result> pool::connect_new() {
   conn->stream.expires_never();
   result.conn = std::move(conn);
   co_return result;
+}
+
+std::size_t pool::close_those_the_upstream_closed() {
+  auto dead = std::remove_if(idle_.begin(), idle_.end(), [](const std::unique_ptr<connection>& conn) {
+    return !still_usable(conn->stream.socket());
+  });
+  auto closed = static_cast<std::size_t>(idle_.end() - dead);
+  idle_.erase(dead, idle_.end());  // (destroying a connection closes it)
+  if (idle_gauge_)
+    for (std::size_t i = 0; i < closed; ++i) idle_gauge_->sub();
+  return closed;
 }
 
 void pool::release(std::unique_ptr<connection> conn) {

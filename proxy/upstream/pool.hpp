@@ -44,6 +44,15 @@ class pool {
   // Gives a connection back after a complete response with keep-alive.
   void release(std::unique_ptr<connection> conn);
 
+  // Closes the idle connections the upstream has closed (or sent stray
+  // bytes on) since they were given back, and returns how many. Without
+  // it, such a connection waits in CLOSE_WAIT, holding its descriptor and
+  // memory, until a request would take it: engines close idle keep-alive
+  // connections after a few seconds (uvicorn, under vLLM and SGLang, after
+  // 5), and a quiet proxy would keep a pool of dead sockets. Costs no
+  // syscall for a connection the loop has had no report of.
+  std::size_t close_those_the_upstream_closed();
+
   std::size_t idle_count() const { return idle_.size(); }
 
  private:

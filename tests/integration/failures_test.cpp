@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -272,13 +273,17 @@ class scripted_upstream {
 // before the connection is taken again), or after reading the next request
 // sent on it (a close the proxy could not have seen: the request is retried
 // once, on a new connection). Each connection's answers are counted.
+// `idle_then_watch` closes only its sending side while the connection
+// idles, as a keep-alive timeout would, and then watches for the proxy's
+// close for 5 s; `never_then_watch` watches without closing anything.
 class closing_upstream {
  public:
-  enum class when { idle, after_next_request };
+  enum class when { idle, after_next_request, idle_then_watch, never_then_watch };
   explicit closing_upstream(when w) : when_(w) {}
   std::string base_url() const { return server_.base_url(); }
   int answered() const { return answered_.load(); }
   bool first_closed() const { return first_closed_.load(); }
+  bool proxy_closed() const { return proxy_closed_.load(); }
 
  private:
   static bool read_request(int fd) {  // head and Content-Length body
@@ -312,6 +317,7 @@ class closing_upstream {
     int first = ::accept(listener, nullptr, nullptr);
     if (first < 0) return;
     if (read_request(first)) answer(first);
+    if (when_ == when::idle_then_watch || when_ == when::never_then_watch) return watch(first);
     // (Idle: closed a moment after the answer, so that the proxy's last
     // read has drained the socket before the FIN comes.)
     if (when_ == when::idle) std::this_thread::sleep_for(50ms);
@@ -324,9 +330,22 @@ class closing_upstream {
     ::close(second);
   }
 
+  void watch(int fd) {
+    if (when_ == when::idle_then_watch) {
+      std::this_thread::sleep_for(50ms);
+      ::shutdown(fd, SHUT_WR);
+      first_closed_ = true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    char byte;
+    if (::poll(&p, 1, 5000) == 1 && ::recv(fd, &byte, 1, 0) == 0) proxy_closed_ = true;
+    ::close(fd);
+  }
+
   when when_;
   std::atomic<int> answered_{0};
   std::atomic<bool> first_closed_{false};
+  std::atomic<bool> proxy_closed_{false};
   hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
@@ -370,6 +389,57 @@ TEST(Faults, AnUpstreamConnectionClosedUnderANewRequestIsRetriedOnce) {
   two_requests_through(upstream, false, reused);
   EXPECT_EQ(upstream.answered(), 2) << "the second request must be answered on a new connection";
   EXPECT_EQ(reused, 1);
+}
+
+// The number a gauge or counter of the proxy's /metrics reads (-1: absent).
+long metric(const proxy_fixture& f, const std::string& name) {
+  auto text = http_get(f.admin_port(), "/metrics").body;
+  auto at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
+}
+
+// One answered request through `f`, whose connection then idles in the pool.
+void one_request_pooled(proxy_fixture& f) {
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+  auto r = read_response(c, 5s);
+  ASSERT_TRUE(r.complete);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1; }, 2s, "the connection pooled"));
+}
+
+// An engine closes an idle keep-alive connection after its timeout; the
+// proxy's side must not wait in CLOSE_WAIT until traffic comes back: the
+// once-a-second sweep of `serve` closes it.
+TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
+  closing_upstream upstream(closing_upstream::when::idle_then_watch);
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  one_request_pooled(f);
+  ASSERT_TRUE(wait_until([&] { return upstream.first_closed(); }, 2s, "the upstream's close"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        f.proxy().close_pooled_connections_the_upstreams_closed();
+        std::this_thread::sleep_for(10ms);
+        return upstream.proxy_closed();
+      },
+      4s, "the proxy's close of its side"));
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 0);
+}
+
+TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
+  closing_upstream upstream(closing_upstream::when::never_then_watch);
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  one_request_pooled(f);
+  for (int i = 0; i < 20; ++i) {
+    f.proxy().close_pooled_connections_the_upstreams_closed();
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(upstream.proxy_closed()) << "a live pooled connection was closed";
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1);
 }
 
 const std::string three_events =
