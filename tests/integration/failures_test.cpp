@@ -349,11 +349,22 @@ class closing_upstream {
   hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
+// The number a gauge or counter of the proxy's /metrics reads (-1: absent).
+long metric(const proxy_fixture& f, const std::string& name) {
+  auto text = http_get(f.admin_port(), "/metrics").body;
+  auto at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
+}
+
+fixture_options in_front_of(const std::string& base_url) {
+  fixture_options o;
+  o.base_url = base_url;
+  return o;
+}
+
 // `idle`: the upstream closes its first connection between the requests.
 void two_requests_through(const closing_upstream& upstream, bool idle, int& reused) {
-  fixture_options o;
-  o.base_url = upstream.base_url();
-  proxy_fixture f(o);
+  proxy_fixture f(in_front_of(upstream.base_url()));
   http_client c(f.port());
   for (int i = 0; i < 2; ++i) {
     c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
@@ -368,11 +379,7 @@ void two_requests_through(const closing_upstream& upstream, bool idle, int& reus
       std::this_thread::sleep_for(50ms);
     }
   }
-  auto metrics = http_get(f.admin_port(), "/metrics").body;
-  const std::string line = "\ntokengate_upstream_cx_reused_total ";
-  auto at = metrics.find(line);
-  ASSERT_NE(at, std::string::npos) << metrics;
-  reused = std::stoi(metrics.substr(at + line.size()));
+  reused = static_cast<int>(metric(f, "tokengate_upstream_cx_reused_total"));
 }
 
 TEST(Faults, AnUpstreamConnectionClosedWhileIdleIsNotTakenAgain) {
@@ -391,13 +398,6 @@ TEST(Faults, AnUpstreamConnectionClosedUnderANewRequestIsRetriedOnce) {
   EXPECT_EQ(reused, 1);
 }
 
-// The number a gauge or counter of the proxy's /metrics reads (-1: absent).
-long metric(const proxy_fixture& f, const std::string& name) {
-  auto text = http_get(f.admin_port(), "/metrics").body;
-  auto at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
-}
-
 // One answered request through `f`, whose connection then idles in the pool.
 void one_request_pooled(proxy_fixture& f) {
   http_client c(f.port());
@@ -413,9 +413,7 @@ void one_request_pooled(proxy_fixture& f) {
 // once-a-second sweep of `serve` closes it.
 TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
   closing_upstream upstream(closing_upstream::when::idle_then_watch);
-  fixture_options o;
-  o.base_url = upstream.base_url();
-  proxy_fixture f(o);
+  proxy_fixture f(in_front_of(upstream.base_url()));
   one_request_pooled(f);
   ASSERT_TRUE(wait_until([&] { return upstream.first_closed(); }, 2s, "the upstream's close"));
   EXPECT_TRUE(wait_until(
@@ -430,9 +428,7 @@ TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
 
 TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
   closing_upstream upstream(closing_upstream::when::never_then_watch);
-  fixture_options o;
-  o.base_url = upstream.base_url();
-  proxy_fixture f(o);
+  proxy_fixture f(in_front_of(upstream.base_url()));
   one_request_pooled(f);
   for (int i = 0; i < 20; ++i) {
     f.proxy().close_pooled_connections_the_upstreams_closed();
