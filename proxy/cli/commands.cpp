@@ -147,7 +147,7 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, net:
       srv.reload_certificates(true);
       srv.release_memory_after_burst();
       srv.release_unused_body_buffers();
-      srv.close_pooled_connections_the_upstreams_closed();
+      srv.close_stale_pooled_connections();
       arm_watch();
     });
   };

@@ -166,11 +166,12 @@ upstream read_upstream(const reader& r, const std::string& name) {
   else r.fail_at(r.node()["limit_field"], "limit_field must be keep, max_tokens or max_completion_tokens");
   if (r.has("timeouts")) {
     auto t = r.child("timeouts");
-    t.only_keys({"connect", "first_byte", "idle", "total"});
+    t.only_keys({"connect", "first_byte", "idle", "total", "pooled"});
     u.timeouts.connect = t.time("connect", u.timeouts.connect);
     u.timeouts.first_byte = t.time("first_byte", u.timeouts.first_byte);
     u.timeouts.idle = t.time("idle", u.timeouts.idle);
     u.timeouts.total = t.time("total", u.timeouts.total);
+    u.timeouts.pooled = t.time("pooled", u.timeouts.pooled);
   }
   return u;
 }

@@ -41,6 +41,10 @@ struct upstream_timeouts {
   duration first_byte{std::chrono::seconds(120)};  // covers prefill of long prompts
   duration idle{std::chrono::seconds(60)};         // longest gap between two chunks
   duration total{std::chrono::minutes(15)};
+  // An idle keep-alive connection's longest wait in the pool (nginx's
+  // upstream keepalive_timeout, with its default); 0 = until the upstream
+  // closes it.
+  duration pooled{std::chrono::seconds(60)};
 };
 
 struct upstream {

@@ -123,9 +123,8 @@ void server::release_unused_body_buffers() {
   for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->bodies().release_unused(); });
 }
 
-void server::close_pooled_connections_the_upstreams_closed() {
-  for (auto& w : workers_)
-    net::post(w->io(), [w = w.get()] { w->close_pooled_connections_the_upstreams_closed(); });
+void server::close_stale_pooled_connections() {
+  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->close_stale_pooled_connections(); });
 }
 
 std::size_t server::max_connections() const { return gate_->max_total(); }

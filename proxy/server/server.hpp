@@ -66,9 +66,10 @@ class server {
   void release_unused_body_buffers();
 
   // Each worker closes the pooled upstream connections that their upstream
-  // has closed while they waited (upstream/pool.hpp), on its own thread.
+  // has closed while they waited, or that have waited longer than their
+  // upstream's timeouts.pooled (upstream/pool.hpp), on its own thread.
   // Called once a second by `serve`.
-  void close_pooled_connections_the_upstreams_closed();
+  void close_stale_pooled_connections();
 
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.

@@ -61,9 +61,10 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
   return *slot;
 }
 
-void worker::close_pooled_connections_the_upstreams_closed() {
+void worker::close_stale_pooled_connections() {
+  auto now = std::chrono::steady_clock::now();
   for (auto& [identity, pool] : pools_)
-    if (pool) pool->close_those_the_upstream_closed();
+    if (pool) pool->close_stale(now);
 }
 
 std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,

@@ -68,9 +68,9 @@ class worker {
   // The pool for an upstream as the given config describes it; a reload that
   // changes its address gets a new pool.
   upstream::pool& pool_for(const config::upstream& settings);
-  // Every pool's idle connections that their upstream closed, closed here
-  // too (upstream::pool::close_those_the_upstream_closed).
-  void close_pooled_connections_the_upstreams_closed();
+  // Every pool's idle connections that their upstream closed or that have
+  // waited their longest (upstream::pool::close_stale), closed.
+  void close_stale_pooled_connections();
   routing::health_table& health() { return health_; }
   std::mt19937_64& rng() { return rng_; }
   std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }

@@ -122,9 +122,11 @@ net::awaitable<acquire_result> pool::connect_new() {
   co_return result;
 }
 
-std::size_t pool::close_those_the_upstream_closed() {
-  auto dead = std::remove_if(idle_.begin(), idle_.end(), [](const std::unique_ptr<connection>& conn) {
-    return !still_usable(conn->stream.socket());
+std::size_t pool::close_stale(std::chrono::steady_clock::time_point now) {
+  auto longest = settings_.timeouts.pooled;
+  auto dead = std::remove_if(idle_.begin(), idle_.end(), [&](const std::unique_ptr<connection>& conn) {
+    bool waited_too_long = longest.count() > 0 && now - conn->pooled_at >= longest;
+    return waited_too_long || !still_usable(conn->stream.socket());
   });
   auto closed = static_cast<std::size_t>(idle_.end() - dead);
   idle_.erase(dead, idle_.end());  // (destroying a connection closes it)
@@ -135,6 +137,7 @@ std::size_t pool::close_those_the_upstream_closed() {
 void pool::release(std::unique_ptr<connection> conn) {
   if (!conn || idle_.size() >= settings_.pool_size) return;  // dropping it closes it
   conn->stream.expires_never();
+  conn->pooled_at = std::chrono::steady_clock::now();
   idle_.push_back(std::move(conn));
   if (idle_gauge_) idle_gauge_->add();
 }

@@ -3,6 +3,7 @@
 // locks: only that thread's io_context ever touches it).
 #include <boost/asio/ssl/context.hpp>
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@ enum class connect_failure { none, resolve, refused, timeout, tls };
 struct connection {
   any_stream stream;
   bool reused = false;  // came from the idle pool: a failure before any byte may be a stale socket
+  std::chrono::steady_clock::time_point pooled_at;  // when it last went back to the pool
 };
 
 struct acquire_result {
@@ -45,13 +47,14 @@ class pool {
   void release(std::unique_ptr<connection> conn);
 
   // Closes the idle connections the upstream has closed (or sent stray
-  // bytes on) since they were given back, and returns how many. Without
-  // it, such a connection waits in CLOSE_WAIT, holding its descriptor and
-  // memory, until a request would take it: engines close idle keep-alive
-  // connections after a few seconds (uvicorn, under vLLM and SGLang, after
-  // 5), and a quiet proxy would keep a pool of dead sockets. Costs no
-  // syscall for a connection the loop has had no report of.
-  std::size_t close_those_the_upstream_closed();
+  // bytes on) since they were given back, and those that have waited
+  // longer than timeouts.pooled, and returns how many. Without it, a
+  // connection the upstream closed waits in CLOSE_WAIT, holding its
+  // descriptor and memory, until a request would take it: engines close
+  // idle keep-alive connections after a few seconds (uvicorn, under vLLM
+  // and SGLang, after 5), and a quiet proxy would keep a pool of dead
+  // sockets. Costs no syscall for a connection the loop has had no report of.
+  std::size_t close_stale(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
 
   std::size_t idle_count() const { return idle_.size(); }
 

@@ -32,7 +32,15 @@ TEST(Config, MinimalFileGetsDefaults) {
   EXPECT_EQ(c->limits.max_body_bytes, 8u * 1024 * 1024);
   EXPECT_EQ(c->limits.forward_early_bytes, 64u * 1024);
   EXPECT_EQ(c->upstreams.at("local").timeouts.connect, std::chrono::seconds(5));
+  EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(60));
   EXPECT_FALSE(c->admin);
+}
+
+TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
+  auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
+  EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));
+  EXPECT_NE(error_of(std::string(minimal) + "    timeouts: {pooled: forever}\n").find("must be a duration"),
+            std::string::npos);
 }
 
 TEST(Config, EmbeddedDefaultIsValid) {

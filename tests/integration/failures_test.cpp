@@ -418,7 +418,7 @@ TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
   ASSERT_TRUE(wait_until([&] { return upstream.first_closed(); }, 2s, "the upstream's close"));
   EXPECT_TRUE(wait_until(
       [&] {
-        f.proxy().close_pooled_connections_the_upstreams_closed();
+        f.proxy().close_stale_pooled_connections();
         std::this_thread::sleep_for(10ms);
         return upstream.proxy_closed();
       },
@@ -431,11 +431,35 @@ TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
   proxy_fixture f(in_front_of(upstream.base_url()));
   one_request_pooled(f);
   for (int i = 0; i < 20; ++i) {
-    f.proxy().close_pooled_connections_the_upstreams_closed();
+    f.proxy().close_stale_pooled_connections();
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_FALSE(upstream.proxy_closed()) << "a live pooled connection was closed";
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1);
+}
+
+// One the demo engine would keep open is closed once it has waited its
+// upstream's timeouts.pooled, and the next request takes a new one.
+TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
+  fixture_options o;
+  o.upstream_extra = "    timeouts: {pooled: 1s}\n";
+  proxy_fixture f(o);
+  one_request_pooled(f);
+  f.proxy().close_stale_pooled_connections();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1) << "closed before its time";
+  EXPECT_TRUE(wait_until(
+      [&] {
+        f.proxy().close_stale_pooled_connections();
+        std::this_thread::sleep_for(10ms);
+        return metric(f, "tokengate_upstream_cx_idle") == 0;
+      },
+      3s, "the pooled connection's close after 1 s"));
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+  auto r = read_response(c, 5s);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0) << "a closed connection was taken again";
 }
 
 const std::string three_events =
