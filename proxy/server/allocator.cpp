@@ -104,9 +104,12 @@ void take_fresh_pages_giving_marked_ones_back() {
   static const long delay = get_option(mimalloc_decommit_delay_option);
   std::lock_guard lock(one_at_a_time);
   set_option(mimalloc_decommit_delay_option, 0);
+  auto take_together_then_free = [&](auto& blocks, std::size_t size) {
+    for (auto& block : blocks) block = allocate(size);
+    for (void* block : blocks) release(block);
+  };
   std::array<void*, 8> blocks{};
-  for (auto& block : blocks) block = allocate(std::size_t{2} << 20);
-  for (void* block : blocks) release(block);
+  take_together_then_free(blocks, std::size_t{2} << 20);
   // A segment the burst left fragmented has no free span of 2 MiB, and the
   // blocks above never land in it: traced, a long-lived process kept 30 MB
   // marked in such a segment while every block went to the two segments
@@ -115,8 +118,7 @@ void take_fresh_pages_giving_marked_ones_back() {
   // free; taken together, each from the first free span that fits, they
   // reach the segments those spans are in.
   std::array<void*, 64> small_blocks{};
-  for (auto& block : small_blocks) block = allocate(std::size_t{192} << 10);
-  for (void* block : small_blocks) release(block);
+  take_together_then_free(small_blocks, std::size_t{192} << 10);
   set_option(mimalloc_decommit_delay_option, delay);
 }
 

@@ -43,13 +43,6 @@ std::string messages(std::size_t bytes, const std::string& word = "word") {
   return R"("demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" + text + R"("}])";
 }
 
-std::uint64_t metric(proxy_fixture& f, const std::string& name) {
-  auto text = http_get(f.admin_port(), "/metrics").body;
-  auto at = text.find("\n" + name + " ");
-  if (at == std::string::npos) throw std::runtime_error("no metric " + name);
-  return std::stoull(text.substr(at + name.size() + 2));
-}
-
 http_response post(proxy_fixture& f, const std::string& body) {
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", body));

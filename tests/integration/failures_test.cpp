@@ -349,13 +349,6 @@ class closing_upstream {
   hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
-// The number a gauge or counter of the proxy's /metrics reads (-1: absent).
-long metric(const proxy_fixture& f, const std::string& name) {
-  auto text = http_get(f.admin_port(), "/metrics").body;
-  auto at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
-}
-
 fixture_options in_front_of(const std::string& base_url) {
   fixture_options o;
   o.base_url = base_url;
@@ -405,7 +398,7 @@ void one_request_pooled(proxy_fixture& f) {
   auto r = read_response(c, 5s);
   ASSERT_TRUE(r.complete);
   ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1; }, 2s, "the connection pooled"));
+  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1u; }, 2s, "the connection pooled"));
 }
 
 // An engine closes an idle keep-alive connection after its timeout; the
@@ -423,7 +416,7 @@ TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
         return upstream.proxy_closed();
       },
       4s, "the proxy's close of its side"));
-  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 0);
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 0u);
 }
 
 TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
@@ -435,7 +428,7 @@ TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_FALSE(upstream.proxy_closed()) << "a live pooled connection was closed";
-  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1);
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1u);
 }
 
 // One the demo engine would keep open is closed once it has waited its
@@ -447,19 +440,19 @@ TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
   one_request_pooled(f);
   f.proxy().close_stale_pooled_connections();
   std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1) << "closed before its time";
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1u) << "closed before its time";
   EXPECT_TRUE(wait_until(
       [&] {
         f.proxy().close_stale_pooled_connections();
         std::this_thread::sleep_for(10ms);
-        return metric(f, "tokengate_upstream_cx_idle") == 0;
+        return metric(f, "tokengate_upstream_cx_idle") == 0u;
       },
       3s, "the pooled connection's close after 1 s"));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
   auto r = read_response(c, 5s);
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0) << "a closed connection was taken again";
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u) << "a closed connection was taken again";
 }
 
 const std::string three_events =

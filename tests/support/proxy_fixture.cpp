@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
 #include <thread>
 
 #include "config/config.hpp"
@@ -93,6 +94,13 @@ http_response http_get(std::uint16_t port, const std::string& path) {
   http_client c(port);
   c.send("GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   return read_response(c);
+}
+
+std::uint64_t metric(const proxy_fixture& f, const std::string& name) {
+  auto text = http_get(f.admin_port(), "/metrics").body;
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos) throw std::runtime_error("no metric " + name);
+  return std::stoull(text.substr(at + name.size() + 2));
 }
 
 }  // namespace tokengate::test

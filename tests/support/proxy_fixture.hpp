@@ -61,4 +61,8 @@ testing::AssertionResult wait_until(const std::function<bool()>& condition, std:
 // A simple GET on a port, returning the response.
 http_response http_get(std::uint16_t port, const std::string& path);
 
+// The number a counter or gauge without labels reads on the proxy's
+// /metrics; throws when the page has no such line.
+std::uint64_t metric(const proxy_fixture& f, const std::string& name);
+
 }  // namespace tokengate::test
