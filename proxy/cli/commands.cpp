@@ -106,15 +106,10 @@ void wait_for_stop_signal() {
 void reload_policy(server& srv, const std::string& file) {
   try {
     auto next = config::load_config_file(file);
-    auto current = srv.current_config();
-    bool listeners_changed = next->listeners.size() != current->listeners.size();
-    for (std::size_t i = 0; !listeners_changed && i < next->listeners.size(); ++i)
-      listeners_changed = next->listeners[i].address != current->listeners[i].address ||
-                          next->listeners[i].port != current->listeners[i].port;
-    if (listeners_changed) spdlog::warn("reload: listener changes take effect only after a restart");
-    if (next->after_burst != current->after_burst)
-      spdlog::warn("reload: memory.after_burst takes effect only after a restart");
-    srv.reload(next);
+    std::string waiting;
+    for (const auto& name : srv.reload(next)) waiting += (waiting.empty() ? "" : ", ") + name;
+    if (!waiting.empty())
+      spdlog::warn("reload: changed since start, in effect only after a restart: {}", waiting);
     spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file, next->routes.size(),
                  next->upstreams.size());
   } catch (const std::exception& e) {

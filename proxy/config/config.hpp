@@ -17,6 +17,7 @@ namespace tokengate::config {
 struct tls_files {
   std::string cert_file;
   std::string key_file;
+  bool operator==(const tls_files&) const = default;
 };
 
 struct listener {
@@ -111,11 +112,13 @@ struct limit_settings {
   std::size_t forward_early_bytes = 64 * 1024;
   std::size_t max_connections = 0;  // client connections in all; 0 = half the descriptor limit
   std::size_t max_connections_per_client = 0;  // per client address; 0 = no bound
+  bool operator==(const limit_settings&) const = default;  // (config/reload.cpp: a change waits for a restart)
 };
 
 struct admin_settings {
   std::string address = "127.0.0.1";
   std::uint16_t port = 9090;
+  bool operator==(const admin_settings&) const = default;
 };
 
 struct demo_engine_settings {
@@ -131,6 +134,7 @@ struct demo_engine_settings {
   double prefill_ms_per_1k_tokens = 50;  // time to first token grows with the prompt
   double decode_tokens_per_second = 25;  // gap between tokens once decoding
   int default_output_tokens = 40;        // answer length when the request sets no limit
+  bool operator==(const demo_engine_settings&) const = default;
 };
 
 // memory.after_burst (docs/configuration.md):

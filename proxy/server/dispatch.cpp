@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "config/reload.hpp"
 #include "routing/balancer.hpp"
 #include "routing/policy.hpp"
 #include "server/any_stream.hpp"
@@ -34,7 +35,9 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
                                std::unique_ptr<early_forward>& early) {
   exchange_plan plan;
   plan.config = std::move(cfg);
-  plan.upstreams.push_back(&plan.config->upstreams.at(listener.upstream));
+  // (the listener as the newest config names its upstream: server::reload
+  // refuses a config in which it names none)
+  plan.upstreams.push_back(&plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
   plan.edits.resize(plan.upstreams.size());
   if (early && early->upstream == plan.upstreams.front()) plan.first_connection = std::move(early->acquired);
   return plan;

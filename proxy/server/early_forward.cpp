@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/reload.hpp"
 #include "routing/balancer.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
@@ -51,7 +52,7 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   early_forward plan;
   edits.clear();
   if (cfg->routes.empty()) {
-    plan.upstream = &cfg->upstreams.at(listener.upstream);
+    plan.upstream = &cfg->upstreams.at(config::as_configured(*cfg, listener).upstream);
     plan.config = std::move(cfg);
     return plan;
   }

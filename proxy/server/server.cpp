@@ -5,6 +5,7 @@
 
 #include <future>
 
+#include "config/reload.hpp"
 #include "metrics/process_memory.hpp"
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
@@ -137,9 +138,13 @@ std::string server::stats_json() const {
   return metrics::render_stats_json(latency);
 }
 
-void server::reload(std::shared_ptr<const config::config> next) {
-  store_->replace(std::move(next));
+std::vector<std::string> server::reload(std::shared_ptr<const config::config> next) {
+  config::check_bound_listeners_keep_an_upstream(config_->listeners, *next);
+  store_->replace(next);
+  // Each worker's pools are its own thread's: it adopts the new settings there.
+  for (auto& w : workers_) net::post(w->io(), [w = w.get(), next] { w->adopt_upstream_settings(*next); });
   ++reloads_ok_;
+  return config::changes_needing_restart(*config_, *next);
 }
 
 std::size_t server::reload_certificates(bool only_changed) {

@@ -35,8 +35,11 @@ class server {
   std::string stats_json() const;  // p50/p95/p99/max per route: last minute, five minutes, since start
 
   // Swaps in a new policy (already validated). Requests in flight keep the
-  // one they started with. Listener changes need a restart.
-  void reload(std::shared_ptr<const config::config> next);
+  // one they started with. Throws config_error, and the running policy
+  // stays, when `next` would leave a listener bound at start without an
+  // upstream. Returns what of `next` differs from the start-up config but
+  // waits for a restart (config/reload.hpp), for the caller to say.
+  std::vector<std::string> reload(std::shared_ptr<const config::config> next);
   std::shared_ptr<const config::config> current_config() const;
   std::uint64_t reloads_ok() const { return reloads_ok_; }
   std::uint64_t reloads_failed() const { return reloads_failed_; }

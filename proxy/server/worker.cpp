@@ -39,12 +39,18 @@ worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& 
 
 worker::~worker() = default;
 
+// What makes a pool: a reload that changes any of these gets a new one.
+// (Spelled into a string kept for it: pool_for is called for every
+// request, and a fresh string would be two allocations each time.)
+const std::string& worker::identity_of(const config::upstream& settings) {
+  return pool_identity_.assign(settings.name).append(1, '|').append(settings.base_url).append(1, '|').append(
+      settings.ca_file);
+}
+
 upstream::pool& worker::pool_for(const config::upstream& settings) {
   // Pools are never destroyed while the worker runs: a connection in use
   // goes back to the pool it came from even if a reload replaced it.
-  // (Spelled into a string kept for it: called for every request, and a
-  // fresh string would be two allocations each time.)
-  pool_identity_.assign(settings.name).append(1, '|').append(settings.base_url).append(1, '|').append(settings.ca_file);
+  identity_of(settings);
   if (auto found = pools_.find(pool_identity_); found != pools_.end() && found->second) return *found->second;
   auto& slot = pools_[pool_identity_];
   if (!slot) {
@@ -59,6 +65,16 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
     slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls, &metrics_.upstream_cx_idle);
   }
   return *slot;
+}
+
+void worker::adopt_upstream_settings(const config::config& next) {
+  std::map<std::string, const config::upstream*> by_identity;
+  for (const auto& [name, settings] : next.upstreams) by_identity.emplace(identity_of(settings), &settings);
+  for (auto& [identity, pool] : pools_) {
+    if (!pool) continue;
+    if (auto found = by_identity.find(identity); found != by_identity.end()) pool->adopt(*found->second);
+    else pool->retire();
+  }
 }
 
 void worker::close_stale_pooled_connections() {

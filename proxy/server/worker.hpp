@@ -68,6 +68,10 @@ class worker {
   // The pool for an upstream as the given config describes it; a reload that
   // changes its address gets a new pool.
   upstream::pool& pool_for(const config::upstream& settings);
+  // After a reload: each pool the new config keeps takes its upstream's new
+  // settings (upstream::pool::adopt); the pools of upstreams it dropped or
+  // moved keep no connection any more (upstream::pool::retire).
+  void adopt_upstream_settings(const config::config& next);
   // Every pool's idle connections that their upstream closed or that have
   // waited their longest (upstream::pool::close_stale), closed.
   void close_stale_pooled_connections();
@@ -125,7 +129,8 @@ class worker {
   metrics::realtime_estimate realtime_;
   std::vector<bound_listener> listeners_;
   std::map<std::string, std::unique_ptr<upstream::pool>> pools_;
-  std::string pool_identity_;  // pool_for's key, rebuilt in place
+  std::string pool_identity_;  // pool_for's key, rebuilt in place (identity_of)
+  const std::string& identity_of(const config::upstream& settings);
   std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store
   std::map<std::string, std::shared_ptr<net::ssl::context>> upstream_tls_by_ca_;
   std::unordered_set<any_stream*> idle_;

@@ -134,6 +134,21 @@ std::size_t pool::close_stale(std::chrono::steady_clock::time_point now) {
   return closed;
 }
 
+void pool::adopt(const config::upstream& settings) {
+  settings_ = settings;
+  if (idle_.size() <= settings_.pool_size) return;
+  auto excess = idle_.size() - settings_.pool_size;
+  // acquire() takes from the back, so the front has idled longest
+  idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(excess));
+  if (idle_gauge_) idle_gauge_->sub(excess);
+}
+
+void pool::retire() {
+  auto keep_none = settings_;
+  keep_none.pool_size = 0;
+  adopt(keep_none);
+}
+
 void pool::release(std::unique_ptr<connection> conn) {
   if (!conn || idle_.size() >= settings_.pool_size) return;  // dropping it closes it
   conn->stream.expires_never();

@@ -58,6 +58,16 @@ class pool {
 
   std::size_t idle_count() const { return idle_.size(); }
 
+  // A reload kept this pool (same name, URL and CA) and may have changed
+  // the rest of its upstream's settings: its connect timeout, longest wait
+  // and size apply from now on, and the idle connections over a smaller
+  // size are closed at once, the longest-idle first.
+  void adopt(const config::upstream& settings);
+  // A reload dropped or moved this pool's upstream: no new request comes
+  // here, so its idle connections close now, and those in use close when
+  // their request ends instead of coming back.
+  void retire();
+
  private:
   net::any_io_executor executor_;
   config::upstream settings_;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "config/config.hpp"
+#include "config/reload.hpp"
 
 namespace tokengate::config {
 namespace {
@@ -41,6 +42,47 @@ TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));
   EXPECT_NE(error_of(std::string(minimal) + "    timeouts: {pooled: forever}\n").find("must be a duration"),
             std::string::npos);
+}
+
+std::vector<std::string> restart_needed(const std::string& running, const std::string& next) {
+  return changes_needing_restart(*load_config_text(running, "running.yaml"), *load_config_text(next, "next.yaml"));
+}
+
+TEST(Reload, SaysWhatWaitsForARestartAndNothingElse) {
+  const std::string base(minimal);
+  EXPECT_TRUE(restart_needed(base, base).empty());
+  // upstream settings are policy: a reload applies them
+  EXPECT_TRUE(restart_needed(base, base + "    pool_size: 3\n    timeouts: {pooled: 5s}\n").empty());
+  using names = std::vector<std::string>;
+  EXPECT_EQ(restart_needed(base, base + "limits: {max_body_bytes: 1000}\nworkers: 3\n"), (names{"workers", "limits"}));
+  EXPECT_EQ(restart_needed(base, base + "memory: {after_burst: keep}\nlog_level: debug\n"),
+            (names{"log_level", "memory.after_burst"}));
+  auto moved = base;
+  moved.replace(moved.find("port: 0"), 7, "port: 1234");
+  EXPECT_EQ(restart_needed(base, moved), (names{"listeners (addresses, ports, certificate files)"}));
+}
+
+TEST(Reload, FollowsTheListenersUpstreamButNeverLeavesItWithoutOne) {
+  auto running = load_config_text(minimal, "running.yaml");
+  const auto& bound = running->listeners.at(0);
+  auto renamed = load_config_text(
+      "listeners: [{name: main, port: 0, upstream: other}]\n"
+      "upstreams: {other: {base_url: http://127.0.0.1:9/v1}}\n",
+      "renamed.yaml");
+  EXPECT_EQ(as_configured(*renamed, bound).upstream, "other");
+  EXPECT_NO_THROW(check_bound_listeners_keep_an_upstream(running->listeners, *renamed));
+  auto without_main = load_config_text(
+      "listeners: [{name: second, port: 0, upstream: other}]\n"
+      "upstreams: {other: {base_url: http://127.0.0.1:9/v1}}\n",
+      "without_main.yaml");
+  EXPECT_EQ(&as_configured(*without_main, bound), &bound);
+  EXPECT_THROW(check_bound_listeners_keep_an_upstream(running->listeners, *without_main), config_error);
+  auto routed = load_config_text(
+      "listeners: [{name: second, port: 0}]\n"
+      "upstreams: {other: {base_url: http://127.0.0.1:9/v1}}\n"
+      "routes: [{models: [m], targets: [{upstream: other}]}]\n",
+      "routed.yaml");
+  EXPECT_NO_THROW(check_bound_listeners_keep_an_upstream(running->listeners, *routed));
 }
 
 TEST(Config, EmbeddedDefaultIsValid) {

@@ -455,6 +455,44 @@ TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u) << "a closed connection was taken again";
 }
 
+// A reload that keeps the upstream (same name and URL) keeps its pool and
+// its connections, but the pool must follow the upstream's new settings.
+TEST(Reload, APoolKeptByAReloadTakesItsNewLongestWait) {
+  proxy_fixture f;
+  one_request_pooled(f);
+  f.reload_with_options([](fixture_options& o) { o.upstream_extra = "    timeouts: {pooled: 1s}\n"; });
+  EXPECT_TRUE(wait_until(
+      [&] {
+        f.proxy().close_stale_pooled_connections();
+        std::this_thread::sleep_for(10ms);
+        return metric(f, "tokengate_upstream_cx_idle") == 0u;
+      },
+      3s, "the close after the reloaded 1 s (the start-up config's wait is 60 s)"));
+}
+
+TEST(Reload, APoolShrunkByAReloadClosesTheIdleConnectionsOverItsNewSize) {
+  proxy_fixture f;
+  one_request_pooled(f);
+  f.reload_with_options([](fixture_options& o) { o.upstream_extra = "    pool_size: 0\n"; });
+  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s,
+                         "the idle connection's close at the reload"));
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+  auto r = read_response(c, 5s);
+  EXPECT_EQ(r.status, 200) << r.body;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 0u) << "pooled beyond pool_size 0";
+}
+
+TEST(Reload, APoolWhoseUpstreamMovedClosesItsIdleConnections) {
+  proxy_fixture f;
+  one_request_pooled(f);
+  // the same engine by another URL: a new pool; the old one is retired
+  f.reload_with_options([](fixture_options& o) { o.base_url = "http://localhost:{engine}/v1"; });
+  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s,
+                         "the retired pool's idle connection closed at the reload"));
+}
+
 const std::string three_events =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n"
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n"

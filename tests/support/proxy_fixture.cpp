@@ -63,6 +63,11 @@ void proxy_fixture::reload_with(const std::string& top_extra) {
   server_->reload(config::load_config_text(yaml_for(top_extra), "fixture-reload.yaml"));
 }
 
+void proxy_fixture::reload_with_options(const std::function<void(fixture_options&)>& change) {
+  change(options_);
+  server_->reload(config::load_config_text(yaml_for(options_.top_extra), "fixture-reload.yaml"));
+}
+
 boost::json::object proxy_fixture::engine_stats_json(std::size_t engine) {
   auto port = engine == 0 ? engine_->port() : extra_engines_.at(engine - 1)->port();
   return boost::json::parse(http_get(port, "/demo/stats").body).as_object();

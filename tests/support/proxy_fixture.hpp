@@ -43,6 +43,9 @@ class proxy_fixture {
   const engine::demo_stats& extra_engine_stats(std::size_t i) const { return extra_engines_.at(i - 1)->stats(); }
   // Replaces the running policy with the fixture's YAML plus `top_extra`.
   void reload_with(const std::string& top_extra);
+  // Replaces it with the YAML of the fixture's options as `change` leaves
+  // them (e.g. another upstream_extra or base_url).
+  void reload_with_options(const std::function<void(fixture_options&)>& change);
   server& proxy() { return *server_; }
 
  private:
