@@ -101,17 +101,36 @@ void wait_for_stop_signal() {
   spdlog::info("received {}, draining", received == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+// The file's log_level from now on, unless --log-level set it: spdlog's
+// level is one atomic that every thread reads before it logs, so turning
+// the access log (info) on or off needs no restart.
+void reload_log_level(const config::config& previous, const config::config& next, bool level_from_command_line) {
+  if (next.log_level == previous.log_level) return;
+  if (level_from_command_line) {
+    spdlog::warn("reload: log_level {} in the file, but --log-level on the command line wins", next.log_level);
+    return;
+  }
+  // (said at info, before the switch or after it, whichever level shows it)
+  auto level = spdlog::level::from_str(next.log_level);
+  bool louder = level < spdlog::get_level();
+  if (!louder) spdlog::info("reload: log level {} from now on", next.log_level);
+  spdlog::set_level(level);
+  if (louder) spdlog::info("reload: log level {} from now on", next.log_level);
+}
+
 // Reloads the policy from `file`: parse and validate first; a bad file is
 // refused with file:line:column and the running policy stays.
-void reload_policy(server& srv, const std::string& file) {
+void reload_policy(server& srv, const std::string& file, bool level_from_command_line) {
   try {
     auto next = config::load_config_file(file);
+    auto previous = srv.current_config();
     std::string waiting;
     for (const auto& name : srv.reload(next)) waiting += (waiting.empty() ? "" : ", ") + name;
     if (!waiting.empty())
       spdlog::warn("reload: changed since start, in effect only after a restart: {}", waiting);
     spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file, next->routes.size(),
                  next->upstreams.size());
+    reload_log_level(*previous, *next, level_from_command_line);
   } catch (const std::exception& e) {
     srv.count_failed_reload();
     spdlog::error("reload refused, the running policy stays: {}", e.what());
@@ -122,8 +141,8 @@ void reload_policy(server& srv, const std::string& file) {
 // certificate; a change of the config file's modification time reloads the
 // policy, and a change of a certificate or key file that certificate
 // (both checked every second).
-void run_until_stopped(server& srv, const std::optional<std::string>& file, net::io_context& io,
-                       net::signal_set& signals) {
+void run_until_stopped(server& srv, const std::optional<std::string>& file, bool level_from_command_line,
+                       net::io_context& io, net::signal_set& signals) {
   namespace fs = std::filesystem;
   net::steady_timer watch(io);
   std::error_code fs_error;
@@ -137,7 +156,7 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, net:
       if (file && !e && now != last_write) {
         last_write = now;
         spdlog::info("reload: {} changed", *file);
-        reload_policy(srv, *file);
+        reload_policy(srv, *file, level_from_command_line);
       }
       srv.reload_certificates(true);
       srv.release_memory_after_burst();
@@ -151,7 +170,7 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, net:
     signals.async_wait([&](const error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGHUP) {
-        if (file) reload_policy(srv, *file);
+        if (file) reload_policy(srv, *file, level_from_command_line);
         else spdlog::info("SIGHUP: running on the embedded config, no policy to reload");
         srv.reload_certificates(false);
         arm_signals();
@@ -207,7 +226,7 @@ int serve(const options& o) {
             << "/v1/chat/completions -H 'content-type: application/json' "
                "-d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n"
             << std::endl;
-  run_until_stopped(srv, o.config_file, control, signals);
+  run_until_stopped(srv, o.config_file, o.log_level.has_value(), control, signals);
   srv.drain_and_stop();
   if (demo) demo->stop();
   spdlog::info("stopped");

@@ -21,7 +21,6 @@ std::vector<std::string> changes_needing_restart(const config& running, const co
   if (running.limits != next.limits) names.push_back("limits");
   if (running.admin != next.admin) names.push_back("admin");
   if (running.demo_engine != next.demo_engine) names.push_back("demo_engine");
-  if (running.log_level != next.log_level) names.push_back("log_level");
   if (running.drain_timeout != next.drain_timeout) names.push_back("drain_timeout");
   if (running.after_burst != next.after_burst) names.push_back("memory.after_burst");
   return names;

@@ -4,7 +4,8 @@
 # renames that upstream must be followed (before, every request after it
 # got an empty reply); a reload that would leave the bound listener with no
 # upstream at all is refused and the running policy stays; a reload that
-# changes what is read only at start (limits here) says so in the log.
+# changes what is read only at start (limits here) says so in the log; the
+# log level follows a reload (the access log off at warn, on at info).
 set -euo pipefail
 bin=$1
 source "$(dirname "$0")/../support/shell_lib.sh"
@@ -55,6 +56,22 @@ answered "after the refused reload"
 write_config main second "limits: {max_body_bytes: 1000000}"
 reload_and_wait "only after a restart: limits"
 answered "after a reload of the limits"
+
+# The log level follows a reload: at warn, no access log line (info).
+access_lines() { grep -c ' info access ' "$work/log" || true; }
+write_config main second "limits: {max_body_bytes: 1000000}
+log_level: warn"
+reload_and_wait "log level warn from now on"
+before=$(access_lines)
+answered "at log level warn"
+sleep 0.2
+(($(access_lines) == before)) || fail "an access log line at log level warn"
+write_config main second "limits: {max_body_bytes: 1000000}
+log_level: info"
+reload_and_wait "log level info from now on"
+answered "back at log level info"
+for _ in $(seq 40); do (($(access_lines) > before)) && break; sleep 0.05; done
+(($(access_lines) > before)) || fail "no access log line back at log level info"
 
 stop_server
 echo "cli_reload_listener: 1 passed, 0 failed"
