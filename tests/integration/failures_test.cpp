@@ -401,6 +401,18 @@ void one_request_pooled(proxy_fixture& f) {
   ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1u; }, 2s, "the connection pooled"));
 }
 
+// Whether, with `serve`'s sweep run every 10 ms, no pooled connection is
+// left within `bound`.
+testing::AssertionResult swept_until_none_idle(proxy_fixture& f, std::chrono::milliseconds bound, const char* what) {
+  return wait_until(
+      [&] {
+        f.proxy().close_stale_pooled_connections();
+        std::this_thread::sleep_for(10ms);
+        return metric(f, "tokengate_upstream_cx_idle") == 0u;
+      },
+      bound, what);
+}
+
 // An engine closes an idle keep-alive connection after its timeout; the
 // proxy's side must not wait in CLOSE_WAIT until traffic comes back: the
 // once-a-second sweep of `serve` closes it.
@@ -441,13 +453,7 @@ TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
   f.proxy().close_stale_pooled_connections();
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1u) << "closed before its time";
-  EXPECT_TRUE(wait_until(
-      [&] {
-        f.proxy().close_stale_pooled_connections();
-        std::this_thread::sleep_for(10ms);
-        return metric(f, "tokengate_upstream_cx_idle") == 0u;
-      },
-      3s, "the pooled connection's close after 1 s"));
+  EXPECT_TRUE(swept_until_none_idle(f, 3s, "the pooled connection's close after 1 s"));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
   auto r = read_response(c, 5s);
@@ -461,21 +467,23 @@ TEST(Reload, APoolKeptByAReloadTakesItsNewLongestWait) {
   proxy_fixture f;
   one_request_pooled(f);
   f.reload_with_options([](fixture_options& o) { o.upstream_extra = "    timeouts: {pooled: 1s}\n"; });
-  EXPECT_TRUE(wait_until(
-      [&] {
-        f.proxy().close_stale_pooled_connections();
-        std::this_thread::sleep_for(10ms);
-        return metric(f, "tokengate_upstream_cx_idle") == 0u;
-      },
-      3s, "the close after the reloaded 1 s (the start-up config's wait is 60 s)"));
+  EXPECT_TRUE(swept_until_none_idle(f, 3s, "the close after the reloaded 1 s (the start-up config's wait is 60 s)"));
+}
+
+// A connection pooled, then a reload that changes the fixture's options
+// as `change` says: whether the reload itself (no sweep) empties the pool.
+testing::AssertionResult reload_closes_the_idle_one(proxy_fixture& f,
+                                                    const std::function<void(fixture_options&)>& change,
+                                                    const char* what) {
+  one_request_pooled(f);
+  f.reload_with_options(change);
+  return wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s, what);
 }
 
 TEST(Reload, APoolShrunkByAReloadClosesTheIdleConnectionsOverItsNewSize) {
   proxy_fixture f;
-  one_request_pooled(f);
-  f.reload_with_options([](fixture_options& o) { o.upstream_extra = "    pool_size: 0\n"; });
-  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s,
-                         "the idle connection's close at the reload"));
+  EXPECT_TRUE(reload_closes_the_idle_one(
+      f, [](fixture_options& o) { o.upstream_extra = "    pool_size: 0\n"; }, "the close at the reload"));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
   auto r = read_response(c, 5s);
@@ -486,11 +494,10 @@ TEST(Reload, APoolShrunkByAReloadClosesTheIdleConnectionsOverItsNewSize) {
 
 TEST(Reload, APoolWhoseUpstreamMovedClosesItsIdleConnections) {
   proxy_fixture f;
-  one_request_pooled(f);
   // the same engine by another URL: a new pool; the old one is retired
-  f.reload_with_options([](fixture_options& o) { o.base_url = "http://localhost:{engine}/v1"; });
-  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s,
-                         "the retired pool's idle connection closed at the reload"));
+  EXPECT_TRUE(reload_closes_the_idle_one(
+      f, [](fixture_options& o) { o.base_url = "http://localhost:{engine}/v1"; },
+      "the retired pool's idle connection closed at the reload"));
 }
 
 const std::string three_events =
