@@ -6,6 +6,10 @@
 // BENCH_ONLY=3,4 runs only those scenarios (the number their name starts with).
 // BENCH_TOKENGATE_YAML adds lines to tokengate's config, to measure a setting
 // the default leaves off, e.g. BENCH_TOKENGATE_YAML='memory: {after_burst: keep}'.
+// BENCH_PROXY_FIFO=1 runs both proxies (not the source or the load) at
+// real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
+// gives the proxy its core's first claim gets (docs/performance.md,
+// "Scenario 3c at real-time priority").
 // The proxy under test (nginx or tokengate) is pinned to core 0; the source
 // (the demo engine in zero-delay mode) and the load (`tokengate bench`) to
 // core 1, and so is this script. Every run is bounded; everything started
@@ -26,6 +30,7 @@ const ttftRounds = 4 * rounds;
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",") : null;
 const wanted = (name) => !only || only.some((n) => name.startsWith(n));
 const extraYaml = process.env.BENCH_TOKENGATE_YAML ?? "";
+const proxyFifo = process.env.BENCH_PROXY_FIFO === "1";
 if (!bin) throw new Error("usage: compare.mjs TOKENGATE_BIN [ROUNDS]");
 const work = mkdtempSync(join(tmpdir(), "tokengate-bench-"));
 const children = [];
@@ -44,8 +49,11 @@ function freePort() {
   });
 }
 
+// cmd: {core, path, fifo}; fifo: at real-time priority (chrt execs the
+// program, so the child's pid is still the program's).
 function start(cmd, args, ready) {
-  const child = spawn("taskset", ["-c", cmd.core, cmd.path, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const priority = cmd.fifo ? ["chrt", "-f", "1"] : [];
+  const child = spawn("taskset", ["-c", cmd.core, ...priority, cmd.path, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   let seen = "";
   return new Promise((resolve, reject) => {
@@ -174,14 +182,14 @@ async function main() {
     const nginxPort = await freePort();
     const conf = join(work, `nginx-${processes}.conf`);
     writeFileSync(conf, nginxConf(nginxPort, enginePort, processes));
-    const nginx = await start({ core: "0", path: "/usr/sbin/nginx" }, ["-c", conf, "-g", "daemon off;"]);
+    const nginx = await start({ core: "0", path: "/usr/sbin/nginx", fifo: proxyFifo }, ["-c", conf, "-g", "daemon off;"]);
     const tgPort = await freePort();
     const tokengates = [], adminPorts = [];
     for (let i = 0; i < processes; i++) {
       const yaml = join(work, `tokengate-${processes}-${i}.yaml`);
       adminPorts.push(await freePort());
       writeFileSync(yaml, tokengateConf(tgPort, adminPorts[i], enginePort));
-      tokengates.push(await start({ core: "0", path: bin }, ["serve", "-c", yaml], /Send requests to/));
+      tokengates.push(await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/));
     }
     // Resident memory of the idle proxies, before any load: a heap that grew
     // in one round is not given back, so later rounds' idle is no baseline.
