@@ -26,11 +26,11 @@ proxy_fixture::proxy_fixture(fixture_options options) : options_(std::move(optio
     extra_engines_.push_back(std::make_unique<engine::demo_engine>(settings));
     extra_engines_.back()->start();
   }
-  server_ = std::make_unique<server>(config::load_config_text(yaml_for(options_.top_extra), "fixture.yaml"));
+  server_ = std::make_unique<server>(config::load_config_text(yaml(), "fixture.yaml"));
   server_->start();
 }
 
-std::string proxy_fixture::yaml_for(const std::string& top_extra) const {
+std::string proxy_fixture::yaml() const {
   auto base_url = options_.base_url.empty() ? "http://127.0.0.1:{engine}/v1" : options_.base_url;
   std::string yaml =
       "log_level: warn\n"
@@ -48,7 +48,7 @@ std::string proxy_fixture::yaml_for(const std::string& top_extra) const {
       options_.upstream_extra + options_.more_upstreams +
       "admin:\n"
       "  port: 0\n" +
-      top_extra;
+      options_.top_extra;
   auto replace_all = [&](const std::string& from, const std::string& to) {
     for (auto pos = yaml.find(from); pos != std::string::npos; pos = yaml.find(from, pos + to.size()))
       yaml.replace(pos, from.size(), to);
@@ -60,12 +60,12 @@ std::string proxy_fixture::yaml_for(const std::string& top_extra) const {
 }
 
 void proxy_fixture::reload_with(const std::string& top_extra) {
-  server_->reload(config::load_config_text(yaml_for(top_extra), "fixture-reload.yaml"));
+  reload_with_options([&](fixture_options& o) { o.top_extra = top_extra; });
 }
 
 void proxy_fixture::reload_with_options(const std::function<void(fixture_options&)>& change) {
   change(options_);
-  server_->reload(config::load_config_text(yaml_for(options_.top_extra), "fixture-reload.yaml"));
+  server_->reload(config::load_config_text(yaml(), "fixture-reload.yaml"));
 }
 
 boost::json::object proxy_fixture::engine_stats_json(std::size_t engine) {

@@ -44,12 +44,13 @@ class proxy_fixture {
   // Replaces the running policy with the fixture's YAML plus `top_extra`.
   void reload_with(const std::string& top_extra);
   // Replaces it with the YAML of the fixture's options as `change` leaves
-  // them (e.g. another upstream_extra or base_url).
+  // them (e.g. another upstream_extra or base_url); later reloads start
+  // from those.
   void reload_with_options(const std::function<void(fixture_options&)>& change);
   server& proxy() { return *server_; }
 
  private:
-  std::string yaml_for(const std::string& top_extra) const;
+  std::string yaml() const;  // the config the options describe
 
   fixture_options options_;
   std::unique_ptr<engine::demo_engine> engine_;
