@@ -10,6 +10,10 @@
 // real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
 // gives the proxy its core's first claim gets (docs/performance.md,
 // "Scenario 3c at real-time priority").
+// Each scenario also reports the host's steal (/proc/stat: time the
+// hypervisor gave this machine's cores to other guests), and the 3 family
+// round by round, with a median over the rounds it left alone: on a shared
+// VM, rounds with steal have tails several times longer, either proxy's.
 // The proxy under test (nginx or tokengate) is pinned to core 0; the source
 // (the demo engine in zero-delay mode) and the load (`tokengate bench`) to
 // core 1, and so is this script. Every run is bounded; everything started
@@ -94,6 +98,18 @@ const cpuSeconds = (pids) =>
     return (Number(fields[11]) + Number(fields[12])) / clockTicks;
   });
 
+// Ticks each core's vCPU waited while the hypervisor ran something else
+// (/proc/stat's steal), by core name ("cpu0"): a machine shared with other
+// guests loses its cores for milliseconds at a time, which every proxy's
+// tail shows and no proxy causes.
+const stealTicks = () =>
+  Object.fromEntries(readFileSync("/proc/stat", "utf8").split("\n").filter((l) => /^cpu\d+ /.test(l))
+    .map((l) => l.split(/\s+/)).map((f) => [f[0], Number(f[8])]));
+// Steal between two stealTicks() readings `seconds` apart, in % of each core.
+const stealPercent = (before, after, seconds) =>
+  Object.fromEntries(Object.keys(after).map((c) => [c, (100 * (after[c] - before[c])) / clockTicks / seconds]));
+const quietSteal = 0.5;
+
 // Resident memory (kB).
 const rssKb = (pids) =>
   overProxy(pids, (p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0));
@@ -172,6 +188,7 @@ ${extraYaml}
 `;
 
 async function main() {
+  const runStealBefore = stealTicks(), runStartedAt = performance.now();
   const enginePort = await freePort();
   await start({ core: "1", path: bin }, ["demo-engine", "--port", String(enginePort)], /PORT \d+/);
 
@@ -245,11 +262,13 @@ async function main() {
   };
 
   const results = {};
-  const summary = (r, cpu, events) => ({
+  const scenarioSteal = {};  // host steal over each TTFT scenario's rounds, % of each core
+  const summary = (r, cpu, events, steal) => ({
     ok: r.ok, requests: r.requests, errors: r.errors,
     ttft_p50: r.ttft_ms.p50, ttft_p99: r.ttft_ms.p99, ttft_each: r.ttft_ms_each,
     events_per_s: r.throughput_tokens_per_second,
     cpu_s_per_million: events ? (cpu / events) * 1e6 : 0,
+    steal_core0: steal.cpu0, steal_core1: steal.cpu1,
   });
   for (const [name, args] of Object.entries(scenarios)) {
     if (!wanted(name)) continue;
@@ -259,18 +278,23 @@ async function main() {
       for (const t of Object.keys(targets)) results[n][t] = [];
     }
     bench(targets.direct.url, args);  // warm-up: connections, caches
+    const stealBefore = stealTicks(), startedAt = performance.now();
     for (let round = 0; round < ttftRounds; round++) {
       for (const [t, target] of Object.entries(targets)) {
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
+        const roundStealBefore = stealTicks(), roundStartedAt = performance.now();
         const [r, other] = beside
           ? (await Promise.all([benchSampled(target.url, args, null), benchSampled(target.url, beside.args, null)])).map((x) => x.r)
           : [bench(target.url, args), null];
         const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
+        const steal = stealPercent(roundStealBefore, stealTicks(), (performance.now() - roundStartedAt) / 1000);
         const events = r.output_tokens + (other ? other.output_tokens : 0);
-        results[name][t].push(summary(r, cpu, events));
-        if (other) results[beside.name][t].push(summary(other, cpu, events));
+        results[name][t].push(summary(r, cpu, events, steal));
+        if (other) results[beside.name][t].push(summary(other, cpu, events, steal));
       }
     }
+    scenarioSteal[name] = stealPercent(stealBefore, stealTicks(), (performance.now() - startedAt) / 1000);
+    if (beside) scenarioSteal[beside.name] = scenarioSteal[name];
   }
 
   // Scenario 3: many slow streams open at once. Each proxied stream holds
@@ -323,7 +347,9 @@ async function main() {
         await new Promise((r) => setTimeout(r, 1000));  // let the last round's sockets close
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
         const delaysBefore = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
+        const stealBefore = stealTicks(), startedAt = performance.now();
         const { r, peakKb } = await benchSampled(target.url, args, target.pid);
+        const steal = stealPercent(stealBefore, stealTicks(), (performance.now() - startedAt) / 1000);
         const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
         const delaysAfter = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
         runs[t].push({ ok: r.ok, requests: r.requests, errors: r.errors, itl_p50: r.inter_token_ms.p50,
@@ -331,6 +357,7 @@ async function main() {
           transit_p50: r.transit_ms.p50, transit_p99: r.transit_ms.p99,
           relay_p50: delaysAfter ? bucketQuantile(delaysBefore, delaysAfter, 0.5) : NaN,
           relay_p99: delaysAfter ? bucketQuantile(delaysBefore, delaysAfter, 0.99) : NaN,
+          steal_core0: steal.cpu0, steal_core1: steal.cpu1,
           kb_per_stream: target.pid ? ((peakKb - target.idleKb) * 1024) / streams / 1000 : 0 });
       }
     }
@@ -435,6 +462,21 @@ async function main() {
       `CPU per event ${fmt(sm.tokengate.cpu / sm.nginx.cpu)}`);
     lines.push(`tokengate's own relay delay per event (kernel arrival to write, /metrics buckets): ` +
       `p50 at most ${fmt(sm.tokengate.relay50, 3)} ms, p99 at most ${fmt(sm.tokengate.relay99, 3)} ms`);
+    // Round by round, so that a round whose cores the host took can be told
+    // from one the proxy made slow.
+    const added = (t, i) => runs[t][i].transit_p99 - runs.direct[i].transit_p99;
+    for (const t of ["nginx", "tokengate"])
+      lines.push(`${t} by round: added transit p99 ms (host steal % core 0 / core 1) ` +
+        runs[t].map((r, i) => `${fmt(added(t, i), 2)} (${fmt(r.steal_core0, 1)} / ${fmt(r.steal_core1, 1)})`).join(", "));
+    // The same median over the rounds the host left alone, by one rule for
+    // both proxies: under `quietSteal` % on both cores, as against 4-25 % in
+    // the rounds whose tails tripled (session 29).
+    const quiet = (t) => runs[t].map((r, i) => (r.steal_core0 < quietSteal && r.steal_core1 < quietSteal ? added(t, i) : NaN))
+      .filter((x) => !Number.isNaN(x));
+    const q = { nginx: quiet("nginx"), tokengate: quiet("tokengate") };
+    lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: added transit p99 median ` +
+      `nginx ${fmt(median(q.nginx), 3)} ms (${q.nginx.length} of ${rounds} rounds), ` +
+      `tokengate ${fmt(median(q.tokengate), 3)} ms (${q.tokengate.length} of ${rounds})`);
   }
   for (const [name, per] of Object.entries(results)) {
     lines.push(`\n== scenario ${name}; medians of ${ttftRounds} alternating rounds`);
@@ -471,7 +513,17 @@ async function main() {
       `${fmt(pooled.direct.p50)} / ${fmt(pooled.direct.p99)}, nginx ${fmt(pooled.nginx.p50)} / ${fmt(pooled.nginx.p99)}, ` +
       `tokengate ${fmt(pooled.tokengate.p50)} / ${fmt(pooled.tokengate.p99)}; tokengate minus nginx ` +
       `p50 ${fmt(pooled.tokengate.p50 - pooled.nginx.p50, 3)} ms, p99 ${fmt(pooled.tokengate.p99 - pooled.nginx.p99, 3)} ms`);
+    const steal = scenarioSteal[name];
+    lines.push(`host steal over the scenario's rounds: core 0 ${fmt(steal.cpu0, 1)} %, core 1 ${fmt(steal.cpu1, 1)} %`);
+    const quietP99 = (t) => per[t].filter((r) => r.steal_core0 < quietSteal && r.steal_core1 < quietSteal).map((r) => r.ttft_p99);
+    const qn = quietP99("nginx"), qt = quietP99("tokengate");
+    lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: TTFT p99 median nginx ` +
+      `${fmt(median(qn), 3)} ms (${qn.length} of ${ttftRounds} rounds), tokengate ${fmt(median(qt), 3)} ms ` +
+      `(${qt.length} of ${ttftRounds}); tokengate minus nginx ${fmt(median(qt) - median(qn), 3)} ms`);
   }
+  const runSeconds = (performance.now() - runStartedAt) / 1000;
+  const runSteal = stealPercent(runStealBefore, stealTicks(), runSeconds);
+  lines.push(`\nhost steal over the whole run (${fmt(runSeconds, 0)} s): core 0 ${fmt(runSteal.cpu0, 1)} %, core 1 ${fmt(runSteal.cpu1, 1)} %`);
   const report = lines.join("\n");
   console.log(report);
   writeFileSync(join(process.cwd(), "build", "bench-results.json"), JSON.stringify({ ...results, ...slow, [cancelName]: cancel }, null, 2));
