@@ -108,6 +108,9 @@ const stealTicks = () =>
 // Steal between two stealTicks() readings `seconds` apart, in % of each core.
 const stealPercent = (before, after, seconds) =>
   Object.fromEntries(Object.keys(after).map((c) => [c, (100 * (after[c] - before[c])) / clockTicks / seconds]));
+// A round "the host left alone" had less steal than this on both cores.
+// Steal is counted in 10 ms ticks, so for a TTFT round of a second or two
+// this means no tick at all; for a 25 s round of the 3 family, under 125 ms.
 const quietSteal = 0.5;
 
 // Resident memory (kB).
@@ -469,8 +472,8 @@ async function main() {
       lines.push(`${t} by round: added transit p99 ms (host steal % core 0 / core 1) ` +
         runs[t].map((r, i) => `${fmt(added(t, i), 2)} (${fmt(r.steal_core0, 1)} / ${fmt(r.steal_core1, 1)})`).join(", "));
     // The same median over the rounds the host left alone, by one rule for
-    // both proxies: under `quietSteal` % on both cores, as against 4-25 % in
-    // the rounds whose tails tripled (session 29).
+    // both proxies: under `quietSteal` % on both cores (every round over
+    // 20 ms in session 29's runs had 4-25 %).
     const quiet = (t) => runs[t].map((r, i) => (r.steal_core0 < quietSteal && r.steal_core1 < quietSteal ? added(t, i) : NaN))
       .filter((x) => !Number.isNaN(x));
     const q = { nginx: quiet("nginx"), tokengate: quiet("tokengate") };
