@@ -6,6 +6,7 @@
 #include <future>
 
 #include "config/reload.hpp"
+#include "metrics/cpu_wait.hpp"
 #include "metrics/process_memory.hpp"
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
@@ -176,6 +177,7 @@ std::string server::metrics_text() const {
   for (const auto& w : workers_) latency.push_back(&w->latency());
   text += metrics::render_latency_prometheus(latency);
   text += metrics::render_process_memory_prometheus(metrics::read_process_memory());
+  text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
   text += "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once (limits.max_connections).\n"
           "# TYPE tokengate_downstream_cx_limit gauge\n"
           "tokengate_downstream_cx_limit " + std::to_string(gate_->max_total()) + "\n";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "metrics/cpu_wait.hpp"
 #include "stream/observer.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -186,6 +187,23 @@ TEST(Accounting, ExpositionPassesPromtool) {
   std::string report((std::istreambuf_iterator<char>(out)), {});
   EXPECT_EQ(rc, 0) << report;
   EXPECT_NE(metrics.find("# TYPE tokengate_time_to_first_token_seconds histogram"), std::string::npos);
+}
+
+// The run-queue wait on /metrics is this process's own, read at the scrape
+// (the fixture's proxy runs in the test's process): between what the
+// process's threads had waited just before the scrape and just after.
+TEST(Accounting, CpuWaitIsTheProcesssRunQueueWaitAtTheScrape) {
+  proxy_fixture f(routed());
+  auto before = metrics::read_cpu_wait_ns();
+  if (!before) GTEST_SKIP() << "no schedstat in this kernel";
+  auto metrics_page = http_get(f.admin_port(), "/metrics").body;
+  auto after = metrics::read_cpu_wait_ns();
+  ASSERT_TRUE(after);
+  double seen = sample(metrics_page, "tokengate_cpu_wait_seconds_total");
+  ASSERT_GE(seen, 0) << metrics_page;
+  // (Printed to the microsecond.)
+  EXPECT_GE(seen, static_cast<double>(*before) / 1e9 - 1e-6);
+  EXPECT_LE(seen, static_cast<double>(*after) / 1e9 + 1e-6);
 }
 
 }  // namespace
