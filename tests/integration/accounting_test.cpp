@@ -192,7 +192,7 @@ TEST(Accounting, ExpositionPassesPromtool) {
 // The run-queue wait on /metrics is this process's own, read at the scrape
 // (the fixture's proxy runs in the test's process): between what the
 // process's threads had waited just before the scrape and just after.
-TEST(Accounting, CpuWaitIsTheProcesssRunQueueWaitAtTheScrape) {
+TEST(Accounting, CpuWaitOnTheMetricsPageIsReadAtTheScrape) {
   proxy_fixture f(routed());
   auto before = metrics::read_cpu_wait_ns();
   if (!before) GTEST_SKIP() << "no schedstat in this kernel";
