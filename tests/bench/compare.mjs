@@ -105,13 +105,20 @@ const cpuSeconds = (pids) =>
 const stealTicks = () =>
   Object.fromEntries(readFileSync("/proc/stat", "utf8").split("\n").filter((l) => /^cpu\d+ /.test(l))
     .map((l) => l.split(/\s+/)).map((f) => [f[0], Number(f[8])]));
-// Steal between two stealTicks() readings `seconds` apart, in % of each core.
-const stealPercent = (before, after, seconds) =>
-  Object.fromEntries(Object.keys(after).map((c) => [c, (100 * (after[c] - before[c])) / clockTicks / seconds]));
+// Starts a watch; calling what it returns gives the steal since, in % of
+// each core.
+const stealWatch = () => {
+  const before = stealTicks(), startedAt = performance.now();
+  return () => {
+    const after = stealTicks(), seconds = (performance.now() - startedAt) / 1000;
+    return Object.fromEntries(Object.keys(after).map((c) => [c, (100 * (after[c] - before[c])) / clockTicks / seconds]));
+  };
+};
 // A round "the host left alone" had less steal than this on both cores.
 // Steal is counted in 10 ms ticks, so for a TTFT round of a second or two
 // this means no tick at all; for a 25 s round of the 3 family, under 125 ms.
 const quietSteal = 0.5;
+const leftAlone = (round) => round.steal_core0 < quietSteal && round.steal_core1 < quietSteal;
 
 // Resident memory (kB).
 const rssKb = (pids) =>
@@ -191,7 +198,7 @@ ${extraYaml}
 `;
 
 async function main() {
-  const runStealBefore = stealTicks(), runStartedAt = performance.now();
+  const runSteal = stealWatch(), runStartedAt = performance.now();
   const enginePort = await freePort();
   await start({ core: "1", path: bin }, ["demo-engine", "--port", String(enginePort)], /PORT \d+/);
 
@@ -281,22 +288,22 @@ async function main() {
       for (const t of Object.keys(targets)) results[n][t] = [];
     }
     bench(targets.direct.url, args);  // warm-up: connections, caches
-    const stealBefore = stealTicks(), startedAt = performance.now();
+    const scenarioStealSince = stealWatch();
     for (let round = 0; round < ttftRounds; round++) {
       for (const [t, target] of Object.entries(targets)) {
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
-        const roundStealBefore = stealTicks(), roundStartedAt = performance.now();
+        const roundSteal = stealWatch();
         const [r, other] = beside
           ? (await Promise.all([benchSampled(target.url, args, null), benchSampled(target.url, beside.args, null)])).map((x) => x.r)
           : [bench(target.url, args), null];
         const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
-        const steal = stealPercent(roundStealBefore, stealTicks(), (performance.now() - roundStartedAt) / 1000);
+        const steal = roundSteal();
         const events = r.output_tokens + (other ? other.output_tokens : 0);
         results[name][t].push(summary(r, cpu, events, steal));
         if (other) results[beside.name][t].push(summary(other, cpu, events, steal));
       }
     }
-    scenarioSteal[name] = stealPercent(stealBefore, stealTicks(), (performance.now() - startedAt) / 1000);
+    scenarioSteal[name] = scenarioStealSince();
     if (beside) scenarioSteal[beside.name] = scenarioSteal[name];
   }
 
@@ -350,9 +357,9 @@ async function main() {
         await new Promise((r) => setTimeout(r, 1000));  // let the last round's sockets close
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
         const delaysBefore = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
-        const stealBefore = stealTicks(), startedAt = performance.now();
+        const roundSteal = stealWatch();
         const { r, peakKb } = await benchSampled(target.url, args, target.pid);
-        const steal = stealPercent(stealBefore, stealTicks(), (performance.now() - startedAt) / 1000);
+        const steal = roundSteal();
         const cpu = target.pid ? cpuSeconds(target.pid) - cpuBefore : 0;
         const delaysAfter = target.adminPorts ? await relayDelayBuckets(target.adminPorts) : null;
         runs[t].push({ ok: r.ok, requests: r.requests, errors: r.errors, itl_p50: r.inter_token_ms.p50,
@@ -474,8 +481,7 @@ async function main() {
     // The same median over the rounds the host left alone, by one rule for
     // both proxies: under `quietSteal` % on both cores (every round over
     // 20 ms in session 29's runs had 4-25 %).
-    const quiet = (t) => runs[t].map((r, i) => (r.steal_core0 < quietSteal && r.steal_core1 < quietSteal ? added(t, i) : NaN))
-      .filter((x) => !Number.isNaN(x));
+    const quiet = (t) => runs[t].map((r, i) => (leftAlone(r) ? added(t, i) : NaN)).filter((x) => !Number.isNaN(x));
     const q = { nginx: quiet("nginx"), tokengate: quiet("tokengate") };
     lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: added transit p99 median ` +
       `nginx ${fmt(median(q.nginx), 3)} ms (${q.nginx.length} of ${rounds} rounds), ` +
@@ -518,15 +524,14 @@ async function main() {
       `p50 ${fmt(pooled.tokengate.p50 - pooled.nginx.p50, 3)} ms, p99 ${fmt(pooled.tokengate.p99 - pooled.nginx.p99, 3)} ms`);
     const steal = scenarioSteal[name];
     lines.push(`host steal over the scenario's rounds: core 0 ${fmt(steal.cpu0, 1)} %, core 1 ${fmt(steal.cpu1, 1)} %`);
-    const quietP99 = (t) => per[t].filter((r) => r.steal_core0 < quietSteal && r.steal_core1 < quietSteal).map((r) => r.ttft_p99);
+    const quietP99 = (t) => per[t].filter(leftAlone).map((r) => r.ttft_p99);
     const qn = quietP99("nginx"), qt = quietP99("tokengate");
     lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: TTFT p99 median nginx ` +
       `${fmt(median(qn), 3)} ms (${qn.length} of ${ttftRounds} rounds), tokengate ${fmt(median(qt), 3)} ms ` +
       `(${qt.length} of ${ttftRounds}); tokengate minus nginx ${fmt(median(qt) - median(qn), 3)} ms`);
   }
-  const runSeconds = (performance.now() - runStartedAt) / 1000;
-  const runSteal = stealPercent(runStealBefore, stealTicks(), runSeconds);
-  lines.push(`\nhost steal over the whole run (${fmt(runSeconds, 0)} s): core 0 ${fmt(runSteal.cpu0, 1)} %, core 1 ${fmt(runSteal.cpu1, 1)} %`);
+  const runSeconds = (performance.now() - runStartedAt) / 1000, steal = runSteal();
+  lines.push(`\nhost steal over the whole run (${fmt(runSeconds, 0)} s): core 0 ${fmt(steal.cpu0, 1)} %, core 1 ${fmt(steal.cpu1, 1)} %`);
   const report = lines.join("\n");
   console.log(report);
   writeFileSync(join(process.cwd(), "build", "bench-results.json"), JSON.stringify({ ...results, ...slow, [cancelName]: cancel }, null, 2));
