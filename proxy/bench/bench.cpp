@@ -204,11 +204,13 @@ std::string escape_non_ascii(std::string_view text) {
 }  // namespace
 
 std::string request_body(const options& o, int prompt_tokens) {
+  json::array conversation{json::object{{"role", "user"}, {"content", synthetic_prompt(prompt_tokens, o.prompt_script)}}};
+  // The Responses API names the limit and the conversation its own way.
+  const bool responses = o.api == "responses";
   json::object body{{"model", o.model},
                     {"stream", true},
-                    {"max_tokens", o.max_tokens},
-                    {"messages", json::array{json::object{{"role", "user"},
-                                                          {"content", synthetic_prompt(prompt_tokens, o.prompt_script)}}}}};
+                    {responses ? "max_output_tokens" : "max_tokens", o.max_tokens},
+                    {responses ? "input" : "messages", std::move(conversation)}};
   if (!o.extra_body.empty()) {
     auto extra = json::parse(o.extra_body);
     if (!extra.is_object()) throw std::runtime_error("--extra-body must be a JSON object");
@@ -219,6 +221,12 @@ std::string request_body(const options& o, int prompt_tokens) {
 }
 
 namespace {
+
+std::string_view api_path(std::string_view api) {
+  if (api == "anthropic") return "/v1/messages";
+  if (api == "responses") return "/v1/responses";
+  return "/v1/chat/completions";
+}
 
 struct point_state {
   const options& o;
@@ -404,7 +412,7 @@ percentiles summarise(std::vector<double> v) {
 
 point_result run_point(const options& o, const upstream::target_url& url, std::shared_ptr<net::ssl::context> tls,
                        const std::string& key, int concurrency, int prompt) {
-  point_state st{o, url, std::move(tls), url.upstream_path(o.api == "anthropic" ? "/v1/messages" : "/v1/chat/completions"),
+  point_state st{o, url, std::move(tls), url.upstream_path(api_path(o.api)),
                  request_body(o, prompt), key};
   st.samples.resize(static_cast<std::size_t>(o.requests));
   net::io_context io(1);
@@ -464,7 +472,8 @@ std::pair<std::string, std::string> parse_header(std::string_view text) {
 std::vector<point_result> run(const options& o) {
   auto url = upstream::parse_target_url(o.url);
   if (!url) throw std::runtime_error("--url must be an http:// or https:// base URL, e.g. http://127.0.0.1:8080/v1");
-  if (o.api != "openai" && o.api != "anthropic") throw std::runtime_error("--api must be openai or anthropic");
+  if (o.api != "openai" && o.api != "responses" && o.api != "anthropic")
+    throw std::runtime_error("--api must be openai, responses or anthropic");
   std::string key;
   if (!o.key_env.empty()) {
     const char* v = std::getenv(o.key_env.c_str());

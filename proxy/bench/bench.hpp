@@ -15,7 +15,7 @@ namespace tokengate::bench {
 
 struct options {
   std::string url = "http://127.0.0.1:8080/v1";  // base URL, as an SDK takes it
-  std::string api = "openai";                     // openai (chat completions) | anthropic (messages)
+  std::string api = "openai";  // openai (chat completions) | responses (OpenAI's Responses) | anthropic (messages)
   std::string model = "demo";
   std::string key_env;                            // environment variable holding the API key
   // The header the key goes in, as it is (Azure OpenAI's `api-key`); empty:

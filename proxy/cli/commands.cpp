@@ -37,7 +37,7 @@ constexpr const char* usage =
     "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
     "              [--output-tokens N]       run the simulated LLM on its own\n"
-    "  bench --url URL [--api openai|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
+    "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
     "        [--prompt-script latin|cyrillic|han] [--escape-non-ascii]\n"
     "        [--extra-body JSON] [--header 'NAME: VALUE']... [--key-header NAME]\n"

@@ -30,7 +30,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-enum class api { chat, completions, messages };
+enum class api { chat, completions, messages, responses };
 
 // What one request will produce, decided before the first byte is sent.
 struct plan {
@@ -116,7 +116,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
-    p.tool_call = t->get_bool() && p.stream && kind != api::completions;  // (a whole answer stays text)
+    p.tool_call = t->get_bool() && p.stream && (kind == api::chat || kind == api::messages);  // (others: text)
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool()) p.provider_head = h->get_bool();
   return p;
 }
@@ -165,6 +165,7 @@ std::string provider_stream_head() {
 }
 
 std::string finish_reason(const plan& p) {
+  if (p.kind == api::responses) return p.hit_limit ? "incomplete" : "completed";  // (a status, not a reason)
   if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : p.tool_call ? "tool_use" : "end_turn";
   return p.hit_limit ? "length" : p.tool_call ? "tool_calls" : "stop";
 }
@@ -229,7 +230,10 @@ class generator {
     std::string text;
     for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
     json::object body;
-    if (plan_.kind == api::messages) {
+    if (plan_.kind == api::responses) {
+      body = response_object(json::array{message_item(text, plan_.hit_limit ? "incomplete" : "completed")},
+                             responses_usage());
+    } else if (plan_.kind == api::messages) {
       body = {{"id", "msg_" + id_}, {"type", "message"}, {"role", "assistant"}, {"model", plan_.model},
               {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
               {"stop_reason", finish_reason(plan_)}, {"stop_sequence", nullptr},
@@ -272,6 +276,18 @@ class generator {
              sse("ping", {{"type", "ping"}});
     }
     if (plan_.kind == api::completions) return {};
+    if (plan_.kind == api::responses) {
+      auto in_progress = response_object(json::array{}, nullptr);
+      in_progress["status"] = "in_progress";
+      in_progress["incomplete_details"] = nullptr;
+      // (One statement each: the events are numbered in the order written.)
+      std::string out = numbered("response.created", {{"response", in_progress}});
+      out += numbered("response.in_progress", {{"response", in_progress}});
+      out += numbered("response.output_item.added", {{"output_index", 0}, {"item", message_item("", "in_progress")}});
+      out += numbered("response.content_part.added",
+                      {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"part", text_part("")}});
+      return out;
+    }
     if (plan_.tool_call)  // the call's id and name first, its arguments after
       return sse("", chat_chunk({{"role", "assistant"}, {"content", nullptr},
                                  {"tool_calls", json::array{json::object{
@@ -293,6 +309,9 @@ class generator {
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions)
       return sse("", completion_chunk(token, nullptr));
+    if (plan_.kind == api::responses)
+      return numbered("response.output_text.delta", {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0},
+                                                     {"delta", token}, {"logprobs", json::array{}}});
     auto chunk = plan_.tool_call
                      ? chat_chunk({{"tool_calls", json::array{json::object{
                                                       {"index", 0},
@@ -313,6 +332,21 @@ class generator {
                                    {"delta", {{"stop_reason", reason}, {"stop_sequence", nullptr}}},
                                    {"usage", {{"output_tokens", plan_.output_tokens}}}}) +
              sse("message_stop", {{"type", "message_stop"}});
+    if (plan_.kind == api::responses) {
+      std::string text;
+      for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
+      // A stop at max_output_tokens ends with response.incomplete, as OpenAI's does.
+      auto item = message_item(text, plan_.hit_limit ? "incomplete" : "completed");
+      auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
+      std::string out = numbered("response.output_text.done", {{"item_id", "msg_" + id_}, {"output_index", 0},
+                                                               {"content_index", 0}, {"text", text},
+                                                               {"logprobs", json::array{}}});
+      out += numbered("response.content_part.done",
+                      {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"part", text_part(text)}});
+      out += numbered("response.output_item.done", {{"output_index", 0}, {"item", item}});
+      out += numbered(end, {{"response", response_object(json::array{item}, responses_usage())}});
+      return out;
+    }
     std::string out = plan_.kind == api::completions ? sse("", completion_chunk("", json::string(reason)))
                                                      : sse("", chat_chunk(json::object{}, json::string(reason)));
     if (plan_.include_usage) {
@@ -329,6 +363,42 @@ class generator {
             {"model", plan_.model},
             {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(delta)},
                                                  {"finish_reason", std::move(finish)}}}}};
+  }
+
+  // OpenAI's Responses API: every event named twice (its `event:` line and
+  // its `type`) and numbered in order from 0; the answer is one message
+  // item with one output_text part.
+  std::string numbered(std::string_view type, json::object fields) {
+    json::object data{{"type", type}, {"sequence_number", sequence_++}};
+    for (auto& [k, v] : fields) data[k] = std::move(v);
+    return sse(type, data);
+  }
+
+  json::object text_part(std::string_view text) {
+    return {{"type", "output_text"}, {"annotations", json::array{}}, {"logprobs", json::array{}}, {"text", text}};
+  }
+
+  json::object message_item(std::string_view text, std::string_view status) {
+    json::array content;
+    if (status != "in_progress") content.push_back(text_part(text));
+    return {{"id", "msg_" + id_}, {"type", "message"}, {"status", status}, {"content", std::move(content)},
+            {"role", "assistant"}};
+  }
+
+  json::object responses_usage() {
+    return {{"input_tokens", plan_.prompt_tokens},
+            {"input_tokens_details", {{"cached_tokens", 0}}},
+            {"output_tokens", plan_.output_tokens},
+            {"output_tokens_details", {{"reasoning_tokens", 0}}},
+            {"total_tokens", plan_.prompt_tokens + plan_.output_tokens}};
+  }
+
+  json::object response_object(json::value output, json::value usage) {
+    json::value incomplete = nullptr;
+    if (plan_.hit_limit) incomplete = json::object{{"reason", "max_output_tokens"}};
+    return {{"id", "resp_" + id_}, {"object", "response"}, {"created_at", created_}, {"status", finish_reason(plan_)},
+            {"error", nullptr}, {"incomplete_details", std::move(incomplete)}, {"model", plan_.model},
+            {"output", std::move(output)}, {"usage", std::move(usage)}};
   }
 
   json::object completion_chunk(std::string_view text, json::value finish) {
@@ -375,6 +445,7 @@ class generator {
   demo_stats& stats_;
   std::string id_;
   std::int64_t created_;
+  std::size_t sequence_ = 0;  // the Responses API's sequence_number
 };
 
 // Completes when the peer closes (or resets) the connection. It only peeks:
@@ -534,6 +605,7 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
     if (path == "/v1/chat/completions") kind = api::chat;
     else if (path == "/v1/completions") kind = api::completions;
     else if (path == "/v1/messages") kind = api::messages;
+    else if (path == "/v1/responses") kind = api::responses;
     bool embeddings = path == "/v1/embeddings";
     if (req.method() != http::verb::post || (!kind && !embeddings)) {
       co_await write_json(socket, http::status::not_found, error_body("no such endpoint", "invalid_request_error"), keep);

@@ -1,7 +1,8 @@
 #pragma once
-// The built-in demo engine: an OpenAI- and Anthropic-compatible simulated
-// LLM. Time to first token grows with the prompt (prefill), then tokens come
-// at the decode rate. It is the quick start's upstream and every integration
+// The built-in demo engine: a simulated LLM that speaks OpenAI's chat,
+// completions and Responses APIs and Anthropic's Messages API. Time to
+// first token grows with the prompt (prefill), then tokens come at the
+// decode rate. It is the quick start's upstream and every integration
 // test's upstream, so it also reports what it saw at GET /demo/stats.
 //
 // Per-request knobs, in an optional "demo" object of the request body:

@@ -50,6 +50,25 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   EXPECT_NEAR(results[1].ttft.p50, short_prompt.ttft.p50, 4);
 }
 
+// `--api responses`: the request in the Responses API's words (`input`,
+// `max_output_tokens`) at /v1/responses, and its typed events timed as
+// chat's are.
+TEST(Bench, MeasuresTheResponsesApi) {
+  proxy_fixture f;
+  auto o = options_through(f);
+  o.api = "responses";
+  o.requests = 4;
+  o.max_tokens = 6;  // below the 20 tokens the engine would write: it must arrive as max_output_tokens
+  o.extra_body = R"({"demo":{"ttft_ms":30,"interval_ms":10,"tokens":20}})";
+  auto results = bench::run(o);
+  ASSERT_EQ(results.size(), 1u);
+  const auto& r = results[0];
+  EXPECT_EQ(r.ok, 4);
+  EXPECT_EQ(r.output_tokens_total, 4 * 6);
+  EXPECT_NEAR(r.ttft.p50, 30, 8);
+  EXPECT_NEAR(r.inter_token.p50, 10, 4);
+}
+
 TEST(Bench, MeasuresEventTransitFromAStampingSource) {
   proxy_fixture f;
   auto o = options_through(f);

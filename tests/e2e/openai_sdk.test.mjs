@@ -1,5 +1,6 @@
-// The official `openai` package, its baseURL pointed at tokengate, streams a
-// chat completion through the real binary to the demo engine.
+// The official `openai` package, its baseURL pointed at tokengate, streams
+// chat completions and Responses API answers through the real binary to the
+// demo engine.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -64,6 +65,39 @@ test("openai SDK assembles a streamed tool call", async () => {
   assert.deepEqual(JSON.parse(call.function.arguments), { text: "The quick brown fox jumps" });
   assert.equal(done.choices[0].finish_reason, "tool_calls");
   assert.equal(chunks, 6, "the call's name, then five fragments");
+});
+
+test("openai SDK streams a Responses API answer through the proxy", async () => {
+  // OpenAI's newer API: typed events numbered in order, no [DONE]. The
+  // SDK's stream helper checks the events' order and builds the response.
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k" });
+  const stream = client.responses.stream({
+    model: "demo",
+    input: "Say something.",
+    max_output_tokens: 4,
+    demo: { interval_ms: 5 },
+  });
+  const deltas = [];
+  const arrivals = [];
+  for await (const event of stream) {
+    if (event.type !== "response.output_text.delta") continue;
+    deltas.push(event.delta);
+    arrivals.push(performance.now());
+  }
+  const done = await stream.finalResponse();
+  assert.deepEqual(deltas, ["The", " quick", " brown", " fox"]);
+  assert.equal(done.output_text, "The quick brown fox");
+  assert.equal(done.status, "incomplete");
+  assert.equal(done.incomplete_details.reason, "max_output_tokens");
+  assert.equal(done.usage.output_tokens, 4);
+  assert.ok(arrivals.at(-1) - arrivals[0] >= 10, "deltas arrived all at once");
+});
+
+test("openai SDK gets a non-streaming Responses API answer", async () => {
+  const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: "k" });
+  const done = await client.responses.create({ model: "demo", input: "hi", max_output_tokens: 2 });
+  assert.equal(done.output_text, "The quick");
+  assert.equal(done.usage.output_tokens, 2);
 });
 
 test("openai SDK gets a non-streaming completion", async () => {

@@ -118,6 +118,38 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
   EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + chat + "}"), 12);
 }
 
+// OpenAI's Responses API names everything its own way (typed events, no
+// [DONE], usage as input_tokens/output_tokens in response.completed, a
+// status for a finish reason): the proxy times and counts it as it does chat.
+TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
+  proxy_fixture f(routed());
+  http_client c(f.port());
+  c.send(post_json("/v1/responses", R"({"model":"demo","stream":true,"max_output_tokens":5,"input":")" +
+                                        std::string(400, 'x') + R"(","demo":{"ttft_ms":40,"interval_ms":15,"tokens":9}})"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body);
+  EXPECT_EQ(facts.text_by_choice[0], "The quick brown fox jumps");
+  EXPECT_EQ(facts.text_events, 5u);
+  EXPECT_EQ(facts.finish_reason, "incomplete") << "stopped at max_output_tokens";
+  EXPECT_EQ(facts.terminator, "event: response.incomplete");
+  EXPECT_EQ(facts.output_tokens, 5);
+  EXPECT_FALSE(facts.error);
+
+  const std::string labels = R"(route="chat",model="demo",upstream="demo")";
+  std::string metrics;
+  ASSERT_TRUE(wait_until([&] {
+    metrics = http_get(f.admin_port(), "/metrics").body;
+    return sample(metrics, "tokengate_requests_total{" + labels + ",outcome=\"success\"}") == 1;
+  }, 2s, "the request to be recorded as a success"));
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 5);
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"input\"}"), 101);  // 400 bytes / 4 + 1
+  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 4);
+  // The first token came after the engine's 40 ms.
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.02\"}"), 0);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
+}
+
 TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
   proxy_fixture f(routed());
   {
