@@ -46,10 +46,10 @@ struct plan {
   long reset_after = -1;
   std::chrono::milliseconds drip{0};  // write the stream one byte at a time, this far apart
   bool garbage = false;               // a 200 event stream whose body is not SSE at all
-  // Each OpenAI chat token chunk carries "demo_sent_us": the monotonic clock
-  // as it is written, so a client on this machine can tell how long the
-  // event spent in transit (what a proxy adds), apart from the engine's own
-  // timing jitter.
+  // Each OpenAI chat token chunk and Responses delta carries "demo_sent_us":
+  // the monotonic clock as it is written, so a client on this machine can
+  // tell how long the event spent in transit (what a proxy adds), apart
+  // from the engine's own timing jitter.
   bool stamp = false;
   // The answer is one call of a tool named demo_tool, streamed as its
   // arguments ({"text": "<the tokens>"}) a token at a time, as an agent's
@@ -309,18 +309,19 @@ class generator {
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions)
       return sse("", completion_chunk(token, nullptr));
-    if (plan_.kind == api::responses)
-      return numbered("response.output_text.delta", {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0},
-                                                     {"delta", token}, {"logprobs", json::array{}}});
+    if (plan_.kind == api::responses) {
+      json::object fields{{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"delta", token},
+                          {"logprobs", json::array{}}};
+      if (plan_.stamp) fields["demo_sent_us"] = sent_us();
+      return numbered("response.output_text.delta", std::move(fields));
+    }
     auto chunk = plan_.tool_call
                      ? chat_chunk({{"tool_calls", json::array{json::object{
                                                       {"index", 0},
                                                       {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}},
                                   nullptr)
                      : chat_chunk({{"content", token}}, nullptr);
-    if (plan_.stamp)
-      chunk["demo_sent_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (plan_.stamp) chunk["demo_sent_us"] = sent_us();
     return sse("", chunk);
   }
 
@@ -405,6 +406,11 @@ class generator {
     return {{"id", "cmpl-" + id_}, {"object", "text_completion"}, {"created", created_}, {"model", plan_.model},
             {"choices", json::array{json::object{{"index", 0}, {"text", text}, {"logprobs", nullptr},
                                                  {"finish_reason", std::move(finish)}}}}};
+  }
+
+  // The stamp of a token event (plan::stamp): the monotonic clock now.
+  static std::int64_t sent_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(clock::now().time_since_epoch()).count();
   }
 
   net::awaitable<void> sleep(std::chrono::microseconds d) {

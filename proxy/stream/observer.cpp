@@ -146,6 +146,12 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
     // What the `content_block_delta` branch below finds for text and
     // thinking, without building a document.
     ++fast_path_events_;
+  } else if (lean && event_type.starts_with("response.") && event_type.ends_with(".delta") &&
+             responses_reader_.read(data, kinds)) {
+    // What the `response.` branch below finds for the deltas that carry the
+    // answer. (OpenAI and the engines that imitate it name every event twice,
+    // in its `event:` line and its `type`; the line is only a quick sign.)
+    ++fast_path_events_;
   } else if (lean && chunk_reader_.read(data, chunk)) {
     // What the `choices` branch below finds.
     ++fast_path_events_;

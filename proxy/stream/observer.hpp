@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stream/chat_chunk.hpp"
+#include "stream/responses_delta.hpp"
 #include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
@@ -63,8 +64,9 @@ struct stream_facts {
 
 class stream_observer final : public sse_sink {
  public:
-  // `fast_path`: read OpenAI chat chunks with the lean reader of
-  // chat_chunk.hpp (off only to compare it with the full parse in tests).
+  // `fast_path`: read OpenAI chat chunks, Anthropic deltas and Responses
+  // deltas with the lean readers of chat_chunk.hpp and responses_delta.hpp
+  // (off only to compare them with the full parse in tests).
   explicit stream_observer(bool record = false, bool fast_path = true) : record_(record), fast_path_(fast_path) {}
 
   void on_event(const sse_event& event) override;
@@ -86,6 +88,7 @@ class stream_observer final : public sse_sink {
   bool fast_path_;
   std::size_t fast_path_events_ = 0;
   chat_chunk_reader chunk_reader_;  // remembers this stream's chunk shape
+  responses_delta_reader responses_reader_;  // remembers this stream's Responses delta shape
   stream_facts facts_;
   unsigned last_kinds_ = 0;
   std::map<std::int64_t, std::size_t> tool_call_slots_;  // (choice, index) key → tool_calls position

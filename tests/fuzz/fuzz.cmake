@@ -7,7 +7,8 @@ set(FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
 add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp
-  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/body_decoder.cpp
+  proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/responses_delta.cpp
+  proxy/stream/body_decoder.cpp
   proxy/server/headers.cpp proxy/server/head_bytes.cpp proxy/server/request_head.cpp proxy/server/chunked_body.cpp
   proxy/http_head.cpp proxy/upstream/response_head.cpp
   ${EMBEDDED_CONFIG_CPP})

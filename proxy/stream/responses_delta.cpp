@@ -1,0 +1,157 @@
+#include "stream/responses_delta.hpp"
+
+#include <array>
+#include <cstring>
+
+#include "stream/json_pieces.hpp"
+#include "stream/observer.hpp"  // (the event kinds)
+
+namespace tokengate::stream {
+namespace {
+
+// The delta events and what a non-empty delta of each carries; the
+// observer's full parse reads each of them for its `delta` string alone.
+unsigned delta_kind(std::string_view type) {
+  if (type == "response.output_text.delta") return kind_text;
+  if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") return kind_reasoning;
+  if (type == "response.function_call_arguments.delta") return kind_tool_call;
+  return 0;
+}
+
+// A key the reader compares as bytes: printable ASCII without a quote or
+// a backslash, so that its bytes are its name (an escaped key is "not sure").
+bool plain_key_byte(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
+constexpr std::size_t max_members = 16;  // the deltas have six to eight
+
+}  // namespace
+
+bool responses_delta_reader::read(std::string_view data, unsigned& kinds) {
+  if (!frame_.empty() && matches(data, kinds)) {
+    ++remembered_reads_;
+    return true;
+  }
+  return learn(data, kinds);
+}
+
+bool responses_delta_reader::matches(std::string_view data, unsigned& kinds) const {
+  const char* p = data.data();
+  const char* end = p + data.size();
+  std::size_t from = 0;  // in frame_
+  bool delta_empty = true;
+  for (const auto& h : holes_) {
+    std::size_t literal = h.at - from;
+    if (static_cast<std::size_t>(end - p) < literal || std::memcmp(p, frame_.data() + from, literal) != 0) return false;
+    p += literal;
+    from = h.at;
+    const char* value_end;
+    if (h.is_string) {  // (its quotes are in the literals around it)
+      bool escaped = false;
+      value_end = string_end(p, end, escaped);
+      if (!value_end || value_end == end) return false;
+    } else {
+      auto digits = plain_integer_length(p, end);
+      if (digits == 0) return false;
+      value_end = p + digits;
+    }
+    if (h.is_delta) delta_empty = value_end == p;  // (an escape decodes to at least one character)
+    p = value_end;
+  }
+  std::size_t literal = frame_.size() - from;
+  if (static_cast<std::size_t>(end - p) != literal || std::memcmp(p, frame_.data() + from, literal) != 0) return false;
+  kinds = delta_empty ? 0 : kind_;
+  return true;
+}
+
+// One careful pass over a flat object without blanks, building the frame
+// as it goes; false (and no frame) at the first thing it does not vouch for.
+bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
+  frame_.clear();
+  holes_.clear();
+  const char* p = data.data();
+  const char* end = p + data.size();
+  auto give_up = [&] {
+    frame_.clear();
+    holes_.clear();
+    return false;
+  };
+  // (Offsets into the frame are 16 bits: a delta event is a few hundred bytes.)
+  if (data.size() < 2 || data.size() > 0xffff || *p != '{' || end[-1] != '}') return false;
+  std::array<std::string_view, max_members> keys;
+  std::size_t key_count = 0;
+  unsigned kind = 0;
+  bool saw_delta = false, delta_empty = true;
+  const char* literal_from = p;  // the bytes not yet copied into frame_
+  ++p;
+  for (;;) {
+    // The key.
+    if (p == end || *p != '"') return give_up();
+    const char* name = ++p;
+    while (p < end && plain_key_byte(static_cast<unsigned char>(*p))) ++p;
+    if (p == end || *p != '"') return give_up();
+    std::string_view key(name, static_cast<std::size_t>(p - name));
+    for (std::size_t i = 0; i < key_count; ++i)
+      if (keys[i] == key) return give_up();  // duplicates: which one counts is the full parser's business
+    if (key_count == max_members || key == "error") return give_up();
+    keys[key_count++] = key;
+    ++p;
+    if (p == end || *p != ':') return give_up();
+    ++p;
+    if (p == end) return give_up();
+    // The value.
+    if (key == "type") {
+      if (*p != '"') return give_up();
+      bool escaped = false;
+      const char* close = string_end(p + 1, end, escaped);
+      if (!close || close == end || escaped) return give_up();
+      kind = delta_kind(std::string_view(p + 1, static_cast<std::size_t>(close - p - 1)));
+      if (kind == 0) return give_up();
+      p = close + 1;  // (kept in the frame as it is)
+    } else if (*p == '"') {
+      bool escaped = false;
+      const char* close = string_end(p + 1, end, escaped);
+      if (!close || close == end) return give_up();
+      frame_.append(literal_from, p + 1);  // up to and with the opening quote
+      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), true, key == "delta"});
+      if (key == "delta") {
+        saw_delta = true;
+        delta_empty = close == p + 1;
+      }
+      p = close;  // the closing quote starts the next literal
+      literal_from = p;
+      ++p;
+    } else if (key == "delta") {
+      return give_up();  // not a string: the full parse reads no text from it
+    } else if (auto digits = plain_integer_length(p, end); digits > 0) {
+      frame_.append(literal_from, p);
+      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), false, false});
+      p += digits;
+      literal_from = p;
+    } else {
+      bool matched = false;
+      for (std::string_view word : {"[]", "null", "true", "false"}) {
+        if (static_cast<std::size_t>(end - p) >= word.size() && std::string_view(p, word.size()) == word) {
+          p += word.size();  // (kept in the frame as it is)
+          matched = true;
+          break;
+        }
+      }
+      if (!matched) return give_up();
+    }
+    // A comma and the next member, or the end.
+    if (p == end) return give_up();
+    if (*p == ',') {
+      ++p;
+      continue;
+    }
+    if (*p == '}' && p + 1 == end) break;
+    return give_up();
+  }
+  if (!saw_delta || kind == 0) return give_up();
+  frame_.append(literal_from, end);
+  kind_ = kind;
+  kinds = delta_empty ? 0 : kind;
+  return true;
+}
+
+}  // namespace tokengate::stream
