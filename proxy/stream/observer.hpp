@@ -88,11 +88,13 @@ class stream_observer final : public sse_sink {
   bool fast_path_;
   std::size_t fast_path_events_ = 0;
   chat_chunk_reader chunk_reader_;  // remembers this stream's chunk shape
-  responses_delta_reader responses_reader_;  // remembers this stream's Responses delta shape
   stream_facts facts_;
   unsigned last_kinds_ = 0;
   std::map<std::int64_t, std::size_t> tool_call_slots_;  // (choice, index) key → tool_calls position
   std::string ndjson_line_;
+  // Remembers this stream's Responses delta shape. (Last: the members a
+  // chat stream touches per event keep their places.)
+  responses_delta_reader responses_reader_;
 };
 
 }  // namespace tokengate::stream
