@@ -35,6 +35,21 @@ double sample(const std::string& metrics, const std::string& prefix) {
   return std::stod(metrics.substr(pos + prefix.size() + 2));
 }
 
+// The labels of the demo route's series (routed()).
+constexpr const char* demo_route = R"(route="chat",model="demo",upstream="demo")";
+
+// The metrics page once `successes` requests of the demo route are counted
+// as successes (a request is recorded just after its last byte is
+// written); empty if they are not within 2 s.
+std::string metrics_after_successes(const proxy_fixture& f, double successes) {
+  std::string metrics;
+  bool counted = wait_until([&] {
+    metrics = http_get(f.admin_port(), "/metrics").body;
+    return sample(metrics, std::string("tokengate_requests_total{") + demo_route + ",outcome=\"success\"}") == successes;
+  }, 2s, "the requests to be counted as successes");
+  return counted ? metrics : std::string();
+}
+
 TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
   proxy_fixture f(routed());
   for (int i = 0; i < 3; ++i) {
@@ -105,12 +120,9 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
     EXPECT_EQ(facts.text_events, 0u) << path;
     EXPECT_EQ(facts.finish_reason, path == "/v1/messages" ? "tool_use" : "tool_calls");
   }
-  const std::string chat = R"(route="chat",model="demo",upstream="demo")";
-  std::string metrics;
-  ASSERT_TRUE(wait_until([&] {
-    metrics = http_get(f.admin_port(), "/metrics").body;
-    return sample(metrics, "tokengate_requests_total{" + chat + ",outcome=\"success\"}") == 2;
-  }, 2s, "both requests to be recorded as successes"));
+  const std::string chat = demo_route;
+  auto metrics = metrics_after_successes(f, 2);
+  ASSERT_FALSE(metrics.empty());
   EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + chat + ",type=\"output\"}"), 12);
   EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_count{" + chat + "}"), 2);
   // Each stream's gaps between content events: from the name (written
@@ -136,12 +148,9 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   EXPECT_EQ(facts.output_tokens, 5);
   EXPECT_FALSE(facts.error);
 
-  const std::string labels = R"(route="chat",model="demo",upstream="demo")";
-  std::string metrics;
-  ASSERT_TRUE(wait_until([&] {
-    metrics = http_get(f.admin_port(), "/metrics").body;
-    return sample(metrics, "tokengate_requests_total{" + labels + ",outcome=\"success\"}") == 1;
-  }, 2s, "the request to be recorded as a success"));
+  const std::string labels = demo_route;
+  auto metrics = metrics_after_successes(f, 1);
+  ASSERT_FALSE(metrics.empty());
   EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 5);
   EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"input\"}"), 101);  // 400 bytes / 4 + 1
   EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 4);
