@@ -27,14 +27,22 @@ constexpr std::size_t max_members = 16;  // the deltas have six to eight
 }  // namespace
 
 bool responses_delta_reader::read(std::string_view data, unsigned& kinds) {
-  if (!frame_.empty() && matches(data, kinds)) {
+  if (!frame_.empty() && learned_.empty() && matches(data, kinds, nullptr)) {
     ++remembered_reads_;
     return true;
+  }
+  if (!frame_.empty() && !learned_.empty()) {  // the delta after the one learned
+    std::array<std::string_view, max_members> values;
+    if (matches(data, kinds, values.data())) {
+      ++remembered_reads_;
+      keep_varying_holes(values.data());
+      return true;
+    }
   }
   return learn(data, kinds);
 }
 
-bool responses_delta_reader::matches(std::string_view data, unsigned& kinds) const {
+bool responses_delta_reader::matches(std::string_view data, unsigned& kinds, std::string_view* values) const {
   const char* p = data.data();
   const char* end = p + data.size();
   std::size_t from = 0;  // in frame_
@@ -55,6 +63,7 @@ bool responses_delta_reader::matches(std::string_view data, unsigned& kinds) con
       value_end = p + digits;
     }
     if (h.is_delta) delta_empty = value_end == p;  // (an escape decodes to at least one character)
+    if (values) *values++ = std::string_view(p, static_cast<std::size_t>(value_end - p));
     p = value_end;
   }
   std::size_t literal = frame_.size() - from;
@@ -63,11 +72,40 @@ bool responses_delta_reader::matches(std::string_view data, unsigned& kinds) con
   return true;
 }
 
+// The second delta read: the values it shares with the first (the item's
+// id, the indexes) go back into the frame as bytes to compare, and only
+// the holes whose values differ (the sequence number, the text, the
+// obfuscation) stay holes. The frame only grows more exact: whatever it
+// matches, the frame with every hole matched too. The delta's own hole
+// stays whatever it held, as the kinds are read from it.
+void responses_delta_reader::keep_varying_holes(const std::string_view* values) {
+  std::string frame;
+  std::vector<hole> holes;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < holes_.size(); ++i) {
+    const auto& h = holes_[i];
+    frame.append(frame_, from, h.at - from);
+    from = h.at;
+    std::string_view first(learned_.data() + h.learned_at, h.learned_size);
+    if (!h.is_delta && values[i] == first) {
+      frame.append(first);
+    } else {
+      holes.push_back(h);
+      holes.back().at = static_cast<std::uint16_t>(frame.size());
+    }
+  }
+  frame.append(frame_, from);
+  frame_ = std::move(frame);
+  holes_ = std::move(holes);
+  std::string().swap(learned_);  // (kept for every open stream: let it go)
+}
+
 // One careful pass over a flat object without blanks, building the frame
 // as it goes; false (and no frame) at the first thing it does not vouch for.
 bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
   frame_.clear();
   holes_.clear();
+  learned_.clear();
   const char* p = data.data();
   const char* end = p + data.size();
   auto give_up = [&] {
@@ -75,6 +113,7 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
     holes_.clear();
     return false;
   };
+  auto offset = [&](const char* at) { return static_cast<std::uint16_t>(at - data.data()); };
   // (Offsets into the frame are 16 bits: a delta event is a few hundred bytes.)
   if (data.size() < 2 || data.size() > 0xffff || *p != '{' || end[-1] != '}') return false;
   std::array<std::string_view, max_members> keys;
@@ -112,7 +151,8 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
       const char* close = string_end(p + 1, end, escaped);
       if (!close || close == end) return give_up();
       frame_.append(literal_from, p + 1);  // up to and with the opening quote
-      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), true, key == "delta"});
+      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p + 1),
+                        static_cast<std::uint16_t>(close - p - 1), true, key == "delta"});
       if (key == "delta") {
         saw_delta = true;
         delta_empty = close == p + 1;
@@ -124,7 +164,8 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
       return give_up();  // not a string: the full parse reads no text from it
     } else if (auto digits = plain_integer_length(p, end); digits > 0) {
       frame_.append(literal_from, p);
-      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), false, false});
+      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p), static_cast<std::uint16_t>(digits),
+                        false, false});
       p += digits;
       literal_from = p;
     } else {
@@ -149,6 +190,7 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
   }
   if (!saw_delta || kind == 0) return give_up();
   frame_.append(literal_from, end);
+  learned_.assign(data);  // (its values, for keep_varying_holes)
   kind_ = kind;
   kinds = delta_empty ? 0 : kind;
   return true;

@@ -17,7 +17,8 @@
 // with a hole at each string or integer value but the `type`; an event
 // that repeats those bytes, with a valid value of the same kind in each
 // hole, is the same member for member and reads the same, but for whether
-// its `delta` string is empty. Anything else (blanks, nesting, duplicate
+// its `delta` string is empty. The second such event shows which values
+// vary; the others are compared as bytes from then on. Anything else (blanks, nesting, duplicate
 // or escaped keys, an `error` member, numbers it does not vouch for) is
 // "not sure", and the observer parses the event the slow way. The fuzz
 // target tests/fuzz/sse_fuzz checks that both ways agree on every input.
@@ -39,17 +40,22 @@ class responses_delta_reader {
   std::size_t remembered_reads() const { return remembered_reads_; }
 
  private:
-  bool matches(std::string_view data, unsigned& kinds) const;
+  // `values` (may be null): where each hole's value lies in `data`, when it matches.
+  bool matches(std::string_view data, unsigned& kinds, std::string_view* values) const;
   bool learn(std::string_view data, unsigned& kinds);
+  void keep_varying_holes(const std::string_view* values);
 
-  // A value left out of frame_: where in frame_ it sits, and what it is.
+  // A value left out of frame_: where in frame_ it sits, where it lay in
+  // the event learned, and what it is.
   struct hole {
     std::uint16_t at;
+    std::uint16_t learned_at, learned_size;
     bool is_string;  // else a plain integer
     bool is_delta;   // the `delta` string, whose emptiness decides the kinds
   };
   std::string frame_;  // the remembered event's bytes without its holes' values (empty: none)
   std::vector<hole> holes_;
+  std::string learned_;  // the event learned, until the next one shows which values vary
   unsigned kind_ = 0;  // what a non-empty delta of the remembered type is
   std::size_t remembered_reads_ = 0;
 };

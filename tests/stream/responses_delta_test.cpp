@@ -106,6 +106,39 @@ TEST(ResponsesDelta, ReadsEveryServersShapeAsTheFullParseDoes) {
   }
 }
 
+// The second delta shows which values vary; the rest are compared as bytes
+// from then on, so a value that was the same twice and changes later (a new
+// item's id) is learned afresh, and the text, even when it repeats, stays
+// a hole: the kinds are read from it.
+TEST(ResponsesDelta, TheSecondDeltaShowsWhichValuesVary) {
+  auto delta = [](int sequence, std::string_view item, std::string_view text) {
+    return R"({"type":"response.output_text.delta","sequence_number":)" + std::to_string(sequence) +
+           R"(,"item_id":")" + std::string(item) + R"(","output_index":0,"content_index":0,"delta":")" +
+           std::string(text) + R"(","logprobs":[]})";
+  };
+  struct step {
+    std::string data;
+    std::size_t remembered_reads;  // after it
+  };
+  const step steps[] = {
+      {delta(4, "msg_1", " the"), 0},   // learned
+      {delta(5, "msg_1", " the"), 1},   // the same text twice: it stays a hole
+      {delta(6, "msg_1", " cat"), 2},
+      {delta(7, "msg_1", ""), 3},       // empty: no kind, read from memory
+      {delta(8, "msg_22", "x"), 3},     // a new item: learned afresh
+      {delta(9, "msg_22", "y"), 4},
+      {delta(10, "msg_333", "z"), 4},   // and again
+      {delta(11, "msg_333", ""), 5},
+  };
+  responses_delta_reader reader;
+  for (const auto& st : steps) {
+    unsigned kinds = 999;
+    EXPECT_TRUE(reader.read(st.data, kinds)) << st.data;
+    EXPECT_EQ(kinds, observe(text_delta, st.data).full_kinds) << st.data;
+    EXPECT_EQ(reader.remembered_reads(), st.remembered_reads) << st.data;
+  }
+}
+
 TEST(ResponsesDelta, LeavesEverythingUnusualToTheFullParse) {
   const std::string head = R"({"type":"response.output_text.delta","sequence_number":4,)";
   const std::string unusual[] = {
