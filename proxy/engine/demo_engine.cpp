@@ -60,6 +60,9 @@ struct plan {
   // the three of a local engine: what a proxy parses per request in
   // production.
   bool provider_head = false;
+  // Each chat chunk ends with "obfuscation": a string of varying length,
+  // as OpenAI's have since 2025 (padding against length side channels).
+  bool obfuscation = false;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -118,6 +121,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
     p.tool_call = t->get_bool() && p.stream && (kind == api::chat || kind == api::messages);  // (others: text)
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool()) p.provider_head = h->get_bool();
+  if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
   return p;
 }
 
@@ -360,10 +364,20 @@ class generator {
   }
 
   json::object chat_chunk(json::object delta, json::value finish) {
-    return {{"id", "chatcmpl-" + id_}, {"object", "chat.completion.chunk"}, {"created", created_},
-            {"model", plan_.model},
-            {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(delta)},
-                                                 {"finish_reason", std::move(finish)}}}}};
+    json::object chunk{{"id", "chatcmpl-" + id_}, {"object", "chat.completion.chunk"}, {"created", created_},
+                       {"model", plan_.model},
+                       {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(delta)},
+                                                            {"finish_reason", std::move(finish)}}}}};
+    if (plan_.obfuscation) chunk["obfuscation"] = padding();
+    return chunk;
+  }
+
+  // A different length each time, 1 to 16 characters (OpenAI's vary so).
+  std::string padding() {
+    static constexpr std::string_view alphabet = "aZ3kQ9xP2mT7bW5v";
+    std::string out;
+    for (std::size_t i = 0, n = 1 + (padding_count_++ * 7) % 16; i < n; ++i) out += alphabet[(padding_count_ + i) % 16];
+    return out;
   }
 
   // OpenAI's Responses API: every event named twice (its `event:` line and
@@ -452,6 +466,7 @@ class generator {
   std::string id_;
   std::int64_t created_;
   std::size_t sequence_ = 0;  // the Responses API's sequence_number
+  std::size_t padding_count_ = 0;  // chunks padded so far (plan::obfuscation)
 };
 
 // Completes when the peer closes (or resets) the connection. It only peeks:

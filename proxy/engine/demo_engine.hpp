@@ -16,6 +16,8 @@
 //                          engine that overruns: the proxy must cut it)
 //   provider_head          a stream's head with a hosted provider's two dozen
 //                          fields (rate limits, cookies, tracing), not three
+//   obfuscation            end each chat chunk with "obfuscation": a string of
+//                          varying length, as OpenAI's chunks do
 #include <atomic>
 #include <cstdint>
 #include <memory>

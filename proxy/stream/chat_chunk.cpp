@@ -4,6 +4,7 @@
 
 #include "stream/json_pieces.hpp"
 
+#include <cstring>
 #include <utility>
 
 namespace tokengate::stream {
@@ -427,12 +428,43 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   return true;
 }
 
-bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
+// The member that pads OpenAI's chunks, as the bytes before its value.
+constexpr std::string_view padding_member = R"(,"obfuscation":")";
+
+const char* chat_chunk_reader::remembered_content_end(std::string_view data) const {
   std::string_view frame(frame_);
   auto before = frame.substr(0, before_), after = frame.substr(before_);
-  if (!frame.empty() && data.size() >= frame.size() && data.starts_with(before) && data.ends_with(after)) {
-    const char* begin = data.data() + before.size();
-    const char* end = data.data() + data.size() - after.size();
+  if (frame.empty() || data.size() < frame.size() || !data.starts_with(before)) return nullptr;
+  if (padding_at_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
+  // The padding's value is the last string: it runs back from the last
+  // bytes to the last quote before them, which the remembered bytes
+  // before it must end with. (A quote inside it would be escaped, so that
+  // quote would not follow those bytes: then no match.)
+  auto before_padding = after.substr(0, padding_at_), after_padding = after.substr(padding_at_);
+  if (!data.ends_with(after_padding)) return nullptr;
+  const char* content = data.data() + before.size();
+  const char* padding_end = data.data() + data.size() - after_padding.size();
+  const char* quote = nullptr;
+  for (const char* p = padding_end; p > content;)
+    if (*--p == '"') {
+      quote = p;
+      break;
+    }
+  if (!quote) return nullptr;
+  const char* padding = quote + 1;
+  if (static_cast<std::size_t>(padding - content) < before_padding.size() ||
+      std::memcmp(padding - before_padding.size(), before_padding.data(), before_padding.size()) != 0)
+    return nullptr;
+  bool escaped = false;
+  if (string_end(padding, padding_end, escaped) != padding_end) return nullptr;
+  return padding - before_padding.size();
+}
+
+bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
+  std::string_view frame(frame_);
+  auto after = frame.substr(before_);
+  if (const char* end = remembered_content_end(data)) {
+    const char* begin = data.data() + before_;
     bool escaped = false;
     // A string that closes exactly where the remembered bytes (which
     // begin with its closing quote) take over; nullptr: not vouched for,
@@ -473,6 +505,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     frame_.assign(data.substr(0, start));
     frame_.append(data.substr(start + content.size()));
     before_ = start;
+    remember_padding();
     resumable_prefix_ = r.resumable_prefix();  // (within the bytes before the content string)
     remembered_choice_ = out.choices[0];
     remembered_usage_ = out.usage;
@@ -481,6 +514,24 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     remembered_arguments_ = r.text_string_is_arguments();
   }
   return true;
+}
+
+// Where the remembered chunk ends with OpenAI's padding member, its value
+// is left out of frame_ (padding_at_). The chunk was read whole and valid,
+// so a string just before the object's last brace is its last member's
+// value, and a quote after `:` opens a value, never an escaped one.
+void chat_chunk_reader::remember_padding() {
+  padding_at_ = 0;
+  std::string_view after(frame_);
+  after.remove_prefix(before_);
+  if (after.size() < padding_member.size() + 2 || !after.ends_with("\"}")) return;
+  auto quote = after.substr(0, after.size() - 2).rfind('"');
+  if (quote == std::string_view::npos || !after.substr(0, quote + 1).ends_with(padding_member)) return;
+  auto padding = after.substr(quote + 1, after.size() - 2 - (quote + 1));
+  bool escaped = false;
+  if (string_end(padding.data(), padding.data() + padding.size(), escaped) != padding.data() + padding.size()) return;
+  frame_.erase(before_ + quote + 1, padding.size());
+  padding_at_ = quote + 1;
 }
 
 }  // namespace tokengate::stream

@@ -272,6 +272,55 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
   }
 }
 
+// OpenAI's chunks end with an "obfuscation" string of random length: a
+// second hole, so that they are read from memory too; only a valid string
+// there is, and anything else is read in full with the same result.
+TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
+  auto padded = [](std::string_view content, std::string_view padding, std::string_view last = "") {
+    return R"({"id":"chatcmpl-C5q","object":"chat.completion.chunk","created":1755172101,"model":"gpt-4o-mini",)"
+           R"("service_tier":"default","choices":[{"index":0,"delta":{"content":")" + std::string(content) +
+           R"("},"logprobs":null,"finish_reason":null}],"obfuscation":")" + std::string(padding) + "\"" +
+           std::string(last) + "}";
+  };
+  struct variant {
+    std::string data;
+    bool from_memory;
+  };
+  const variant variants[] = {
+      {padded("Blue", "kP2xQ"), true},
+      {padded("", "v8"), true},
+      {padded(" light", ""), true},
+      {padded(R"( \"q\")", R"(caf\u00e9)"), true},
+      {padded(" x", "\xE6\x97\xA5"), true},
+      {padded(" x", R"(a\"b)"), false},  // a quote inside: read in full, valid
+      {padded(" x", R"(a\)"), false},    // the closing quote escaped: not JSON
+      {padded(" x", "a\x01"), false},    // a raw control character
+      {padded(" x", "\xC0\xAF"), false}, // overlong UTF-8
+      {padded(" x", "ab", R"(,"more":1)"), false},  // not the last member
+      {padded(R"(a","obfuscation":"b)", "c"), false},
+      {padded(" x", R"(z"},"logprobs":null,"finish_reason":null}],"obfuscation":"y)"), false},
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(padded("a", "Zr1mT0"), first));
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(v.data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(v.data, fresh)) << v.data;
+    if (ok) expect_same_chunk(from_reader, fresh, v.data);
+    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << v.data;
+  }
+  // The fixture from OpenAI's own chunks: all token chunks but the first
+  // from memory.
+  chat_chunk_reader reader;
+  std::vector<std::string> stream;
+  std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / "openai-chat-basic.sse"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+  read_both_ways(reader, stream);
+  EXPECT_EQ(reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
+}
+
 // OpenAI's tool calls: a function's non-empty name or arguments make the
 // event a tool call, as the full parse finds (an observer without the lean
 // reader); every shape here must give the same kinds both ways.
