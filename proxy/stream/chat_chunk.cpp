@@ -396,14 +396,18 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   // A tool call's arguments, streamed as fragments of JSON text (agents'
   // streams are mostly these): their content is not looked at.
   constexpr std::string_view input_json_delta = R"(,"delta":{"type":"input_json_delta","partial_json":")";
-  constexpr std::string_view tail = R"("}})";
+  constexpr std::string_view tail = R"("})";  // the string's quote and the delta's brace; then the event's
   // (The first test is a quick no for the other shapes, whose first member
   // is not `type`: an OpenAI chunk starts with {"id".)
-  if (data.size() < head.size() + tail.size() || data[2] != head[2]) return false;
-  if (!data.starts_with(head) || !data.ends_with(tail)) return false;
+  if (data.size() < head.size() + tail.size() + 1 || data[2] != head[2] || data.back() != '}') return false;
+  // Blanks before the event's brace, as Anthropic pads thinking deltas
+  // (JSON allows them there), are stepped over.
+  auto inner = data.substr(0, data.size() - 1);
+  while (inner.size() > head.size() && is_json_blank(inner.back())) inner.remove_suffix(1);
+  if (!inner.starts_with(head) || !inner.ends_with(tail)) return false;
   // The index: a plain integer, as the full parser reads one (nothing here
   // depends on its value).
-  auto rest = data.substr(head.size(), data.size() - head.size() - tail.size());
+  auto rest = data.substr(head.size(), inner.size() - head.size() - tail.size());
   auto digits = plain_integer_length(rest.data(), rest.data() + rest.size());
   if (digits == 0) return false;
   rest.remove_prefix(digits);

@@ -52,7 +52,8 @@ struct chat_chunk {
 bool read_chat_chunk(std::string_view data, chat_chunk& out);
 
 // The other shape that carries almost every token: an Anthropic text,
-// thinking or tool-argument delta, exactly as the API writes it (no blanks),
+// thinking or tool-argument delta, exactly as the API writes it (no blanks
+// but those it pads some events with before the last brace),
 //   {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"…"}}
 // (or "thinking_delta","thinking" / "input_json_delta","partial_json").
 // True when `data` is certainly that, with `kinds` what the full parse

@@ -62,4 +62,7 @@ inline std::size_t plain_integer_length(const char* p, const char* end) {
   return static_cast<std::size_t>(digits);
 }
 
+// JSON's four blanks.
+inline bool is_json_blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 }  // namespace tokengate::stream

@@ -400,6 +400,10 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
       {R"({"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}})", false},
       {R"({"type": "content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})", false},  // blanks
       {text + R"(x"}} )", false},
+      {thinking + R"(x"}         })", true},  // Anthropic's padding before the last brace
+      {text + "x\"}\n\t\r }", true},
+      {text + R"(x" }})", false},             // elsewhere: the full parse's
+      {text + R"(x"} } )", false},
       {text + R"(x"},"error":{"type":"overloaded_error"}})", false},  // another member: the full parse decides
       {text + R"(a"b"}})", false},           // a bare quote inside
       {text + R"(ab\"}})", false},           // the closing quote escaped
