@@ -404,7 +404,7 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   // (JSON allows them there), are stepped over.
   auto inner = data.substr(0, data.size() - 1);
   while (inner.size() > head.size() && is_json_blank(inner.back())) inner.remove_suffix(1);
-  if (!inner.starts_with(head) || !inner.ends_with(tail)) return false;
+  if (inner.size() < head.size() + tail.size() || !inner.starts_with(head) || !inner.ends_with(tail)) return false;
   // The index: a plain integer, as the full parser reads one (nothing here
   // depends on its value).
   auto rest = data.substr(head.size(), inner.size() - head.size() - tail.size());

@@ -8,7 +8,7 @@
 // Each such event took a full parse into a Boost.JSON document: 1.62
 // million instructions for a 256-token request against 0.30 million for
 // the same answer as chat chunks (tests/bench/instructions.sh, API=responses);
-// read this way, 0.49 million (the rest is mostly the few events that
+// read this way, 0.43 million (the rest is mostly the few events that
 // repeat the whole text at the end, still parsed in full).
 //
 // Within a stream these events repeat themselves but for a few values (the
@@ -18,10 +18,11 @@
 // that repeats those bytes, with a valid value of the same kind in each
 // hole, is the same member for member and reads the same, but for whether
 // its `delta` string is empty. The second such event shows which values
-// vary; the others are compared as bytes from then on. Anything else (blanks, nesting, duplicate
-// or escaped keys, an `error` member, numbers it does not vouch for) is
-// "not sure", and the observer parses the event the slow way. The fuzz
-// target tests/fuzz/sse_fuzz checks that both ways agree on every input.
+// vary; the others are compared as bytes from then on. Anything else
+// (blanks, nesting, duplicate or escaped keys, an `error` member, numbers
+// it does not vouch for) is "not sure", and the observer parses the event
+// the slow way. The fuzz target tests/fuzz/sse_fuzz checks that both ways
+// agree on every input.
 #include <cstdint>
 #include <string>
 #include <string_view>
