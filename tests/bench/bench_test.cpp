@@ -45,9 +45,13 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   const auto& long_prompt = results[2];
   EXPECT_NEAR(short_prompt.ttft.p50, 5 + 1, 4);
   EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 8) << "prefill: 10 ms per 1k prompt tokens";
-  // Batching: four at once finish in about the time of one.
+  // Batching: four at once finish in about the time of one. Compared on the
+  // long prompt, whose prefill (45 ms) four requests in a row would at
+  // least double, and not on the short one (6 ms), where a loaded test
+  // machine's scheduling delays alone came to 5.6 ms (a fresh clone's run
+  // of scripts/test, session 30).
   EXPECT_GT(results[1].throughput_tokens_per_second(), 3 * results[0].throughput_tokens_per_second());
-  EXPECT_NEAR(results[1].ttft.p50, short_prompt.ttft.p50, 4);
+  EXPECT_NEAR(results[3].ttft.p50, long_prompt.ttft.p50, 12);
 }
 
 // `--api responses`: the request in the Responses API's words (`input`,
