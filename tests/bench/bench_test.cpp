@@ -69,8 +69,9 @@ TEST(Bench, MeasuresTheResponsesApi) {
   const auto& r = results[0];
   EXPECT_EQ(r.ok, 4);
   EXPECT_EQ(r.output_tokens_total, 4 * 6);
-  EXPECT_NEAR(r.ttft.p50, 30, 8);
-  EXPECT_NEAR(r.inter_token.p50, 10, 4);
+  // (Margins for a loaded test machine: scheduling delays of several ms.)
+  EXPECT_NEAR(r.ttft.p50, 30, 12);
+  EXPECT_NEAR(r.inter_token.p50, 10, 5);
 }
 
 TEST(Bench, MeasuresEventTransitFromAStampingSource) {
