@@ -109,6 +109,11 @@ void stream_observer::append_tool_arguments(std::int64_t key, std::string_view f
   facts_.tool_calls[it->second].arguments.append(fragment);
 }
 
+responses_delta_reader& stream_observer::responses_reader() {
+  if (!responses_reader_) responses_reader_ = std::make_unique<responses_delta_reader>();
+  return *responses_reader_;
+}
+
 void stream_observer::on_json(std::string_view event_type, std::string_view data) {
   auto index = facts_.events++;
   unsigned kinds = 0;
@@ -147,7 +152,7 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
     // thinking, without building a document.
     ++fast_path_events_;
   } else if (lean && event_type.starts_with("response.") && event_type.ends_with(".delta") &&
-             responses_reader_.read(data, kinds)) {
+             responses_reader().read(data, kinds)) {
     // What the `response.` branch below finds for the deltas that carry the
     // answer. (OpenAI and the engines that imitate it name every event twice,
     // in its `event:` line and its `type`; the line is only a quick sign.)

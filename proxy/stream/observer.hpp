@@ -9,6 +9,7 @@
 // It only observes: the relay has already forwarded the bytes.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,7 @@ class stream_observer final : public sse_sink {
   void on_json(std::string_view event_type, std::string_view data);
   void open_tool_call(std::int64_t key, std::string_view name);
   void append_tool_arguments(std::int64_t key, std::string_view fragment);
+  responses_delta_reader& responses_reader();
 
   bool record_;
   bool fast_path_;
@@ -92,9 +94,9 @@ class stream_observer final : public sse_sink {
   unsigned last_kinds_ = 0;
   std::map<std::int64_t, std::size_t> tool_call_slots_;  // (choice, index) key → tool_calls position
   std::string ndjson_line_;
-  // Remembers this stream's Responses delta shape. (Last: the members a
-  // chat stream touches per event keep their places.)
-  responses_delta_reader responses_reader_;
+  // Remembers this stream's Responses delta shape; made at the stream's
+  // first such delta, so that other streams keep 104 bytes fewer each.
+  std::unique_ptr<responses_delta_reader> responses_reader_;
 };
 
 }  // namespace tokengate::stream
