@@ -47,7 +47,7 @@ class reader {
   void skip_space() {
     // (Chunks rarely hold any: one test answers for the usual case.)
     if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    while (p_ < end_ && is_json_blank(*p_)) ++p_;
   }
   bool next_is(char c) {
     skip_space();
@@ -448,14 +448,9 @@ const char* chat_chunk_reader::remembered_content_end(std::string_view data) con
   if (!data.ends_with(after_padding)) return nullptr;
   const char* content = data.data() + before.size();
   const char* padding_end = data.data() + data.size() - after_padding.size();
-  const char* quote = nullptr;
-  for (const char* p = padding_end; p > content;)
-    if (*--p == '"') {
-      quote = p;
-      break;
-    }
-  if (!quote) return nullptr;
-  const char* padding = quote + 1;
+  auto quote = std::string_view(content, static_cast<std::size_t>(padding_end - content)).rfind('"');
+  if (quote == std::string_view::npos) return nullptr;
+  const char* padding = content + quote + 1;
   if (static_cast<std::size_t>(padding - content) < before_padding.size() ||
       std::memcmp(padding - before_padding.size(), before_padding.data(), before_padding.size()) != 0)
     return nullptr;
@@ -523,7 +518,8 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
 // Where the remembered chunk ends with OpenAI's padding member, its value
 // is left out of frame_ (padding_at_). The chunk was read whole and valid,
 // so a string just before the object's last brace is its last member's
-// value, and a quote after `:` opens a value, never an escaped one.
+// value, a quote after `:` opens a value, never an escaped one, and what
+// lies between the two quotes is a valid string.
 void chat_chunk_reader::remember_padding() {
   padding_at_ = 0;
   std::string_view after(frame_);
@@ -531,10 +527,7 @@ void chat_chunk_reader::remember_padding() {
   if (after.size() < padding_member.size() + 2 || !after.ends_with("\"}")) return;
   auto quote = after.substr(0, after.size() - 2).rfind('"');
   if (quote == std::string_view::npos || !after.substr(0, quote + 1).ends_with(padding_member)) return;
-  auto padding = after.substr(quote + 1, after.size() - 2 - (quote + 1));
-  bool escaped = false;
-  if (string_end(padding.data(), padding.data() + padding.size(), escaped) != padding.data() + padding.size()) return;
-  frame_.erase(before_ + quote + 1, padding.size());
+  frame_.erase(before_ + quote + 1, after.size() - 2 - (quote + 1));
   padding_at_ = quote + 1;
 }
 
