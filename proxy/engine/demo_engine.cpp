@@ -63,6 +63,11 @@ struct plan {
   // Each chat chunk ends with "obfuscation": a string of varying length,
   // as OpenAI's have since 2025 (padding against length side channels).
   bool obfuscation = false;
+  // The first this many tokens of a chat stream are a reasoning model's
+  // thinking, sent as DeepSeek's API and llama.cpp's server send it
+  // (delta.reasoning_content, with content null; then content with
+  // reasoning_content null).
+  std::size_t reasoning_tokens = 0;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -122,6 +127,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
     p.tool_call = t->get_bool() && p.stream && (kind == api::chat || kind == api::messages);  // (others: text)
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool()) p.provider_head = h->get_bool();
   if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
+  if (kind == api::chat && p.stream && !p.tool_call)
+    p.reasoning_tokens = static_cast<std::size_t>(std::max<std::int64_t>(json_int(knobs, "reasoning_tokens", 0), 0));
   return p;
 }
 
@@ -319,12 +326,7 @@ class generator {
       if (plan_.stamp) fields["demo_sent_us"] = sent_us();
       return numbered("response.output_text.delta", std::move(fields));
     }
-    auto chunk = plan_.tool_call
-                     ? chat_chunk({{"tool_calls", json::array{json::object{
-                                                      {"index", 0},
-                                                      {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}},
-                                  nullptr)
-                     : chat_chunk({{"content", token}}, nullptr);
+    auto chunk = chat_chunk(chat_token_delta(i, token), nullptr);
     if (plan_.stamp) chunk["demo_sent_us"] = sent_us();
     return sse("", chunk);
   }
@@ -361,6 +363,15 @@ class generator {
       out += sse("", usage_chunk);
     }
     return out + "data: [DONE]\n\n";
+  }
+
+  json::object chat_token_delta(std::size_t i, std::string_view token) {
+    if (plan_.tool_call)
+      return {{"tool_calls", json::array{json::object{
+                                 {"index", 0}, {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}};
+    if (i < plan_.reasoning_tokens) return {{"content", nullptr}, {"reasoning_content", token}};
+    if (plan_.reasoning_tokens > 0) return {{"content", token}, {"reasoning_content", nullptr}};
+    return {{"content", token}};
   }
 
   json::object chat_chunk(json::object delta, json::value finish) {

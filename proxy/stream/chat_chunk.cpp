@@ -30,13 +30,14 @@ class reader {
   // including the comma after the last of them; 0 when there are none.
   // A chunk that starts with the same bytes reads the same from there on.
   std::size_t resumable_prefix() const { return resumable_prefix_; }
-  // The strings that decided a choice's `text` (delta.content, text) or
-  // `tool_call` (a function's arguments): how many were read, the content
-  // of the last, and whether it was arguments; and how many tool-call
-  // names were read (a name decides `tool_call` too).
+  // The strings that decided a choice's `text` (delta.content, text),
+  // `reasoning` (delta.reasoning_content or delta.reasoning) or `tool_call`
+  // (a function's arguments): how many were read, the content of the
+  // last, and which flag it decided; and how many tool-call names were
+  // read (a name decides `tool_call` too).
   int text_strings() const { return text_strings_; }
   std::string_view text_string() const { return text_string_; }
-  bool text_string_is_arguments() const { return text_string_is_arguments_; }
+  string_role text_string_role() const { return text_string_role_; }
   int tool_names() const { return tool_names_; }
   bool at_end() {
     skip_space();
@@ -85,10 +86,10 @@ class reader {
   // integer its value, anything else is validated and skipped.
   bool string_or_skip(std::string_view& raw, bool& escaped, bool& is_string);
   bool integer_or_skip(std::optional<std::int64_t>& value);
-  void note_text_string(std::string_view raw, bool arguments = false) {
+  void note_text_string(std::string_view raw, string_role role) {
     ++text_strings_;
     text_string_ = raw;
-    text_string_is_arguments_ = arguments;
+    text_string_role_ = role;
   }
 
   const char* begin_;
@@ -99,7 +100,7 @@ class reader {
   int depth_ = 0;  // objects and arrays open around the reader
   int text_strings_ = 0;
   std::string_view text_string_;
-  bool text_string_is_arguments_ = false;
+  string_role text_string_role_ = string_role::text;
   int tool_names_ = 0;
 };
 
@@ -267,7 +268,7 @@ bool reader::tool_calls(chat_chunk::choice& c) {
           if (!string_or_skip(raw, escaped, is_string)) return false;
           if (is_string && !raw.empty()) c.tool_call = true;
           if (is_string && is_name) ++tool_names_;
-          if (is_string && !is_name) note_text_string(raw, true);
+          if (is_string && !is_name) note_text_string(raw, string_role::arguments);
           return true;
         });
       });
@@ -291,7 +292,7 @@ bool reader::delta(chat_chunk::choice& c) {
     if (!string_or_skip(raw, escaped, is_string)) return false;
     // (An escape decodes to at least one character: empty stays empty.)
     if (is_string && !raw.empty()) (bit == 1 ? c.text : c.reasoning) = true;
-    if (is_string && bit == 1) note_text_string(raw);
+    if (is_string) note_text_string(raw, bit == 1 ? string_role::text : string_role::reasoning);
     return true;
   });
 }
@@ -315,7 +316,7 @@ bool reader::choice(chat_chunk::choice& c) {
     if (name == "text") {
       if (!seen.first(4) || !string_or_skip(raw, escaped, is_string)) return false;
       if (is_string && !raw.empty()) c.text = true;
-      if (is_string) note_text_string(raw);
+      if (is_string) note_text_string(raw, string_role::text);
       return true;
     }
     if (name == "finish_reason") {
@@ -475,7 +476,10 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     if (plain || string_end(begin, end, escaped) == end) {
       out.reset();
       out.add_choice() = remembered_choice_;
-      (remembered_arguments_ ? out.choices[0].tool_call : out.choices[0].text) = begin != end;
+      auto& c = out.choices[0];
+      (remembered_role_ == string_role::arguments ? c.tool_call
+       : remembered_role_ == string_role::reasoning ? c.reasoning
+                                                    : c.text) = begin != end;
       out.usage = remembered_usage_;
       out.prompt_tokens = remembered_prompt_tokens_;
       out.completion_tokens = remembered_completion_tokens_;
@@ -498,7 +502,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   constexpr std::size_t longest_remembered = 512;
   // Arguments only where no name also decides `tool_call`.
   if (r.text_strings() == 1 && out.choice_count == 1 && out.choices[0].finish_reason.empty() &&
-      data.size() <= longest_remembered && !(r.text_string_is_arguments() && r.tool_names() > 0)) {
+      data.size() <= longest_remembered && !(r.text_string_role() == string_role::arguments && r.tool_names() > 0)) {
     auto content = r.text_string();
     auto start = static_cast<std::size_t>(content.data() - data.data());
     frame_.assign(data.substr(0, start));
@@ -510,7 +514,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     remembered_usage_ = out.usage;
     remembered_prompt_tokens_ = out.prompt_tokens;
     remembered_completion_tokens_ = out.completion_tokens;
-    remembered_arguments_ = r.text_string_is_arguments();
+    remembered_role_ = r.text_string_role();
   }
   return true;
 }

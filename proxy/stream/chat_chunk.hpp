@@ -64,6 +64,9 @@ bool read_chat_chunk(std::string_view data, chat_chunk& out);
 // against 0.32 million for an OpenAI one).
 bool read_anthropic_delta(std::string_view data, unsigned& kinds);
 
+// Which of a choice's flags a chunk's one variable string decides.
+enum class string_role : unsigned char { text, reasoning, arguments };
+
 // read_chat_chunk for the events of one stream, which repeat themselves:
 // within a stream every byte of a token chunk but its content string is
 // usually the same (id, created, model, the closing finish_reason: null).
@@ -75,7 +78,11 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds);
 // So only that string is checked, a tenth of the work of a full read. A
 // tool call's arguments string is remembered the same way, when it is the
 // chunk's only sign of a tool call (no name beside it): agents' streams
-// are mostly such fragments of arguments.
+// are mostly such fragments of arguments. So is a reasoning model's
+// thinking (delta.reasoning_content, DeepSeek's and llama.cpp's spelling,
+// or delta.reasoning, vLLM's and OpenRouter's), which is most of its
+// tokens: without it each was read in full, as every chunk of a stream is
+// while no chunk has been remembered.
 // OpenAI's chunks end with an `obfuscation` string of random length since
 // 2025: a last member of that name is a second hole, checked only for
 // being a valid string (without it no two chunks of an OpenAI stream
@@ -112,7 +119,7 @@ class chat_chunk_reader {
   chat_chunk::choice remembered_choice_;
   bool remembered_usage_ = false;
   std::optional<std::int64_t> remembered_prompt_tokens_, remembered_completion_tokens_;
-  bool remembered_arguments_ = false;  // the string between is a tool call's arguments, not text
+  string_role remembered_role_ = string_role::text;  // which flag the string between decides
   std::size_t remembered_reads_ = 0;
   std::size_t resumed_reads_ = 0;
 };

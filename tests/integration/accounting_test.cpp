@@ -159,6 +159,35 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
 }
 
+// A reasoning model thinks before it answers, in chunks of their own
+// (delta.reasoning_content): its first token is its first thought, and
+// its thoughts count against max_tokens and in the output tokens.
+TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
+  proxy_fixture f(routed());
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"why"}],)"
+                   R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":9,"reasoning_tokens":4}})"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body);
+  EXPECT_EQ(facts.reasoning_text, "The quick brown fox");
+  EXPECT_EQ(facts.text_by_choice[0], " jumps over");
+  EXPECT_EQ(facts.reasoning_events, 4u);
+  EXPECT_EQ(facts.text_events, 2u);
+  EXPECT_EQ(facts.first_content_event, 1u) << "the first thought, after the role chunk";
+  EXPECT_EQ(facts.finish_reason, "length");
+  EXPECT_TRUE(facts.ended_properly());
+
+  const std::string labels = demo_route;
+  auto metrics = metrics_after_successes(f, 1);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 6);
+  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 5);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.02\"}"), 0);
+  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
+}
+
 TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
   proxy_fixture f(routed());
   {

@@ -377,6 +377,56 @@ TEST(ChatChunk, ToolArgumentFragmentsAreReadFromMemoryWithTheSameResult) {
   EXPECT_TRUE(some.choices[0].tool_call);
 }
 
+// A reasoning model's thinking is most of its tokens: its chunks are read
+// from memory like content, in both spellings, each as a fresh read reads
+// it; where the thinking ends and the answer begins, the answer's shape is
+// learnt once. A chunk with two strings (thinking and content) is never
+// remembered: either could decide a flag.
+TEST(ChatChunk, ReasoningChunksAreReadFromMemoryWithTheSameResult) {
+  for (std::string_view field : {"reasoning_content", "reasoning"}) {
+    SCOPED_TRACE(field);
+    auto thinking = [&](std::string_view text) {
+      return demo_chunk(R"("content":null,")" + std::string(field) + R"(":")" + std::string(text) + "\"");
+    };
+    auto answer = [&](std::string_view text) {
+      return demo_chunk(R"("content":")" + std::string(text) + R"(",")" + std::string(field) + R"(":null)");
+    };
+    std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
+    for (std::string_view word : {"Okay", ",", "", R"( \"so\")", " 日本", R"(\n)"}) stream.push_back(thinking(word));
+    for (std::string_view word : {"Blue", "", " sky"}) stream.push_back(answer(word));
+    stream.push_back(demo_chunk(R"("content":"x",")" + std::string(field) + R"(":"y")"));
+    stream.push_back(answer("again"));
+    chat_chunk_reader reader;
+    read_both_ways(reader, stream);
+    // Read in full: the role chunk, the first thinking chunk, the first
+    // answer chunk and the one with both strings; the rest from memory.
+    EXPECT_EQ(reader.remembered_reads(), stream.size() - 4);
+
+    chat_chunk c;
+    ASSERT_TRUE(reader.read(thinking("t"), c));  // learnt again...
+    ASSERT_TRUE(reader.read(thinking(""), c));   // ...then from memory
+    EXPECT_EQ(reader.remembered_reads(), stream.size() - 3);
+    EXPECT_FALSE(c.choices[0].reasoning);
+    EXPECT_FALSE(c.choices[0].text);
+    ASSERT_TRUE(reader.read(thinking("u"), c));
+    EXPECT_TRUE(c.choices[0].reasoning);
+    EXPECT_FALSE(c.choices[0].text);
+  }
+  // Both fixtures of reasoning models: every chunk but those that change
+  // shape (the role, the first of the thinking and of the answer, the
+  // finish, the usage) from memory.
+  for (auto [name, expected] : {std::pair{"openai-chat-reasoning.sse", 24u}, std::pair{"vllm-chat-reasoning.sse", 17u}}) {
+    SCOPED_TRACE(name);
+    chat_chunk_reader reader;
+    std::vector<std::string> stream;
+    std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / name));
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+    read_both_ways(reader, stream);
+    EXPECT_EQ(reader.remembered_reads(), expected) << "of " << stream.size() << " chunks";
+  }
+}
+
 // Anthropic's text, thinking and tool-argument deltas, read without a document where they
 // are exactly the API's shape; whatever the lean reader says, the full parse
 // (an observer without it) finds the same kinds.
