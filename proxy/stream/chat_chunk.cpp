@@ -433,31 +433,44 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   return true;
 }
 
-// The member that pads OpenAI's chunks, as the bytes before its value.
-constexpr std::string_view padding_member = R"(,"obfuscation":")";
+namespace {
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+}  // namespace
 
 const char* chat_chunk_reader::remembered_content_end(std::string_view data) const {
   std::string_view frame(frame_);
   auto before = frame.substr(0, before_), after = frame.substr(before_);
   if (frame.empty() || data.size() < frame.size() || !data.starts_with(before)) return nullptr;
-  if (padding_at_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
-  // The padding's value is the last string: it runs back from the last
-  // bytes to the last quote before them, which the remembered bytes
-  // before it must end with. (A quote inside it would be escaped, so that
-  // quote would not follow those bytes: then no match.)
-  auto before_padding = after.substr(0, padding_at_), after_padding = after.substr(padding_at_);
-  if (!data.ends_with(after_padding)) return nullptr;
+  if (last_value_at_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
+  // The last member's value runs back from the last bytes: a string to the
+  // last quote before them, an integer over its digits. The remembered
+  // bytes before it must end there. (A quote inside the string would be
+  // escaped, so would not follow those bytes, which end with `":`: then
+  // no match.)
+  auto before_value = after.substr(0, last_value_at_), after_value = after.substr(last_value_at_);
+  if (!data.ends_with(after_value)) return nullptr;
   const char* content = data.data() + before.size();
-  const char* padding_end = data.data() + data.size() - after_padding.size();
-  auto quote = std::string_view(content, static_cast<std::size_t>(padding_end - content)).rfind('"');
-  if (quote == std::string_view::npos) return nullptr;
-  const char* padding = content + quote + 1;
-  if (static_cast<std::size_t>(padding - content) < before_padding.size() ||
-      std::memcmp(padding - before_padding.size(), before_padding.data(), before_padding.size()) != 0)
+  const char* value_end = data.data() + data.size() - after_value.size();
+  const char* value = value_end;
+  if (last_value_is_string_) {
+    auto quote = std::string_view(content, static_cast<std::size_t>(value_end - content)).rfind('"');
+    if (quote == std::string_view::npos) return nullptr;
+    value = content + quote + 1;
+  } else {
+    // (A 19th digit is looked at, to refuse it: 18 are the most vouched for.)
+    while (value > content && value_end - value <= 18 && is_digit(value[-1])) --value;
+  }
+  if (static_cast<std::size_t>(value - content) < before_value.size() ||
+      std::memcmp(value - before_value.size(), before_value.data(), before_value.size()) != 0)
     return nullptr;
   bool escaped = false;
-  if (string_end(padding, padding_end, escaped) != padding_end) return nullptr;
-  return padding - before_padding.size();
+  // An integer's digits lie between the `:` and the `}` the remembered
+  // bytes hold (so no sign, fraction or exponent): what plain_integer_length
+  // vouches for, without reading them again.
+  auto digits = value_end - value;
+  bool valid = last_value_is_string_ ? string_end(value, value_end, escaped) == value_end
+                                     : digits >= 1 && digits <= 18 && (digits == 1 || *value != '0');
+  return valid ? value - before_value.size() : nullptr;
 }
 
 bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
@@ -508,7 +521,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     frame_.assign(data.substr(0, start));
     frame_.append(data.substr(start + content.size()));
     before_ = start;
-    remember_padding();
+    remember_last_value();
     resumable_prefix_ = r.resumable_prefix();  // (within the bytes before the content string)
     remembered_choice_ = out.choices[0];
     remembered_usage_ = out.usage;
@@ -519,20 +532,43 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   return true;
 }
 
-// Where the remembered chunk ends with OpenAI's padding member, its value
-// is left out of frame_ (padding_at_). The chunk was read whole and valid,
-// so a string just before the object's last brace is its last member's
-// value, a quote after `:` opens a value, never an escaped one, and what
-// lies between the two quotes is a valid string.
-void chat_chunk_reader::remember_padding() {
-  padding_at_ = 0;
+// Where the remembered chunk's last member holds a string or a plain
+// integer, under a plain key, that value is left out of frame_
+// (last_value_at_). The chunk was read whole and valid, with no blanks
+// before its last brace, so the value just before that brace is its last
+// top-level member's: a string's opening quote is the last quote before
+// its closing one (a quote inside it is escaped, so follows a backslash,
+// never `:`), an integer's digits run back to the `:`. Any key will do:
+// the reader looks at `choices` and `usage` only for an array or object,
+// and a chunk with `type` or `error` is never remembered.
+void chat_chunk_reader::remember_last_value() {
+  last_value_at_ = 0;
   std::string_view after(frame_);
   after.remove_prefix(before_);
-  if (after.size() < padding_member.size() + 2 || !after.ends_with("\"}")) return;
-  auto quote = after.substr(0, after.size() - 2).rfind('"');
-  if (quote == std::string_view::npos || !after.substr(0, quote + 1).ends_with(padding_member)) return;
-  frame_.erase(before_ + quote + 1, after.size() - 2 - (quote + 1));
-  padding_at_ = quote + 1;
+  if (!after.ends_with('}')) return;
+  auto members = after.substr(0, after.size() - 1);  // up to the last value's end
+  std::size_t value_begin = members.size(), value_end = members.size();
+  bool is_string = members.ends_with('"');
+  if (is_string) {
+    value_end = members.size() - 1;
+    auto quote = members.substr(0, value_end).rfind('"');
+    if (quote == std::string_view::npos) return;
+    value_begin = quote + 1;
+  } else {
+    while (value_begin > 0 && is_digit(members[value_begin - 1])) --value_begin;
+    if (value_begin == value_end) return;
+  }
+  // ,"key": before the value (its quote), the key's bytes plain.
+  auto member = members.substr(0, value_begin - (is_string ? 1 : 0));
+  if (!member.ends_with("\":")) return;
+  auto key_close = member.size() - 2;
+  auto key_open = member.find_last_not_of(
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", key_close - 1);
+  if (key_open == std::string_view::npos || key_open == 0 || member[key_open] != '"' || member[key_open - 1] != ',')
+    return;
+  frame_.erase(before_ + value_begin, value_end - value_begin);
+  last_value_at_ = value_begin;
+  last_value_is_string_ = is_string;
 }
 
 }  // namespace tokengate::stream

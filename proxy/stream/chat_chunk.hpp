@@ -84,10 +84,12 @@ enum class string_role : unsigned char { text, reasoning, arguments };
 // tokens: without it each was read in full, as every chunk of a stream is
 // while no chunk has been remembered.
 // OpenAI's chunks end with an `obfuscation` string of random length since
-// 2025: a last member of that name is a second hole, checked only for
-// being a valid string (without it no two chunks of an OpenAI stream
-// matched, and each was read in full: 653,700 instructions a 256-token
-// request against 296,642 without the member, instructions.sh).
+// 2025: the chunk's last member, when a string or a plain integer, is a
+// second hole, checked only for being a valid one (without it no two
+// chunks of an OpenAI stream matched, and each was read in full: 653,700
+// instructions a 256-token request against 296,642 without the member,
+// instructions.sh; a varying integer there, as the demo engine's stamp
+// for the benchmark's transit, cost the same: 675,780 against 304,254).
 class chat_chunk_reader {
  public:
   bool read(std::string_view data, chat_chunk& out);
@@ -101,15 +103,17 @@ class chat_chunk_reader {
   // Where the content string of a chunk shaped as remembered ends; null
   // when the chunk is not shaped so.
   const char* remembered_content_end(std::string_view data) const;
-  void remember_padding();
+  void remember_last_value();
 
   std::string frame_;         // the bytes before the content string, then those after it
   std::size_t before_ = 0;    // where the bytes after it start in frame_
   // OpenAI ends every chunk with "obfuscation": a string of random length
-  // that no reader looks at. When the remembered chunk did, its value is
-  // left out of frame_ too, and this is where it stood in the bytes after
-  // the content (0: no such member).
-  std::size_t padding_at_ = 0;
+  // that no reader looks at. The remembered chunk's last member, when its
+  // value is a string or a plain integer, is left out of frame_ too, and
+  // this is where it stood in the bytes after the content (0: no such
+  // member).
+  std::size_t last_value_at_ = 0;
+  bool last_value_is_string_ = false;
   // How many of frame_'s first bytes a chunk read in full may start with
   // and be read from after them (reader::resumable_prefix); 0: none.
   std::size_t resumable_prefix_ = 0;

@@ -321,6 +321,60 @@ TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
   EXPECT_EQ(reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
 }
 
+// Any last member holding a string or a plain integer that varies from
+// chunk to chunk is a hole as OpenAI's padding is: a counter, a clock (the
+// demo engine's stamp, which the benchmark's slow streams all carry). A
+// key of other characters, or a value of another kind, is read in full.
+TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
+  auto stamped = [](std::string_view member, std::string_view value) {
+    return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
+           R"("choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],)" +
+           std::string(member) + ":" + std::string(value) + "}";
+  };
+  struct variant {
+    std::string member, remembered, value;
+    bool from_memory;
+  };
+  const variant variants[] = {
+      {R"("demo_sent_us")", "57160475557", "57160475582", true},
+      {R"("demo_sent_us")", "57160475557", "0", true},
+      {R"("demo_sent_us")", "57160475557", "999999999999999999", true},  // 18 digits
+      {R"("demo_sent_us")", "57160475557", "1000000000000000000", false},  // 19: the full read's to judge
+      {R"("demo_sent_us")", "57160475557", "-5", false},
+      {R"("demo_sent_us")", "57160475557", "1.5", false},
+      {R"("demo_sent_us")", "57160475557", "1e3", false},
+      {R"("demo_sent_us")", "57160475557", "01", false},  // not JSON
+      {R"("demo_sent_us")", "57160475557", "", false},    // not JSON
+      {R"("demo_sent_us")", "57160475557", R"("57")", false},
+      {R"("demo_sent_us")", "57160475557", "null", false},
+      {R"("seq")", R"("a")", R"("bcd")", true},
+      {R"("seq")", R"("a")", "7", false},
+      {R"("seq")", "-1", "-2", false},                    // a sign: no hole remembered
+      {R"("x-seq")", "1", "2", false},                     // a key beyond [A-Za-z0-9_]: no hole remembered
+      {R"("seq")", R"({"n":1})", R"({"n":2})", false},   // an object: no hole
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(stamped(v.member, v.remembered), first)) << v.remembered;
+    const auto data = stamped(v.member, v.value);
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
+    if (ok) expect_same_chunk(from_reader, fresh, data);
+    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
+  }
+  // A whole stamped stream, as the demo engine writes it for the benchmark.
+  std::vector<std::string> stream;
+  for (std::string_view word : {"The", " quick", "", R"( \"q\")"})
+    stream.push_back(R"({"id":"chatcmpl-demo-1","object":"chat.completion.chunk","created":1796359415,"model":"m",)"
+                     R"("choices":[{"index":0,"delta":{"content":")" + std::string(word) +
+                     R"("},"finish_reason":null}],"demo_sent_us":)" + std::to_string(57160475557 + 25 * stream.size()) + "}");
+  chat_chunk_reader reader;
+  read_both_ways(reader, stream);
+  EXPECT_EQ(reader.remembered_reads(), stream.size() - 1);
+}
+
 // OpenAI's tool calls: a function's non-empty name or arguments make the
 // event a tool call, as the full parse finds (an observer without the lean
 // reader); every shape here must give the same kinds both ways.
