@@ -4,6 +4,7 @@
 
 #include "stream/json_pieces.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -458,7 +459,8 @@ const char* chat_chunk_reader::remembered_content_end(std::string_view data) con
     value = content + quote + 1;
   } else {
     // (A 19th digit is looked at, to refuse it: 18 are the most vouched for.)
-    while (value > content && value_end - value <= 18 && is_digit(value[-1])) --value;
+    const char* limit = value_end - std::min<std::ptrdiff_t>(19, value_end - content);
+    while (value > limit && is_digit(value[-1])) --value;
   }
   if (static_cast<std::size_t>(value - content) < before_value.size() ||
       std::memcmp(value - before_value.size(), before_value.data(), before_value.size()) != 0)
