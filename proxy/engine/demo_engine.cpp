@@ -68,6 +68,9 @@ struct plan {
   // (delta.reasoning_content, with content null; then content with
   // reasoning_content null).
   std::size_t reasoning_tokens = 0;
+  // stream_options.continuous_usage_stats (vLLM's, SGLang's): every chat
+  // and completions chunk carries the usage so far.
+  bool continuous_usage = false;
 };
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
@@ -87,9 +90,13 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   p.kind = kind;
   if (auto* s = body.if_contains("stream"); s && s->is_bool()) p.stream = s->get_bool();
   if (auto* m = body.if_contains("model"); m && m->is_string()) p.model = std::string(m->get_string());
-  if (auto* so = body.if_contains("stream_options"); so && so->is_object())
+  if (auto* so = body.if_contains("stream_options"); so && so->is_object()) {
     if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool())
       p.include_usage = iu->get_bool();
+    // As vLLM and SGLang: only with include_usage.
+    if (auto* cu = so->get_object().if_contains("continuous_usage_stats"); cu && cu->is_bool())
+      p.continuous_usage = cu->get_bool() && p.include_usage;
+  }
   p.prompt_tokens = estimate_prompt_tokens(body);
 
   json::object knobs;
@@ -318,8 +325,11 @@ class generator {
     if (plan_.kind == api::messages)
       return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
-    if (plan_.kind == api::completions)
-      return sse("", completion_chunk(token, nullptr));
+    if (plan_.kind == api::completions) {
+      auto chunk = completion_chunk(token, nullptr);
+      if (plan_.continuous_usage) chunk["usage"] = openai_usage(plan_, i + 1);
+      return sse("", chunk);
+    }
     if (plan_.kind == api::responses) {
       json::object fields{{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"delta", token},
                           {"logprobs", json::array{}}};
@@ -327,6 +337,7 @@ class generator {
       return numbered("response.output_text.delta", std::move(fields));
     }
     auto chunk = chat_chunk(chat_token_delta(i, token), nullptr);
+    if (plan_.continuous_usage) chunk["usage"] = openai_usage(plan_, i + 1);
     if (plan_.stamp) chunk["demo_sent_us"] = sent_us();
     return sse("", chunk);
   }

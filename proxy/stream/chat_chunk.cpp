@@ -435,50 +435,79 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
 }
 
 namespace {
+
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether `bytes` lie right before `at`, no further back than `floor`.
+bool bytes_end_at(const char* floor, const char* at, std::string_view bytes) {
+  return static_cast<std::size_t>(at - floor) >= bytes.size() &&
+         std::memcmp(at - bytes.size(), bytes.data(), bytes.size()) == 0;
+}
+
+// The plain integer (what plain_integer_length vouches for: 1 to 18
+// digits, no leading zero) whose digits end at `end`, no further back than
+// `floor`; null when there is none. The bytes before it are the caller's
+// to check: there the remembered ones end with `:`, so no sign, fraction
+// or exponent can hide in front.
+const char* plain_integer_ending_at(const char* floor, const char* end) {
+  const char* limit = end - std::min<std::ptrdiff_t>(19, end - floor);  // (a 19th digit looked at, to refuse it)
+  const char* p = end;
+  while (p > limit && is_digit(p[-1])) --p;
+  auto digits = end - p;
+  return digits >= 1 && digits <= 18 && (digits == 1 || *p != '0') ? p : nullptr;
+}
+
+std::int64_t digits_value(const char* p, const char* end) {
+  std::int64_t v = 0;
+  for (; p < end; ++p) v = v * 10 + (*p - '0');
+  return v;
+}
+
 }  // namespace
 
-const char* chat_chunk_reader::remembered_content_end(std::string_view data) const {
+const char* chat_chunk_reader::remembered_content_end(std::string_view data, chat_chunk& out) const {
   std::string_view frame(frame_);
   auto before = frame.substr(0, before_), after = frame.substr(before_);
   if (frame.empty() || data.size() < frame.size() || !data.starts_with(before)) return nullptr;
-  if (last_value_at_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
-  // The last member's value runs back from the last bytes: a string to the
-  // last quote before them, an integer over its digits. The remembered
-  // bytes before it must end there. (A quote inside the string would be
-  // escaped, so would not follow those bytes, which end with `":`: then
-  // no match.)
-  auto before_value = after.substr(0, last_value_at_), after_value = after.substr(last_value_at_);
-  if (!data.ends_with(after_value)) return nullptr;
+  if (tail_hole_count_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
+  // The holes are found from the end, each after the remembered bytes that
+  // follow it: a string back to the last quote before those bytes, an
+  // integer over its digits. The remembered bytes before each must end
+  // there. (A quote inside the string would be escaped, so would follow a
+  // backslash, and the remembered bytes before a string end with `:"`:
+  // then no match.)
   const char* content = data.data() + before.size();
-  const char* value_end = data.data() + data.size() - after_value.size();
-  const char* value = value_end;
-  if (last_value_is_string_) {
-    auto quote = std::string_view(content, static_cast<std::size_t>(value_end - content)).rfind('"');
-    if (quote == std::string_view::npos) return nullptr;
-    value = content + quote + 1;
-  } else {
-    // (A 19th digit is looked at, to refuse it: 18 are the most vouched for.)
-    const char* limit = value_end - std::min<std::ptrdiff_t>(19, value_end - content);
-    while (value > limit && is_digit(value[-1])) --value;
+  const char* at = data.data() + data.size();
+  std::size_t piece_end = after.size();
+  for (std::size_t i = tail_hole_count_; i-- > 0;) {
+    auto piece = after.substr(tail_holes_[i], piece_end - tail_holes_[i]);
+    piece_end = tail_holes_[i];
+    if (!bytes_end_at(content, at, piece)) return nullptr;
+    const char* value_end = at - piece.size();
+    const char* value;
+    if (string_holes_ & (1u << i)) {
+      auto quote = std::string_view(content, static_cast<std::size_t>(value_end - content)).rfind('"');
+      if (quote == std::string_view::npos) return nullptr;
+      value = content + quote + 1;
+      bool escaped = false;
+      if (string_end(value, value_end, escaped) != value_end) return nullptr;
+    } else {
+      value = plain_integer_ending_at(content, value_end);
+      if (!value) return nullptr;
+      if (i == prompt_hole_) out.prompt_tokens = digits_value(value, value_end);
+      if (i == completion_hole_) out.completion_tokens = digits_value(value, value_end);
+    }
+    at = value;
   }
-  if (static_cast<std::size_t>(value - content) < before_value.size() ||
-      std::memcmp(value - before_value.size(), before_value.data(), before_value.size()) != 0)
-    return nullptr;
-  bool escaped = false;
-  // An integer's digits lie between the `:` and the `}` the remembered
-  // bytes hold (so no sign, fraction or exponent): what plain_integer_length
-  // vouches for, without reading them again.
-  auto digits = value_end - value;
-  bool valid = last_value_is_string_ ? string_end(value, value_end, escaped) == value_end
-                                     : digits >= 1 && digits <= 18 && (digits == 1 || *value != '0');
-  return valid ? value - before_value.size() : nullptr;
+  auto first = after.substr(0, piece_end);
+  return bytes_end_at(content, at, first) ? at - first.size() : nullptr;
 }
 
 bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   std::string_view frame(frame_);
   auto after = frame.substr(before_);
-  if (const char* end = remembered_content_end(data)) {
+  out.reset();
+  if (const char* end = remembered_content_end(data, out)) {
     const char* begin = data.data() + before_;
     bool escaped = false;
     // A string that closes exactly where the remembered bytes (which
@@ -489,15 +518,15 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     constexpr std::size_t slack = 15;
     bool plain = after.size() >= slack && all_plain_string_bytes_reading_past_end(begin, end);
     if (plain || string_end(begin, end, escaped) == end) {
-      out.reset();
-      out.add_choice() = remembered_choice_;
-      auto& c = out.choices[0];
-      (remembered_role_ == string_role::arguments ? c.tool_call
-       : remembered_role_ == string_role::reasoning ? c.reasoning
-                                                    : c.text) = begin != end;
+      auto* choice = &out.add_choice();
+      *choice = remembered_choice_;
+      (remembered_role_ == string_role::arguments ? choice->tool_call
+       : remembered_role_ == string_role::reasoning ? choice->reasoning
+                                                    : choice->text) = begin != end;
       out.usage = remembered_usage_;
-      out.prompt_tokens = remembered_prompt_tokens_;
-      out.completion_tokens = remembered_completion_tokens_;
+      // (Counts that are holes were read from this chunk's own.)
+      if (prompt_hole_ == max_tail_holes) out.prompt_tokens = remembered_prompt_tokens_;
+      if (completion_hole_ == max_tail_holes) out.completion_tokens = remembered_completion_tokens_;
       ++remembered_reads_;
       return true;
     }
@@ -523,7 +552,7 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     frame_.assign(data.substr(0, start));
     frame_.append(data.substr(start + content.size()));
     before_ = start;
-    remember_last_value();
+    remember_tail_holes();
     resumable_prefix_ = r.resumable_prefix();  // (within the bytes before the content string)
     remembered_choice_ = out.choices[0];
     remembered_usage_ = out.usage;
@@ -534,21 +563,47 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   return true;
 }
 
-// Where the remembered chunk's last member holds a string or a plain
-// integer, under a plain key, that value is left out of frame_
-// (last_value_at_). The chunk was read whole and valid, with no blanks
+// The remembered chunk's last member, under a key of plain characters,
+// gives the holes: its value when a string or a plain integer, or each
+// count of a flat object of plain integers (and nulls), as usage sent with
+// every chunk is. The chunk was read whole and valid, with no blanks
 // before its last brace, so the value just before that brace is its last
 // top-level member's: a string's opening quote is the last quote before
 // its closing one (a quote inside it is escaped, so follows a backslash,
-// never `:`), an integer's digits run back to the `:`. Any key will do:
-// the reader looks at `choices` and `usage` only for an array or object,
-// and a chunk with `type` or `error` is never remembered.
-void chat_chunk_reader::remember_last_value() {
-  last_value_at_ = 0;
+// never `:`), an integer's digits run back to the `:`, and a flat object
+// (no brace inside) opens at the last `{`. Any key will do: the reader
+// looks at `choices` only for an array, `usage` only for an object (and
+// then at its counts, taken from the holes), and a chunk with `type` or
+// `error` is never remembered.
+namespace {
+constexpr std::string_view plain_key_bytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+
+// Whether `text` ends with `"key":` after `lead` (',' for a member that
+// follows another, '{' for an object's first), the key's bytes plain;
+// the key, or nullopt.
+std::optional<std::string_view> member_key_before(std::string_view text, char lead) {
+  if (!text.ends_with("\":")) return std::nullopt;
+  auto close = text.size() - 2;
+  if (close == 0) return std::nullopt;
+  auto open = text.find_last_not_of(plain_key_bytes, close - 1);
+  if (open == std::string_view::npos || open == 0 || text[open] != '"' || text[open - 1] != lead) return std::nullopt;
+  return text.substr(open + 1, close - open - 1);
+}
+}  // namespace
+
+void chat_chunk_reader::remember_tail_holes() {
+  tail_hole_count_ = 0;
+  string_holes_ = 0;
+  prompt_hole_ = completion_hole_ = max_tail_holes;
   std::string_view after(frame_);
   after.remove_prefix(before_);
   if (!after.ends_with('}')) return;
   auto members = after.substr(0, after.size() - 1);  // up to the last value's end
+  if (members.ends_with('}')) {
+    auto open = members.rfind('{');
+    if (open != std::string_view::npos && member_key_before(members.substr(0, open), ',')) remember_count_holes(after, open);
+    return;
+  }
   std::size_t value_begin = members.size(), value_end = members.size();
   bool is_string = members.ends_with('"');
   if (is_string) {
@@ -560,17 +615,52 @@ void chat_chunk_reader::remember_last_value() {
     while (value_begin > 0 && is_digit(members[value_begin - 1])) --value_begin;
     if (value_begin == value_end) return;
   }
-  // ,"key": before the value (its quote), the key's bytes plain.
-  auto member = members.substr(0, value_begin - (is_string ? 1 : 0));
-  if (!member.ends_with("\":")) return;
-  auto key_close = member.size() - 2;
-  auto key_open = member.find_last_not_of(
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", key_close - 1);
-  if (key_open == std::string_view::npos || key_open == 0 || member[key_open] != '"' || member[key_open - 1] != ',')
-    return;
+  if (!member_key_before(members.substr(0, value_begin - (is_string ? 1 : 0)), ',')) return;
   frame_.erase(before_ + value_begin, value_end - value_begin);
-  last_value_at_ = value_begin;
-  last_value_is_string_ = is_string;
+  tail_holes_[0] = static_cast<std::uint16_t>(value_begin);
+  tail_hole_count_ = 1;
+  string_holes_ = is_string ? 1 : 0;
+}
+
+// The last member is an object opening at `open` in `after`: where it is
+// `{"key":count,...}` with plain keys and plain integers (or nulls), each
+// integer is a hole; anything else, none.
+void chat_chunk_reader::remember_count_holes(std::string_view after, std::size_t open) {
+  bool is_usage = after.substr(0, open).ends_with(",\"usage\":");
+  std::uint16_t holes[max_tail_holes], lengths[max_tail_holes];
+  std::uint8_t count = 0, prompt = max_tail_holes, completion = max_tail_holes;
+  std::size_t p = open + 1, end = after.size() - 2;  // the object's '}'
+  if (p == end) return;  // {}: nothing varies
+  while (true) {
+    auto key = member_key_before(after.substr(0, after.find(':', p) + 1), after[p - 1]);
+    if (!key || p + key->size() + 3 != after.find(':', p) + 1) return;  // not "key": right here
+    p += key->size() + 3;
+    if (after.substr(p).starts_with("null")) {
+      p += 4;
+    } else {
+      auto digits = plain_integer_length(after.data() + p, after.data() + end);
+      if (digits == 0 || count == max_tail_holes) return;
+      if (is_usage && *key == "prompt_tokens") prompt = count;
+      if (is_usage && *key == "completion_tokens") completion = count;
+      holes[count] = static_cast<std::uint16_t>(p);
+      lengths[count++] = static_cast<std::uint16_t>(digits);
+      p += digits;
+    }
+    if (p == end) break;
+    if (after[p] != ',') return;
+    ++p;
+  }
+  // Taken out from the last, so that the earlier ones keep their places;
+  // each hole's place is then where it stands without the digits before it.
+  for (std::size_t i = count; i-- > 0;) frame_.erase(before_ + holes[i], lengths[i]);
+  std::uint16_t removed = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    tail_holes_[i] = static_cast<std::uint16_t>(holes[i] - removed);
+    removed = static_cast<std::uint16_t>(removed + lengths[i]);
+  }
+  tail_hole_count_ = count;
+  prompt_hole_ = prompt;
+  completion_hole_ = completion;
 }
 
 }  // namespace tokengate::stream

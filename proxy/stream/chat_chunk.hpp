@@ -101,19 +101,28 @@ class chat_chunk_reader {
 
  private:
   // Where the content string of a chunk shaped as remembered ends; null
-  // when the chunk is not shaped so.
-  const char* remembered_content_end(std::string_view data) const;
-  void remember_last_value();
+  // when the chunk is not shaped so. Sets `out`'s usage counts where they
+  // are holes.
+  const char* remembered_content_end(std::string_view data, chat_chunk& out) const;
+  void remember_tail_holes();
+  void remember_count_holes(std::string_view after, std::size_t open);
 
   std::string frame_;         // the bytes before the content string, then those after it
   std::size_t before_ = 0;    // where the bytes after it start in frame_
-  // OpenAI ends every chunk with "obfuscation": a string of random length
-  // that no reader looks at. The remembered chunk's last member, when its
-  // value is a string or a plain integer, is left out of frame_ too, and
-  // this is where it stood in the bytes after the content (0: no such
-  // member).
-  std::size_t last_value_at_ = 0;
-  bool last_value_is_string_ = false;
+  // Values of the remembered chunk's last member that change from chunk
+  // to chunk, left out of frame_ too: OpenAI's padding string (every
+  // chunk ends with "obfuscation": a string of random length), a stamp or
+  // a counter, or each count of a usage object sent with every chunk
+  // (vLLM's and SGLang's continuous_usage_stats). Where each stood in the
+  // bytes after the content, in order, and which are strings (bit i; the
+  // others are plain integers).
+  static constexpr std::size_t max_tail_holes = 6;
+  std::uint16_t tail_holes_[max_tail_holes] = {};
+  std::uint8_t tail_hole_count_ = 0;
+  std::uint8_t string_holes_ = 0;
+  // The holes that are usage.prompt_tokens and usage.completion_tokens
+  // (max_tail_holes: none).
+  std::uint8_t prompt_hole_ = max_tail_holes, completion_hole_ = max_tail_holes;
   // How many of frame_'s first bytes a chunk read in full may start with
   // and be read from after them (reader::resumable_prefix); 0: none.
   std::size_t resumable_prefix_ = 0;

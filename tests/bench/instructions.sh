@@ -12,7 +12,9 @@
 # one with `cmake -DTOKENGATE_MIMALLOC=OFF` to count them.
 # KEEP_CALLGRIND=FILE keeps callgrind's output there, for callgrind_annotate.
 # API=anthropic sends Anthropic requests (/v1/messages) instead of OpenAI ones;
-# DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true'); SDK_HEADERS=1 sends
+# DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true'), BODY members of
+# the request body (usage in every chunk, as vLLM sends it when asked:
+# BODY='"stream_options":{"include_usage":true,"continuous_usage_stats":true}'); SDK_HEADERS=1 sends
 # the OpenAI Python SDK's header fields (bench_lib.sh).
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
 # ENGINE_BIN runs the demo engine (and the load) of another build, for a
@@ -30,7 +32,7 @@ pids+=($!)
 load() {  # $1: requests, $2: port
   "${ENGINE_BIN:-$bin}" bench --url "http://127.0.0.1:$2/v1" --model bench --requests "$1" --concurrency "$concurrency" ${API:+--api "$API"} \
     --max-tokens "$tokens" --prompt-tokens "$prompt" --json "${sdk_extra[@]}" \
-    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json"
+    --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":0,\"tokens\":$tokens${DEMO:+,$DEMO}}${BODY:+,$BODY}}" > "$work/r.json"
 }
 # run_under TOOL...: the proxy under a tool, the warm-up and the load, then
 # an orderly stop (SIGINT), so that the tool writes its results.

@@ -324,7 +324,8 @@ TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
 // Any last member holding a string or a plain integer that varies from
 // chunk to chunk is a hole as OpenAI's padding is: a counter, a clock (the
 // demo engine's stamp, which the benchmark's slow streams all carry). A
-// key of other characters, or a value of another kind, is read in full.
+// key of other characters, or a value of another kind, is read in full
+// (objects of counts: the next test).
 TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
   auto stamped = [](std::string_view member, std::string_view value) {
     return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
@@ -351,7 +352,7 @@ TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
       {R"("seq")", R"("a")", "7", false},
       {R"("seq")", "-1", "-2", false},                    // a sign: no hole remembered
       {R"("x-seq")", "1", "2", false},                     // a key beyond [A-Za-z0-9_]: no hole remembered
-      {R"("seq")", R"({"n":1})", R"({"n":2})", false},   // an object: no hole
+      {R"("seq")", R"({"n":[1]})", R"({"n":[2]})", false},  // an array in an object: no hole
   };
   for (const auto& v : variants) {
     chat_chunk_reader reader;
@@ -373,6 +374,74 @@ TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
   chat_chunk_reader reader;
   read_both_ways(reader, stream);
   EXPECT_EQ(reader.remembered_reads(), stream.size() - 1);
+}
+
+// vLLM and SGLang, asked for continuous_usage_stats (billing gateways ask,
+// so that a stream cut short is still counted), send the usage so far in
+// every chunk: each count of a flat object of plain integers is a hole,
+// and usage's prompt and completion counts are read from the chunk's own
+// bytes. Anything else in that object is read in full.
+TEST(ChatChunk, UsageSentWithEveryChunkIsReadFromMemory) {
+  auto counted = [](std::string_view member, std::string_view object) {
+    return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
+           R"("choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],)" +
+           std::string(member) + ":" + std::string(object) + "}";
+  };
+  const std::string vllm = R"({"prompt_tokens":23,"total_tokens":24,"completion_tokens":1})";
+  struct variant {
+    std::string member, remembered, object;
+    bool from_memory;
+  };
+  const variant variants[] = {
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2})", true},
+      {R"("usage")", vllm, R"({"prompt_tokens":7,"total_tokens":999999999999999999,"completion_tokens":0})", true},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":-2})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2.5})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":1e1})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":02})", false},  // not JSON
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":null})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":"2"})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":1000000000000000000,"completion_tokens":2})", false},
+      {R"("usage")", vllm, R"({"total_tokens":25,"prompt_tokens":23,"completion_tokens":2})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"more":1})", false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"completion_tokens":3})", false},
+      {R"("usage")", vllm, "null", false},
+      {R"("usage")", R"({"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null})",
+       R"({"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":null})", true},
+      {R"("usage")", R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7})", R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8})", false},
+      {R"("usage")", R"({"prompt_tokens":5,"details":{"n":1}})", R"({"prompt_tokens":6,"details":{"n":1}})", false},
+      {R"("stats")", R"({"n":1,"m":2})", R"({"n":3,"m":4})", true},
+      {R"("stats")", R"({"n":1,"s":"{"})", R"({"n":3,"s":"{"})", false},
+      {R"("stats")", "{}", "{}", true},  // nothing varies: the chunk as remembered
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(counted(v.member, v.remembered), first)) << v.remembered;
+    const auto data = counted(v.member, v.object);
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
+    if (ok) expect_same_chunk(from_reader, fresh, data);
+    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
+  }
+  // The counts read are this chunk's, not the remembered one's.
+  chat_chunk_reader reader;
+  chat_chunk c;
+  ASSERT_TRUE(reader.read(counted(R"("usage")", vllm), c));
+  ASSERT_TRUE(reader.read(counted(R"("usage")", R"({"prompt_tokens":23,"total_tokens":64,"completion_tokens":41})"), c));
+  EXPECT_EQ(reader.remembered_reads(), 1u);
+  EXPECT_TRUE(c.usage);
+  EXPECT_EQ(c.prompt_tokens, 23);
+  EXPECT_EQ(c.completion_tokens, 41);
+  // vLLM's fixture: every token chunk after the first from memory.
+  chat_chunk_reader fixture_reader;
+  std::vector<std::string> stream;
+  std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / "vllm-chat.sse"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+  read_both_ways(fixture_reader, stream);
+  EXPECT_EQ(fixture_reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
 }
 
 // OpenAI's tool calls: a function's non-empty name or arguments make the
