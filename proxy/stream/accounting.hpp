@@ -31,9 +31,13 @@ class stream_accounting final : public sse_sink {
   // Absolute ranges not to forward, in order; the relay removes those it has used.
   std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops() { return drops_; }
   const stream_facts& facts() const { return observer_.facts(); }
+  // The output tokens the upstream reported for what was forwarded: at a
+  // cut, as reported before the event cut off.
+  std::optional<std::int64_t> output_tokens() const { return cut_ ? output_before_cut_ : observer_.facts().output_tokens; }
 
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
+    auto reported_before = observer_.facts().output_tokens;
     observer_.on_event(event);
     ++ctx_.sse_events;
     auto kinds = observer_.last_kinds();
@@ -41,6 +45,9 @@ class stream_accounting final : public sse_sink {
       if (limit_ && produced() > *limit_) {
         cut_ = true;  // this event is one too many: forward up to its start
         cut_at_ = parser_.boundary();
+        // Its usage (an engine that reports it in every chunk) counts a
+        // token the client does not get.
+        output_before_cut_ = reported_before;
         return;
       }
       if (ctx_.content_events++ == 0) {
@@ -75,6 +82,7 @@ class stream_accounting final : public sse_sink {
   clock::time_point arrived_;
   bool cut_ = false;
   std::uint64_t cut_at_ = 0;
+  std::optional<std::int64_t> output_before_cut_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> drops_;
 };
 

@@ -474,7 +474,7 @@ net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& h
   s.w.metrics().stream_events_total.add(ctx.sse_events);
   const auto& facts = accounting.facts();
   ctx.input_tokens = facts.input_tokens;
-  ctx.output_tokens = facts.output_tokens;
+  ctx.output_tokens = accounting.output_tokens();
   if (ctx.client_gone) co_return false;
   if (head_pending) {  // no body came (or none that was written): the head still goes first
     if (!sent_at_once(head_alone()) && !co_await send_rest()) co_return false;

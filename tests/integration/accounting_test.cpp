@@ -188,6 +188,32 @@ TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
   EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
 }
 
+// vLLM asked for continuous_usage_stats reports the tokens so far in every
+// chunk. When the proxy cuts a stream whose engine ignored max_tokens, no
+// final usage chunk comes: the count recorded is that of the last chunk
+// the client got (not of the one cut off), read from that chunk's own
+// digits even where the chunk is read from memory.
+TEST(Accounting, UsageInEveryChunkCountsAStreamCutShort) {
+  proxy_fixture f(routed());
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)"
+                   R"("stream_options":{"include_usage":true,"continuous_usage_stats":true},)"
+                   R"("demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body);
+  EXPECT_EQ(facts.content_events, 5u);
+  EXPECT_EQ(facts.usage_events, 5u) << "one in each token chunk";
+  EXPECT_EQ(facts.output_tokens, 5);
+  EXPECT_EQ(facts.finish_reason, "length");
+  EXPECT_TRUE(facts.ended_properly());
+
+  auto metrics = metrics_after_successes(f, 1);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_EQ(sample(metrics, std::string("tokengate_tokens_total{") + demo_route + ",type=\"output\"}"), 5);
+}
+
 TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
   proxy_fixture f(routed());
   {
