@@ -563,20 +563,25 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   return true;
 }
 
-// The remembered chunk's last member, under a key of plain characters,
-// gives the holes: its value when a string or a plain integer, or each
-// count of a flat object of plain integers (and nulls), as usage sent with
-// every chunk is. The chunk was read whole and valid, with no blanks
-// before its last brace, so the value just before that brace is its last
-// top-level member's: a string's opening quote is the last quote before
-// its closing one (a quote inside it is escaped, so follows a backslash,
-// never `:`), an integer's digits run back to the `:`, and a flat object
-// (no brace inside) opens at the last `{`. Any key will do: the reader
-// looks at `choices` only for an array, `usage` only for an object (and
-// then at its counts, taken from the holes), and a chunk with `type` or
-// `error` is never remembered.
+// The remembered chunk's last members, under keys of plain characters,
+// give the holes, walked back from its end: each one's value when a string
+// or a plain integer, or each count of a flat object of plain integers
+// (and nulls), as usage sent with every chunk is; the walk stops at the
+// first member of another kind, whose bytes stay remembered as they are.
+// The chunk was read whole and valid, with no blanks before its last
+// brace, so the value just before that brace, or just before the comma
+// ahead of a member's key, is a top-level member's: a string's opening
+// quote is the last quote before its closing one (a quote inside it is
+// escaped, so follows a backslash, never `:`), an integer's digits run
+// back to the `:`, and a flat object (no brace inside) opens at the last
+// `{`. Any key will do: the reader looks at `choices` only for an array,
+// `usage` only for an object (and then at its counts, taken from the
+// holes), and a chunk with `type` or `error` is never remembered.
 namespace {
-constexpr std::string_view plain_key_bytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+
+bool is_plain_key_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+}
 
 // Whether `text` ends with `"key":` after `lead` (',' for a member that
 // follows another, '{' for an object's first), the key's bytes plain;
@@ -584,11 +589,50 @@ constexpr std::string_view plain_key_bytes = "abcdefghijklmnopqrstuvwxyzABCDEFGH
 std::optional<std::string_view> member_key_before(std::string_view text, char lead) {
   if (!text.ends_with("\":")) return std::nullopt;
   auto close = text.size() - 2;
-  if (close == 0) return std::nullopt;
-  auto open = text.find_last_not_of(plain_key_bytes, close - 1);
-  if (open == std::string_view::npos || open == 0 || text[open] != '"' || text[open - 1] != lead) return std::nullopt;
-  return text.substr(open + 1, close - open - 1);
+  auto open = close;
+  while (open > 0 && is_plain_key_byte(text[open - 1])) --open;
+  if (open < 2 || text[open - 1] != '"' || text[open - 2] != lead) return std::nullopt;
+  return text.substr(open, close - open);
 }
+
+// A value left out of the remembered bytes: where it stood in the bytes
+// after the content, how long it was, and whether a string's (or an
+// integer's).
+struct tail_hole {
+  std::size_t at = 0, length = 0;
+  bool string = false;
+};
+
+// The members of the flat object from `open` to the end of `text` (its
+// '}'): `{"key":count,...}` with plain keys and plain integers (or
+// nulls); each integer is a hole, and the places of prompt_tokens' and
+// completion_tokens' are noted. False for anything else.
+bool count_holes(std::string_view text, std::size_t open, tail_hole* holes, std::size_t& count, std::size_t room,
+                 std::size_t& prompt_at, std::size_t& completion_at) {
+  std::size_t p = open + 1, end = text.size() - 1;
+  if (p == end) return true;  // {}: nothing varies
+  while (true) {
+    auto colon = text.find(':', p);
+    if (colon == std::string_view::npos || colon > end) return false;
+    auto key = member_key_before(text.substr(0, colon + 1), text[p - 1]);
+    if (!key || p + key->size() + 3 != colon + 1) return false;  // not "key": right here
+    p = colon + 1;
+    if (text.substr(p).starts_with("null")) {
+      p += 4;
+    } else {
+      auto digits = plain_integer_length(text.data() + p, text.data() + end);
+      if (digits == 0 || count == room) return false;
+      if (*key == "prompt_tokens") prompt_at = p;
+      if (*key == "completion_tokens") completion_at = p;
+      holes[count++] = {p, digits, false};
+      p += digits;
+    }
+    if (p == end) return true;
+    if (text[p] != ',') return false;
+    ++p;
+  }
+}
+
 }  // namespace
 
 void chat_chunk_reader::remember_tail_holes() {
@@ -598,69 +642,54 @@ void chat_chunk_reader::remember_tail_holes() {
   std::string_view after(frame_);
   after.remove_prefix(before_);
   if (!after.ends_with('}')) return;
-  auto members = after.substr(0, after.size() - 1);  // up to the last value's end
-  if (members.ends_with('}')) {
-    auto open = members.rfind('{');
-    if (open != std::string_view::npos && member_key_before(members.substr(0, open), ',')) remember_count_holes(after, open);
-    return;
-  }
-  std::size_t value_begin = members.size(), value_end = members.size();
-  bool is_string = members.ends_with('"');
-  if (is_string) {
-    value_end = members.size() - 1;
-    auto quote = members.substr(0, value_end).rfind('"');
-    if (quote == std::string_view::npos) return;
-    value_begin = quote + 1;
-  } else {
-    while (value_begin > 0 && is_digit(members[value_begin - 1])) --value_begin;
-    if (value_begin == value_end) return;
-  }
-  if (!member_key_before(members.substr(0, value_begin - (is_string ? 1 : 0)), ',')) return;
-  frame_.erase(before_ + value_begin, value_end - value_begin);
-  tail_holes_[0] = static_cast<std::uint16_t>(value_begin);
-  tail_hole_count_ = 1;
-  string_holes_ = is_string ? 1 : 0;
-}
-
-// The last member is an object opening at `open` in `after`: where it is
-// `{"key":count,...}` with plain keys and plain integers (or nulls), each
-// integer is a hole; anything else, none.
-void chat_chunk_reader::remember_count_holes(std::string_view after, std::size_t open) {
-  bool is_usage = after.substr(0, open).ends_with(",\"usage\":");
-  std::uint16_t holes[max_tail_holes], lengths[max_tail_holes];
-  std::uint8_t count = 0, prompt = max_tail_holes, completion = max_tail_holes;
-  std::size_t p = open + 1, end = after.size() - 2;  // the object's '}'
-  if (p == end) return;  // {}: nothing varies
-  while (true) {
-    auto key = member_key_before(after.substr(0, after.find(':', p) + 1), after[p - 1]);
-    if (!key || p + key->size() + 3 != after.find(':', p) + 1) return;  // not "key": right here
-    p += key->size() + 3;
-    if (after.substr(p).starts_with("null")) {
-      p += 4;
+  tail_hole found[max_tail_holes];  // in order, the last member's last
+  std::size_t count = 0;
+  constexpr std::size_t none = std::string_view::npos;
+  std::size_t prompt_at = none, completion_at = none;
+  // Each member, from the last: its value ends where `members` does.
+  for (auto members = after.substr(0, after.size() - 1);;) {
+    tail_hole here[max_tail_holes];
+    std::size_t here_count = 0, value_begin;
+    std::size_t member_prompt_at = none, member_completion_at = none;
+    if (members.ends_with('}')) {
+      value_begin = members.rfind('{');
+      if (value_begin == none || !count_holes(members, value_begin, here, here_count, max_tail_holes - count,
+                                              member_prompt_at, member_completion_at))
+        break;
+    } else if (members.ends_with('"')) {
+      auto quote = members.substr(0, members.size() - 1).rfind('"');
+      if (quote == none) break;
+      value_begin = quote;
+      here[here_count++] = {quote + 1, members.size() - 1 - (quote + 1), true};
     } else {
-      auto digits = plain_integer_length(after.data() + p, after.data() + end);
-      if (digits == 0 || count == max_tail_holes) return;
-      if (is_usage && *key == "prompt_tokens") prompt = count;
-      if (is_usage && *key == "completion_tokens") completion = count;
-      holes[count] = static_cast<std::uint16_t>(p);
-      lengths[count++] = static_cast<std::uint16_t>(digits);
-      p += digits;
+      value_begin = members.size();
+      while (value_begin > 0 && is_digit(members[value_begin - 1])) --value_begin;
+      if (value_begin == members.size()) break;
+      here[here_count++] = {value_begin, members.size() - value_begin, false};
     }
-    if (p == end) break;
-    if (after[p] != ',') return;
-    ++p;
+    auto key = member_key_before(members.substr(0, value_begin), ',');
+    if (!key || count + here_count > max_tail_holes) break;
+    std::move_backward(found, found + count, found + count + here_count);
+    std::copy(here, here + here_count, found);
+    count += here_count;
+    if (*key == "usage") {
+      prompt_at = member_prompt_at;
+      completion_at = member_completion_at;
+    }
+    members = members.substr(0, value_begin - key->size() - 4);  // up to the comma before the key
   }
   // Taken out from the last, so that the earlier ones keep their places;
-  // each hole's place is then where it stands without the digits before it.
-  for (std::size_t i = count; i-- > 0;) frame_.erase(before_ + holes[i], lengths[i]);
-  std::uint16_t removed = 0;
+  // each hole's place is then where it stands without the values before it.
+  for (std::size_t i = count; i-- > 0;) frame_.erase(before_ + found[i].at, found[i].length);
+  std::size_t removed = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    tail_holes_[i] = static_cast<std::uint16_t>(holes[i] - removed);
-    removed = static_cast<std::uint16_t>(removed + lengths[i]);
+    tail_holes_[i] = static_cast<std::uint16_t>(found[i].at - removed);
+    removed += found[i].length;
+    if (found[i].string) string_holes_ = static_cast<std::uint8_t>(string_holes_ | (1u << i));
+    if (found[i].at == prompt_at) prompt_hole_ = static_cast<std::uint8_t>(i);
+    if (found[i].at == completion_at) completion_hole_ = static_cast<std::uint8_t>(i);
   }
-  tail_hole_count_ = count;
-  prompt_hole_ = prompt;
-  completion_hole_ = completion;
+  tail_hole_count_ = static_cast<std::uint8_t>(count);
 }
 
 }  // namespace tokengate::stream

@@ -105,11 +105,10 @@ class chat_chunk_reader {
   // are holes.
   const char* remembered_content_end(std::string_view data, chat_chunk& out) const;
   void remember_tail_holes();
-  void remember_count_holes(std::string_view after, std::size_t open);
 
   std::string frame_;         // the bytes before the content string, then those after it
   std::size_t before_ = 0;    // where the bytes after it start in frame_
-  // Values of the remembered chunk's last member that change from chunk
+  // Values of the remembered chunk's last members that change from chunk
   // to chunk, left out of frame_ too: OpenAI's padding string (every
   // chunk ends with "obfuscation": a string of random length), a stamp or
   // a counter, or each count of a usage object sent with every chunk

@@ -444,6 +444,48 @@ TEST(ChatChunk, UsageSentWithEveryChunkIsReadFromMemory) {
   EXPECT_EQ(fixture_reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
 }
 
+// The holes are walked back over the chunk's last members, up to six, so
+// that a stamp after OpenAI's padding or after usage in every chunk (the
+// benchmark's tools stamp every chunk) leaves both holes; the walk stops
+// at a member of another kind, whose bytes must then repeat.
+TEST(ChatChunk, SeveralVaryingMembersAtTheEndAreReadFromMemory) {
+  auto tail = [](std::string_view members) {
+    return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
+           R"("choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],)" +
+           std::string(members) + "}";
+  };
+  struct variant {
+    std::string remembered, members;
+    bool from_memory;
+  };
+  const variant variants[] = {
+      {R"("obfuscation":"kP2","demo_sent_us":57160475557)", R"("obfuscation":"v8xQ","demo_sent_us":57160475582)", true},
+      {R"("usage":{"prompt_tokens":3,"completion_tokens":1},"demo_sent_us":5)",
+       R"("usage":{"prompt_tokens":3,"completion_tokens":2},"demo_sent_us":6)", true},
+      {R"("a":1,"b":"x","c":{"d":2},"e":3)", R"("a":9,"b":"yz","c":{"d":8},"e":7)", true},
+      {R"("usage":null,"obfuscation":"a")", R"("usage":null,"obfuscation":"bc")", true},
+      {R"("m":[1],"obfuscation":"a")", R"("m":[2],"obfuscation":"bc")", false},  // the walk stopped at the array
+      {R"("m":[1],"obfuscation":"a")", R"("m":[1],"obfuscation":"bc")", true},
+      // Seven counts and a stamp: the stamp is a hole, the counts (one
+      // too many) are not.
+      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)", R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":2)", true},
+      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)", R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8},"s":2)", false},
+      {R"("obfuscation":"kP2","demo_sent_us":1)", R"("obfuscation":"a\"b","demo_sent_us":2)", false},
+      {R"("obfuscation":"kP2","demo_sent_us":1)", R"("demo_sent_us":2,"obfuscation":"a")", false},
+  };
+  for (const auto& v : variants) {
+    chat_chunk_reader reader;
+    chat_chunk first;
+    ASSERT_TRUE(reader.read(tail(v.remembered), first)) << v.remembered;
+    const auto data = tail(v.members);
+    chat_chunk from_reader, fresh;
+    bool ok = reader.read(data, from_reader);
+    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
+    if (ok) expect_same_chunk(from_reader, fresh, data);
+    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
+  }
+}
+
 // OpenAI's tool calls: a function's non-empty name or arguments make the
 // event a tool call, as the full parse finds (an observer without the lean
 // reader); every shape here must give the same kinds both ways.
