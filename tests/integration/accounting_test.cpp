@@ -28,6 +28,16 @@ stream::stream_facts observe(const std::string& body) {
   return o.facts();
 }
 
+// A streamed request through the proxy, read to its end: what the client
+// saw.
+stream::stream_facts streamed(const proxy_fixture& f, const std::string& path, const std::string& body) {
+  http_client c(f.port());
+  c.send(post_json(path, body));
+  auto r = read_response(c);
+  EXPECT_TRUE(r.complete) << path;
+  return observe(r.body);
+}
+
 // The value of one sample line in the exposition, or -1.
 double sample(const std::string& metrics, const std::string& prefix) {
   auto pos = metrics.find("\n" + prefix + " ");
@@ -37,6 +47,11 @@ double sample(const std::string& metrics, const std::string& prefix) {
 
 // The labels of the demo route's series (routed()).
 constexpr const char* demo_route = R"(route="chat",model="demo",upstream="demo")";
+
+// One of the demo route's samples, `name{route's labels, extra}`, or -1.
+double demo_sample(const std::string& metrics, const std::string& name, const std::string& extra = "") {
+  return sample(metrics, name + "{" + demo_route + extra + "}");
+}
 
 // The metrics page once `successes` requests of the demo route are counted
 // as successes (a request is recorded just after its last byte is
@@ -83,19 +98,18 @@ TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
   EXPECT_LT(at("relay_delay_us", "p99"), 15);
 
   auto metrics = http_get(f.admin_port(), "/metrics").body;
-  const std::string labels = R"(route="chat",model="demo",upstream="demo")";
   // Exact counts: 8 output tokens each, input as the engine estimated it (400 bytes / 4 + 1).
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 24);
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"input\"}"), 3 * 101);
-  EXPECT_EQ(sample(metrics, "tokengate_requests_total{" + labels + ",outcome=\"success\"}"), 3);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_count{" + labels + "}"), 3);
-  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 21);
-  auto delays = sample(metrics, "tokengate_relay_delay_seconds_count{" + labels + "}");
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 24);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"input\""), 3 * 101);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_requests_total", ",outcome=\"success\""), 3);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_count"), 3);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 21);
+  auto delays = demo_sample(metrics, "tokengate_relay_delay_seconds_count");
   EXPECT_GE(delays, 21);
-  EXPECT_EQ(sample(metrics, "tokengate_relay_delay_seconds_bucket{" + labels + ",le=\"0.025\"}"), delays);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_relay_delay_seconds_bucket", ",le=\"0.025\""), delays);
   // All three TTFTs (~120 ms) fall between the 0.1 and 0.25 bucket bounds.
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 0);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.25\"}"), 3);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 0);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.25\""), 3);
 }
 
 // An agent's stream is mostly a tool call's arguments, a fragment per
@@ -120,14 +134,13 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
     EXPECT_EQ(facts.text_events, 0u) << path;
     EXPECT_EQ(facts.finish_reason, path == "/v1/messages" ? "tool_use" : "tool_calls");
   }
-  const std::string chat = demo_route;
   auto metrics = metrics_after_successes(f, 2);
   ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + chat + ",type=\"output\"}"), 12);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_count{" + chat + "}"), 2);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 12);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_count"), 2);
   // Each stream's gaps between content events: from the name (written
   // with the first fragment) through the sixth fragment, 15 ms apart.
-  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + chat + "}"), 12);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 12);
 }
 
 // OpenAI's Responses API names everything its own way (typed events, no
@@ -135,12 +148,8 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
 // status for a finish reason): the proxy times and counts it as it does chat.
 TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   proxy_fixture f(routed());
-  http_client c(f.port());
-  c.send(post_json("/v1/responses", R"({"model":"demo","stream":true,"max_output_tokens":5,"input":")" +
-                                        std::string(400, 'x') + R"(","demo":{"ttft_ms":40,"interval_ms":15,"tokens":9}})"));
-  auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = streamed(f, "/v1/responses", R"({"model":"demo","stream":true,"max_output_tokens":5,"input":")" +
+                                                std::string(400, 'x') + R"(","demo":{"ttft_ms":40,"interval_ms":15,"tokens":9}})");
   EXPECT_EQ(facts.text_by_choice[0], "The quick brown fox jumps");
   EXPECT_EQ(facts.text_events, 5u);
   EXPECT_EQ(facts.finish_reason, "incomplete") << "stopped at max_output_tokens";
@@ -148,15 +157,14 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   EXPECT_EQ(facts.output_tokens, 5);
   EXPECT_FALSE(facts.error);
 
-  const std::string labels = demo_route;
   auto metrics = metrics_after_successes(f, 1);
   ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 5);
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"input\"}"), 101);  // 400 bytes / 4 + 1
-  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 4);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 5);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"input\""), 101);  // 400 bytes / 4 + 1
+  EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 4);
   // The first token came after the engine's 40 ms.
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.02\"}"), 0);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""), 0);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 1);
 }
 
 // A reasoning model thinks before it answers, in chunks of their own
@@ -164,13 +172,9 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
 // its thoughts count against max_tokens and in the output tokens.
 TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
   proxy_fixture f(routed());
-  http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"why"}],)"
-                   R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":9,"reasoning_tokens":4}})"));
-  auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = streamed(f, "/v1/chat/completions",
+                        R"({"model":"demo","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"why"}],)"
+                        R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":9,"reasoning_tokens":4}})");
   EXPECT_EQ(facts.reasoning_text, "The quick brown fox");
   EXPECT_EQ(facts.text_by_choice[0], " jumps over");
   EXPECT_EQ(facts.reasoning_events, 4u);
@@ -179,13 +183,12 @@ TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
   EXPECT_EQ(facts.finish_reason, "length");
   EXPECT_TRUE(facts.ended_properly());
 
-  const std::string labels = demo_route;
   auto metrics = metrics_after_successes(f, 1);
   ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(sample(metrics, "tokengate_tokens_total{" + labels + ",type=\"output\"}"), 6);
-  EXPECT_EQ(sample(metrics, "tokengate_inter_token_latency_seconds_count{" + labels + "}"), 5);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.02\"}"), 0);
-  EXPECT_EQ(sample(metrics, "tokengate_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.1\"}"), 1);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 6);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 5);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""), 0);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 1);
 }
 
 // vLLM asked for continuous_usage_stats reports the tokens so far in every
@@ -195,14 +198,10 @@ TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
 // digits even where the chunk is read from memory.
 TEST(Accounting, UsageInEveryChunkCountsAStreamCutShort) {
   proxy_fixture f(routed());
-  http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)"
-                   R"("stream_options":{"include_usage":true,"continuous_usage_stats":true},)"
-                   R"("demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
-  auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = streamed(f, "/v1/chat/completions",
+                        R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)"
+                        R"("stream_options":{"include_usage":true,"continuous_usage_stats":true},)"
+                        R"("demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})");
   EXPECT_EQ(facts.content_events, 5u);
   EXPECT_EQ(facts.usage_events, 5u) << "one in each token chunk";
   EXPECT_EQ(facts.output_tokens, 5);
@@ -211,7 +210,7 @@ TEST(Accounting, UsageInEveryChunkCountsAStreamCutShort) {
 
   auto metrics = metrics_after_successes(f, 1);
   ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(sample(metrics, std::string("tokengate_tokens_total{") + demo_route + ",type=\"output\"}"), 5);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 5);
 }
 
 TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {

@@ -184,6 +184,28 @@ void read_both_ways(chat_chunk_reader& reader, const std::vector<std::string>& s
   }
 }
 
+// Reads `remembered`, then `data`, with one reader: `data` must read as a
+// fresh read does, from memory or not as `from_memory` says.
+void expect_read_after(std::string_view remembered, std::string_view data, bool from_memory) {
+  chat_chunk_reader reader;
+  chat_chunk first;
+  ASSERT_TRUE(reader.read(remembered, first)) << remembered;
+  chat_chunk from_reader, fresh;
+  bool ok = reader.read(data, from_reader);
+  EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
+  if (ok) expect_same_chunk(from_reader, fresh, data);
+  EXPECT_EQ(reader.remembered_reads(), from_memory ? 1u : 0u) << data;
+}
+
+// The chunks of a fixture's stream, as the reader gets them.
+std::vector<std::string> fixture_chunks(std::string_view name) {
+  std::vector<std::string> stream;
+  std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / name));
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+  return stream;
+}
+
 TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
   std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
   for (std::string_view word : {"The", " quick", "", R"( caf\u00e9)", R"( \"q\")", " 日本", R"(\\)"})
@@ -259,17 +281,7 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
       {"\xE6\x97", false},          // a cut UTF-8 sequence
       {"\xC0\xAF", false},          // overlong UTF-8
   };
-  for (const auto& v : variants) {
-    chat_chunk_reader reader;
-    chat_chunk first;
-    ASSERT_TRUE(reader.read(remembered, first));
-    const auto data = demo_chunk(R"("content":")" + v.content + "\"");
-    chat_chunk from_reader, fresh;
-    bool ok = reader.read(data, from_reader);
-    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
-    if (ok) expect_same_chunk(from_reader, fresh, data);
-    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
-  }
+  for (const auto& v : variants) expect_read_after(remembered, demo_chunk(R"("content":")" + v.content + "\""), v.from_memory);
 }
 
 // OpenAI's chunks end with an "obfuscation" string of random length: a
@@ -300,23 +312,11 @@ TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
       {padded(R"(a","obfuscation":"b)", "c"), false},
       {padded(" x", R"(z"},"logprobs":null,"finish_reason":null}],"obfuscation":"y)"), false},
   };
-  for (const auto& v : variants) {
-    chat_chunk_reader reader;
-    chat_chunk first;
-    ASSERT_TRUE(reader.read(padded("a", "Zr1mT0"), first));
-    chat_chunk from_reader, fresh;
-    bool ok = reader.read(v.data, from_reader);
-    EXPECT_EQ(ok, read_chat_chunk(v.data, fresh)) << v.data;
-    if (ok) expect_same_chunk(from_reader, fresh, v.data);
-    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << v.data;
-  }
+  for (const auto& v : variants) expect_read_after(padded("a", "Zr1mT0"), v.data, v.from_memory);
   // The fixture from OpenAI's own chunks: all token chunks but the first
   // from memory.
   chat_chunk_reader reader;
-  std::vector<std::string> stream;
-  std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / "openai-chat-basic.sse"));
-  for (std::string line; std::getline(lines, line);)
-    if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+  auto stream = fixture_chunks("openai-chat-basic.sse");
   read_both_ways(reader, stream);
   EXPECT_EQ(reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
 }
@@ -354,17 +354,7 @@ TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
       {R"("x-seq")", "1", "2", false},                     // a key beyond [A-Za-z0-9_]: no hole remembered
       {R"("seq")", R"({"n":[1]})", R"({"n":[2]})", false},  // an array in an object: no hole
   };
-  for (const auto& v : variants) {
-    chat_chunk_reader reader;
-    chat_chunk first;
-    ASSERT_TRUE(reader.read(stamped(v.member, v.remembered), first)) << v.remembered;
-    const auto data = stamped(v.member, v.value);
-    chat_chunk from_reader, fresh;
-    bool ok = reader.read(data, from_reader);
-    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
-    if (ok) expect_same_chunk(from_reader, fresh, data);
-    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
-  }
+  for (const auto& v : variants) expect_read_after(stamped(v.member, v.remembered), stamped(v.member, v.value), v.from_memory);
   // A whole stamped stream, as the demo engine writes it for the benchmark.
   std::vector<std::string> stream;
   for (std::string_view word : {"The", " quick", "", R"( \"q\")"})
@@ -414,17 +404,7 @@ TEST(ChatChunk, UsageSentWithEveryChunkIsReadFromMemory) {
       {R"("stats")", R"({"n":1,"s":"{"})", R"({"n":3,"s":"{"})", false},
       {R"("stats")", "{}", "{}", true},  // nothing varies: the chunk as remembered
   };
-  for (const auto& v : variants) {
-    chat_chunk_reader reader;
-    chat_chunk first;
-    ASSERT_TRUE(reader.read(counted(v.member, v.remembered), first)) << v.remembered;
-    const auto data = counted(v.member, v.object);
-    chat_chunk from_reader, fresh;
-    bool ok = reader.read(data, from_reader);
-    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
-    if (ok) expect_same_chunk(from_reader, fresh, data);
-    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
-  }
+  for (const auto& v : variants) expect_read_after(counted(v.member, v.remembered), counted(v.member, v.object), v.from_memory);
   // The counts read are this chunk's, not the remembered one's.
   chat_chunk_reader reader;
   chat_chunk c;
@@ -436,10 +416,7 @@ TEST(ChatChunk, UsageSentWithEveryChunkIsReadFromMemory) {
   EXPECT_EQ(c.completion_tokens, 41);
   // vLLM's fixture: every token chunk after the first from memory.
   chat_chunk_reader fixture_reader;
-  std::vector<std::string> stream;
-  std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / "vllm-chat.sse"));
-  for (std::string line; std::getline(lines, line);)
-    if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+  auto stream = fixture_chunks("vllm-chat.sse");
   read_both_ways(fixture_reader, stream);
   EXPECT_EQ(fixture_reader.remembered_reads(), 16u) << "of " << stream.size() << " chunks";
 }
@@ -473,17 +450,7 @@ TEST(ChatChunk, SeveralVaryingMembersAtTheEndAreReadFromMemory) {
       {R"("obfuscation":"kP2","demo_sent_us":1)", R"("obfuscation":"a\"b","demo_sent_us":2)", false},
       {R"("obfuscation":"kP2","demo_sent_us":1)", R"("demo_sent_us":2,"obfuscation":"a")", false},
   };
-  for (const auto& v : variants) {
-    chat_chunk_reader reader;
-    chat_chunk first;
-    ASSERT_TRUE(reader.read(tail(v.remembered), first)) << v.remembered;
-    const auto data = tail(v.members);
-    chat_chunk from_reader, fresh;
-    bool ok = reader.read(data, from_reader);
-    EXPECT_EQ(ok, read_chat_chunk(data, fresh)) << data;
-    if (ok) expect_same_chunk(from_reader, fresh, data);
-    EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << data;
-  }
+  for (const auto& v : variants) expect_read_after(tail(v.remembered), tail(v.members), v.from_memory);
 }
 
 // OpenAI's tool calls: a function's non-empty name or arguments make the
@@ -583,10 +550,7 @@ TEST(ChatChunk, ReasoningChunksAreReadFromMemoryWithTheSameResult) {
   for (auto [name, expected] : {std::pair{"openai-chat-reasoning.sse", 24u}, std::pair{"vllm-chat-reasoning.sse", 17u}}) {
     SCOPED_TRACE(name);
     chat_chunk_reader reader;
-    std::vector<std::string> stream;
-    std::istringstream lines(read_file(fs::path(TOKENGATE_FIXTURES) / "sse" / name));
-    for (std::string line; std::getline(lines, line);)
-      if (line.starts_with("data: {")) stream.push_back(line.substr(6));
+    auto stream = fixture_chunks(name);
     read_both_ways(reader, stream);
     EXPECT_EQ(reader.remembered_reads(), expected) << "of " << stream.size() << " chunks";
   }

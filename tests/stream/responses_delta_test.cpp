@@ -215,7 +215,9 @@ TEST(ResponsesDelta, OnlyValidValuesInTheHolesAreReadFromMemory) {
     bool ok = reader.read(v.data, kinds);
     auto r = observe(text_delta, v.data);
     EXPECT_EQ(ok, r.lean_read) << v.data;
-    if (ok) EXPECT_EQ(kinds, r.full_kinds) << v.data;
+    if (ok) {
+      EXPECT_EQ(kinds, r.full_kinds) << v.data;
+    }
     EXPECT_EQ(r.lean_kinds, r.full_kinds) << v.data;
     EXPECT_EQ(reader.remembered_reads(), v.from_memory ? 1u : 0u) << v.data;
   }
