@@ -465,7 +465,8 @@ std::int64_t digits_value(const char* p, const char* end) {
 
 }  // namespace
 
-const char* chat_chunk_reader::remembered_content_end(std::string_view data, chat_chunk& out) const {
+const char* chat_chunk_reader::remembered_content_end(std::string_view data, std::optional<std::int64_t>& prompt_tokens,
+                                                      std::optional<std::int64_t>& completion_tokens) const {
   std::string_view frame(frame_);
   auto before = frame.substr(0, before_), after = frame.substr(before_);
   if (frame.empty() || data.size() < frame.size() || !data.starts_with(before)) return nullptr;
@@ -494,8 +495,8 @@ const char* chat_chunk_reader::remembered_content_end(std::string_view data, cha
     } else {
       value = plain_integer_ending_at(content, value_end);
       if (!value) return nullptr;
-      if (i == prompt_hole_) out.prompt_tokens = digits_value(value, value_end);
-      if (i == completion_hole_) out.completion_tokens = digits_value(value, value_end);
+      if (i == prompt_hole_) prompt_tokens = digits_value(value, value_end);
+      if (i == completion_hole_) completion_tokens = digits_value(value, value_end);
     }
     at = value;
   }
@@ -503,11 +504,23 @@ const char* chat_chunk_reader::remembered_content_end(std::string_view data, cha
   return bytes_end_at(content, at, first) ? at - first.size() : nullptr;
 }
 
+namespace {
+// The flag of a choice that a string in `role` decides.
+bool& decided_flag(chat_chunk::choice& c, string_role role) {
+  switch (role) {
+    case string_role::reasoning: return c.reasoning;
+    case string_role::arguments: return c.tool_call;
+    case string_role::text: break;
+  }
+  return c.text;
+}
+}  // namespace
+
 bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   std::string_view frame(frame_);
   auto after = frame.substr(before_);
-  out.reset();
-  if (const char* end = remembered_content_end(data, out)) {
+  std::optional<std::int64_t> prompt_tokens, completion_tokens;  // where they are holes
+  if (const char* end = remembered_content_end(data, prompt_tokens, completion_tokens)) {
     const char* begin = data.data() + before_;
     bool escaped = false;
     // A string that closes exactly where the remembered bytes (which
@@ -518,15 +531,13 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
     constexpr std::size_t slack = 15;
     bool plain = after.size() >= slack && all_plain_string_bytes_reading_past_end(begin, end);
     if (plain || string_end(begin, end, escaped) == end) {
-      auto* choice = &out.add_choice();
-      *choice = remembered_choice_;
-      (remembered_role_ == string_role::arguments ? choice->tool_call
-       : remembered_role_ == string_role::reasoning ? choice->reasoning
-                                                    : choice->text) = begin != end;
+      out.reset();
+      auto& choice = out.add_choice() = remembered_choice_;
+      decided_flag(choice, remembered_role_) = begin != end;
       out.usage = remembered_usage_;
-      // (Counts that are holes were read from this chunk's own.)
-      if (prompt_hole_ == max_tail_holes) out.prompt_tokens = remembered_prompt_tokens_;
-      if (completion_hole_ == max_tail_holes) out.completion_tokens = remembered_completion_tokens_;
+      // Counts that are holes were read from this chunk's own digits.
+      out.prompt_tokens = prompt_hole_ == max_tail_holes ? remembered_prompt_tokens_ : prompt_tokens;
+      out.completion_tokens = completion_hole_ == max_tail_holes ? remembered_completion_tokens_ : completion_tokens;
       ++remembered_reads_;
       return true;
     }

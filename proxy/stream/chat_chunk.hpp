@@ -101,9 +101,9 @@ class chat_chunk_reader {
 
  private:
   // Where the content string of a chunk shaped as remembered ends; null
-  // when the chunk is not shaped so. Sets `out`'s usage counts where they
-  // are holes.
-  const char* remembered_content_end(std::string_view data, chat_chunk& out) const;
+  // when the chunk is not shaped so. Sets the usage counts that are holes.
+  const char* remembered_content_end(std::string_view data, std::optional<std::int64_t>& prompt_tokens,
+                                     std::optional<std::int64_t>& completion_tokens) const;
   void remember_tail_holes();
 
   std::string frame_;         // the bytes before the content string, then those after it
