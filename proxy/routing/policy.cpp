@@ -272,6 +272,13 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
         auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner, "include_usage", "true");
         edits.push_back({options->begin + add.begin, options->begin + add.end, add.replacement});
       }
+      // vLLM and SGLang send usage in every chunk only when include_usage is
+      // on too, so a client that asked for continuous_usage_stats alone got
+      // none from them: with include_usage now on for the proxy's sake it is
+      // turned off, and the client sees the chunks it would have seen.
+      if (inner)
+        if (const auto* m = inner->find("continuous_usage_stats"))
+          edits.push_back({options->begin + m->begin, options->begin + m->end, "false"});
     } else if (options) {
       edits.push_back(replace_value(*options, "{\"include_usage\":true}"));
     } else {

@@ -237,10 +237,25 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     EXPECT_EQ(facts.usage_events, 1u) << "the client that asked gets exactly one";
     EXPECT_EQ(facts.output_tokens, 4);
   }
+  {
+    // vLLM sends usage in every chunk only with include_usage on too: a
+    // client asking for continuous stats alone gets none, through the proxy
+    // as directly.
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4,)"
+                                             R"("stream_options":{"continuous_usage_stats":true}})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete);
+    EXPECT_EQ(observe(r.body).usage_events, 0u);
+    EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
+    auto options = json::parse(f.engine_last_request().at("body").as_string()).at("stream_options");
+    EXPECT_TRUE(options.at("include_usage").as_bool());
+    EXPECT_FALSE(options.at("continuous_usage_stats").as_bool());
+  }
   EXPECT_TRUE(wait_until([&] {
     return sample(http_get(f.admin_port(), "/metrics").body,
-                  R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})") == 8;
-  }, 2s, "both requests' output tokens to be counted"));
+                  R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})") == 12;
+  }, 2s, "the three requests' output tokens to be counted"));
 }
 
 TEST(Accounting, OutcomesAreCountedByKind) {

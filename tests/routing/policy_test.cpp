@@ -137,6 +137,29 @@ TEST(Policy, EachUpstreamGetsTheSpellingItHonours) {
   EXPECT_EQ(sent4.at("max_tokens").as_int64(), 1000);
 }
 
+// Usage asked for on the client's behalf changes nothing else the engine
+// sends: the other stream options stay, except continuous_usage_stats,
+// which vLLM honours only with include_usage (so never, for this client).
+TEST(Policy, UsageAskedForTheProxyLeavesTheClientsChunksAlone) {
+  auto c = policy("");
+  auto sent = [&](std::string body) {
+    auto r = ok(run(*c, "/v1/chat/completions", body));
+    return json::parse(body_for_target(body, "/v1/chat/completions", r, r.route->targets[0],
+                                       c->upstreams.at("openai"), true)).at("stream_options").as_object();
+  };
+  auto added = sent(R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"continuous_usage_stats":true}})");
+  EXPECT_TRUE(added.at("include_usage").as_bool());
+  EXPECT_FALSE(added.at("continuous_usage_stats").as_bool());
+  auto turned_on = sent(
+      R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"continuous_usage_stats":true,"include_usage":false,"x":1}})");
+  EXPECT_TRUE(turned_on.at("include_usage").as_bool());
+  EXPECT_FALSE(turned_on.at("continuous_usage_stats").as_bool());
+  EXPECT_EQ(turned_on.at("x").as_int64(), 1);
+  auto asked = sent(
+      R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+  EXPECT_TRUE(asked.at("continuous_usage_stats").as_bool()) << "the client asked for both: untouched";
+}
+
 TEST(Policy, PromptSizeCeiling) {
   auto c = policy("");
   auto e = err(run(*c, "/v1/messages", R"({"model":"claude-x","max_tokens":5,"messages":[{"content":")" +
