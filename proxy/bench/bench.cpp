@@ -268,7 +268,9 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
     detail = hec.message();
     co_return nullptr;
   }
-  co_return std::make_unique<any_stream>(std::move(tls));
+  auto stream = std::make_unique<any_stream>(std::move(tls));
+  stream->tls_handshake_done();
+  co_return stream;
 }
 
 // One request on `conn` (opened if needed); fills `s`.

@@ -1,5 +1,6 @@
 #include "server/any_stream.hpp"
 #include "server/plain_syscalls.hpp"
+#include "server/write_all.hpp"
 
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/error.hpp>
@@ -10,11 +11,23 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <vector>
 
 namespace tokengate {
 
 net::awaitable<void> any_stream::graceful_close() {
-  if (tls_) {
+  if (direct_) {
+    // close_notify, without waiting for the peer's (nginx does not wait
+    // either): the socket takes it at once unless the client stopped reading.
+    expires_after(std::chrono::seconds(2));
+    auto r = tls_direct::shutdown(tls_->native_handle());
+    if (r.wait == tls_direct::wait_for::writable) {
+      auto [ec] = co_await socket().async_wait(tcp::socket::wait_write, use_tuple);
+      if (!ec) tls_direct::shutdown(tls_->native_handle());
+    }
+    error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_send, ignored);
+  } else if (tls_) {
     expires_after(std::chrono::seconds(2));
     co_await tls_->async_shutdown(use_tuple);
     error_code ignored;
@@ -42,6 +55,7 @@ net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linge
 
 std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {
   ec = {};
+  if (direct_) return send_now_tls(buffers, ec);
   if (tls_ || !plain_->is_open()) return 0;
   constexpr std::size_t max_pieces = 64;
   iovec pieces[max_pieces];
@@ -60,6 +74,29 @@ std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, err
   if (sent >= 0) return static_cast<std::size_t>(sent);
   if (errno != EAGAIN && errno != EWOULDBLOCK) ec = error_code(errno, boost::system::system_category());
   return 0;
+}
+
+// A record at a time, each call starting where the last one's bytes ended,
+// until the socket would block (the record OpenSSL holds then is sent by
+// the caller's asynchronous write, which starts with the same bytes).
+std::size_t any_stream::send_now_tls(std::span<const net::const_buffer> buffers, error_code& ec) {
+  std::size_t sent = 0;
+  std::vector<net::const_buffer> rest;
+  auto total = net::buffer_size(buffers);
+  while (sent < total && sent < send_now_limit) {
+    auto pieces = buffers;
+    if (sent > 0) {
+      unsent_part(buffers, sent, rest);
+      pieces = rest;
+    }
+    auto r = tls_direct::write(tls_->native_handle(), pieces);
+    if (r.bytes == 0) {
+      ec = r.ec;
+      break;
+    }
+    sent += r.bytes;
+  }
+  return sent;
 }
 
 bool is_disconnect(const error_code& ec) {

@@ -3,11 +3,14 @@
 // Sessions and the relay are written once against this type instead of being
 // templated on the stream (fewer instantiations, a faster build), and both
 // the client side and the upstream side use it.
+#include <boost/asio/append.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +19,7 @@
 #include "net.hpp"
 #include "server/drained_read.hpp"
 #include "server/stream_deadline.hpp"
+#include "server/tls_direct.hpp"
 
 namespace tokengate {
 
@@ -32,6 +36,30 @@ struct deadline_aware_handler {
   void operator()(error_code ec, std::size_t n) {
     if (ec && *deadline_expired) ec = beast::error::timeout;
     std::move(handler)(ec, n);
+  }
+};
+
+// An operation on a TLS stream past its handshake (tls_direct.hpp): the
+// call is tried again each time the socket is ready for what it said it
+// needs, then the handler gets its outcome.
+template <typename Attempt, typename Handler>
+struct tls_direct_op {
+  tcp::socket* socket;
+  Attempt attempt;
+  Handler handler;
+
+  void operator()(error_code ec) {  // (the wait's end: an error when the socket was closed)
+    if (ec) {
+      std::move(handler)(ec, 0);
+      return;
+    }
+    auto r = attempt();
+    if (r.wait == tls_direct::wait_for::nothing) std::move(handler)(r.ec, r.bytes);
+    else wait(r.wait);
+  }
+  void wait(tls_direct::wait_for what) {
+    auto kind = what == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
+    socket->async_wait(kind, std::move(*this));
   }
 };
 
@@ -62,6 +90,9 @@ class any_stream {
 
   bool is_tls() const { return tls_ != nullptr; }
   tls_stream& tls() { return *tls_; }
+  // After a successful handshake: OpenSSL reads and writes the socket
+  // itself from now on (tls_direct.hpp), not through Asio's stream.
+  void tls_handshake_done() { direct_ = tls_ && tls_direct::take_over(tls_->native_handle(), tls_->next_layer()); }
 
   // The TCP socket under either: socket options, cancel.
   tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
@@ -82,7 +113,12 @@ class any_stream {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
-          if (tls_) tls_->async_read_some(b, std::move(done));
+          if (direct_) {
+            auto attempt = [this, into = first_room(b)] { return direct_read(into); };
+            // (When the last read found nothing and epoll has not reported
+            // the socket since, a try would fail again: wait at once.)
+            start_direct(std::move(attempt), std::move(done), quiet_since_drained(socket()));
+          } else if (tls_) tls_->async_read_some(b, std::move(done));
           else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
             start_drained_read(*plain_, reactor_, b, std::move(done), nullptr);  // (see drained_read.hpp)
           else plain_->async_read_some(b, std::move(done));
@@ -95,6 +131,13 @@ class any_stream {
   // the end or an error), false when the caller is to wait with
   // async_read_some. TLS streams never read here.
   bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
+    if (direct_) {
+      auto r = direct_read(buffer);
+      if (r.wait != tls_direct::wait_for::nothing) return false;
+      ec = r.ec;
+      n = r.bytes;
+      return true;
+    }
     return !tls_ && tokengate::read_now(*plain_, buffer, nullptr, ec, n);
   }
 
@@ -110,7 +153,12 @@ class any_stream {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
-          if (tls_) tls_->async_write_some(b, std::move(done));
+          if (direct_) {
+            auto attempt = [this, pieces = first_pieces(b)] {
+              return tls_direct::write(tls_->native_handle(), std::span(pieces.buffers.data(), pieces.count));
+            };
+            start_direct(std::move(attempt), std::move(done), false);
+          } else if (tls_) tls_->async_write_some(b, std::move(done));
           else plain_->async_write_some(b, std::move(done));
         },
         token, buffers);
@@ -134,6 +182,12 @@ class any_stream {
   // for a 200 KB prompt; the rest of a larger one goes out through Asio's
   // write, 64 KiB a call, with other connections served between calls.
   static constexpr std::size_t send_now_limit = 256 * 1024;
+  // (TLS past its handshake: the same, through OpenSSL.)
+  std::size_t send_now_tls(std::span<const net::const_buffer> buffers, error_code& ec);
+
+  // TLS past its handshake: whether OpenSSL holds bytes it has read and
+  // not yet handed out.
+  bool holds_unread_bytes() const { return direct_ && SSL_has_pending(tls_->native_handle()); }
 
   // Closes the socket now: every pending operation completes with an error.
   void close() {
@@ -157,11 +211,48 @@ class any_stream {
   net::awaitable<void> lingering_close(std::chrono::milliseconds linger);
 
  private:
+  // A direct TLS operation: tried now (its handler then runs as if posted:
+  // never inside the call that started it), or, when `wait_first` or the
+  // try says so, once the socket is ready.
+  template <typename Attempt, typename Handler>
+  void start_direct(Attempt attempt, Handler handler, bool wait_first) {
+    tls_direct_op<Attempt, Handler> op{&socket(), std::move(attempt), std::move(handler)};
+    if (wait_first) return op.wait(tls_direct::wait_for::readable);
+    auto r = op.attempt();
+    if (r.wait != tls_direct::wait_for::nothing) return op.wait(r.wait);
+    net::post(get_executor(), net::append(std::move(op.handler), r.ec, r.bytes));
+  }
+  tls_direct::io_result direct_read(net::mutable_buffer into) {
+    auto r = tls_direct::read(tls_->native_handle(), into);
+    if (r.wait == tls_direct::wait_for::readable) note_would_block(socket());
+    return r;
+  }
+  template <typename Buffers>
+  static net::mutable_buffer first_room(const Buffers& buffers) {
+    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it)
+      if (net::mutable_buffer b = *it; b.size() > 0) return b;
+    return {};
+  }
+  // Up to 16 of a sequence's first buffers: one record's worth is written at
+  // a time (tls_direct::write), and an event is three pieces.
+  struct some_pieces {
+    std::array<net::const_buffer, 16> buffers;
+    std::size_t count = 0;
+  };
+  template <typename Buffers>
+  static some_pieces first_pieces(const Buffers& buffers) {
+    some_pieces out;
+    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers) && out.count < 16; ++it)
+      out.buffers[out.count++] = *it;
+    return out;
+  }
+
   std::optional<tcp::socket> plain_;
   std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
   stream_deadline deadline_;  // declared after the stream it closes
   read_reactor reactor_;      // for plain reads (drained_read.hpp)
+  bool direct_ = false;       // TLS past its handshake, read and written by tls_direct
   std::function<void()> closer() {
     return [this] { close(); };
   }
@@ -184,5 +275,18 @@ struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Han
   static auto get(const tokengate::deadline_aware_handler<Handler>& h, const DefaultCandidate& c) noexcept
       -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
     return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+  }
+};
+
+template <template <typename, typename> class Associator, typename Attempt, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::tls_direct_op<Attempt, Handler>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const tokengate::tls_direct_op<Attempt, Handler>& op) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(op.handler);
+  }
+  static auto get(const tokengate::tls_direct_op<Attempt, Handler>& op, const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(op.handler, c)) {
+    return Associator<Handler, DefaultCandidate>::get(op.handler, c);
   }
 };

@@ -367,6 +367,18 @@ inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_execu
 #endif
 }
 
+// Records that a read of `socket` made outside Asio (TLS past its
+// handshake, tls_direct.hpp) has just failed with EAGAIN: as after Asio's own
+// failed attempt, nothing is to be read until epoll's next report, which
+// sets the record again (quiet_since_drained below tells).
+inline void note_would_block(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
+#ifdef TOKENGATE_DRAINED_READ
+  if (bool* try_at_once = drained_read_detail::try_read_flag(socket)) *try_at_once = false;
+#else
+  (void)socket;
+#endif
+}
+
 // Whether no report of epoll's that the socket has something to read (a
 // byte, the end, an error) has been taken since a read drained it: the
 // reactor's record of whether to try a read at once, which such a report

@@ -229,6 +229,8 @@ net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, wo
     if (ec) {
       spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());
       handshake_ok = false;
+    } else {
+      stream.tls_handshake_done();
     }
   }
   if (handshake_ok) {

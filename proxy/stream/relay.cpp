@@ -412,7 +412,7 @@ net::awaitable<bool> relay_response(relay_context& r, upstream::response_head& h
         auto into = up_buffer.prepare(room);
         error_code rec;
         std::size_t n = 0;
-        if (!plain_upstream || !plain_upstream->read_now(into, rec, n)) {
+        if (plain_upstream ? !plain_upstream->read_now(into, rec, n) : !upstream.read_now(into, rec, n)) {
           upstream.expires_at(std::min(total_deadline, now + idle_timeout));
           if (plain_upstream) std::tie(rec, n) = co_await plain_upstream->async_read_some(into, deferred_tuple);
           else std::tie(rec, n) = co_await upstream.async_read_some(into, deferred_tuple);

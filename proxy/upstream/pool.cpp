@@ -50,7 +50,9 @@ net::awaitable<acquire_result> pool::acquire() {
     auto conn = std::move(idle_.back());  // most recently used: least likely to be stale
     idle_.pop_back();
     if (idle_gauge_) idle_gauge_->sub();
-    if (still_usable(conn->stream.socket())) {
+    // (Over TLS, bytes OpenSSL read ahead past the last response, a
+    // close_notify say, are not in the socket for the check to see.)
+    if (!conn->stream.holds_unread_bytes() && still_usable(conn->stream.socket())) {
       conn->reused = true;
       co_return acquire_result{std::move(conn)};
     }
@@ -118,6 +120,7 @@ net::awaitable<acquire_result> pool::connect_new() {
     co_return result;
   }
   conn->stream.expires_never();
+  conn->stream.tls_handshake_done();
   result.conn = std::move(conn);
   co_return result;
 }

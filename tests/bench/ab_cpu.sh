@@ -27,7 +27,7 @@ one_round() {  # $1: binary; prints "cpu_s_per_million_events transit_p50_ms tra
   local proxy
   start_tokengate "$1" "$work/cfg.yaml" "$work/proxy.log"
   local before; before=$(cpu_ticks "$proxy")
-  taskset -c 1 "$new" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$requests" \
+  taskset -c 1 "$new" bench --url "$scheme://$host:$port/v1" --model bench --requests "$requests" \
     --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json ${API:+--api "$API"} "${sdk_extra[@]}" \
     ${PROMPT_SCRIPT:+--prompt-script "$PROMPT_SCRIPT"} ${ESCAPE:+--escape-non-ascii} \
     --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true${DEMO:+,$DEMO}}}" > "$work/r.json"

@@ -16,14 +16,39 @@ trap cleanup EXIT
 # the proxy waited up to 28 ms for it.
 taskset -cp 1 $$ > /dev/null
 
+# TLS=1: both proxies terminate TLS (TLS 1.3, a P-256 certificate made
+# here for localhost), as in production; the load connects with https and
+# trusts that certificate (SSL_CERT_FILE, exported). $scheme and $host are
+# what the load's URL takes.
+# TLS_UPSTREAM=1: the source is reached over TLS too, as a hosted provider
+# is: start_engine puts a TLS terminator (tokengate, on the load's core) in
+# front of the demo engine, on the port the caller gave the engine; both
+# proxies keep their connections to it alive (nginx also reuses sessions).
+scheme=http host=127.0.0.1 tokengate_tls="" nginx_tls="" upstream_scheme=http upstream_tls="" nginx_upstream_tls=""
+if [[ -n ${TLS:-}${TLS_UPSTREAM:-} ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
+  export SSL_CERT_FILE=$work/cert.pem
+fi
+if [[ -n ${TLS:-} ]]; then
+  scheme=https host=localhost
+  tokengate_tls=", tls: {cert_file: $work/cert.pem, key_file: $work/key.pem}"
+  nginx_tls="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
+fi
+if [[ -n ${TLS_UPSTREAM:-} ]]; then
+  upstream_scheme=https
+  upstream_tls=", ca_file: $work/cert.pem"
+  nginx_upstream_tls="proxy_ssl_server_name on; proxy_ssl_name localhost; proxy_ssl_session_reuse on;"
+fi
+
 # tokengate_config FILE PORT ENGINE_PORT (POOL_SIZE: the upstream pool's
 # size, 256 unless set; 256 idle connections hold about 5 MB after a burst)
 tokengate_config() {
   cat > "$1" <<YAML
 log_level: warn
 workers: 1
-listeners: [{name: main, address: 127.0.0.1, port: $2}]
-upstreams: {source: {base_url: "http://127.0.0.1:$3/v1", pool_size: ${POOL_SIZE:-256}}}
+listeners: [{name: main, address: 127.0.0.1, port: $2$tokengate_tls}]
+upstreams: {source: {base_url: "$upstream_scheme://127.0.0.1:$3/v1", pool_size: ${POOL_SIZE:-256}$upstream_tls}}
 routes:
   - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
      max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
@@ -44,8 +69,9 @@ http {
   access_log off;
   upstream source { server 127.0.0.1:$2; keepalive 128; }
   server {
-    listen 127.0.0.1:$1;
-    location / { proxy_pass http://source; proxy_http_version 1.1; proxy_set_header Connection "";
+    listen 127.0.0.1:$1${TLS:+ ssl};
+    $nginx_tls
+    location / { proxy_pass $upstream_scheme://source; proxy_http_version 1.1; proxy_set_header Connection ""; $nginx_upstream_tls
                  proxy_buffering off; proxy_request_buffering off; client_body_buffer_size 8m; client_max_body_size 16m; }
   }
 }
@@ -87,8 +113,21 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # start_engine BIN PORT: the demo engine, the source of every load, on core 1
 # (beside the load, away from the proxy under test).
 start_engine() {
-  taskset -c 1 "$1" demo-engine --port "$2" > "$work/engine.log" 2>&1 &
+  local port=$2
+  [[ -z ${TLS_UPSTREAM:-} ]] || port=$(free_port)
+  taskset -c 1 "$1" demo-engine --port "$port" > "$work/engine.log" 2>&1 &
   pids+=($!)
+  [[ -n ${TLS_UPSTREAM:-} ]] || return 0
+  cat > "$work/front.yaml" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: front, address: 127.0.0.1, port: $2, tls: {cert_file: $work/cert.pem, key_file: $work/key.pem}}]
+upstreams: {engine: {base_url: "http://127.0.0.1:$port/v1", pool_size: 1024}}
+routes: [{name: all, models: ["*"], targets: [{upstream: engine}]}]
+YAML
+  taskset -c 1 "$1" serve -c "$work/front.yaml" > "$work/front.log" 2>&1 &
+  pids+=($!)
+  wait_listening "$work/front.log"
 }
 
 # start_proxy tokengate|nginx BIN PORT ENGINE_PORT: one proxy in front of

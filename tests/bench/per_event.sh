@@ -20,7 +20,7 @@ engine=$(free_port) port=$(free_port)
 start_engine "$bin" "$engine"
 start_proxy "$target" "$bin" "$port" "$engine"
 
-taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
+taskset -c 1 "$bin" bench --url "$scheme://$host:$port/v1" --model "$model" --requests "$requests" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens "${PROMPT_TOKENS:-20}" --json "${sdk_extra[@]}" \
   --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens${DEMO:+,$DEMO}}}" > "$work/r.json" &
 load=$!

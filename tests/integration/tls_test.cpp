@@ -2,7 +2,10 @@
 // TLS out (an HTTPS upstream, verified or refused).
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -11,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/demo_text.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -284,6 +288,158 @@ TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
   auto now = static_cast<long long>(std::time(nullptr));
   EXPECT_GT(expiry, now + 86400);
   EXPECT_LT(expiry, now + 3 * 86400);
+}
+
+// A TLS client through memory BIOs, so that the test decides what goes into
+// each TCP write.
+struct memory_tls_client {
+  client_context context{certificate().cert};
+  SSL* ssl = SSL_new(context.ctx);
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+
+  // `receive_buffer`: the socket's SO_RCVBUF, 0 for the kernel's default.
+  explicit memory_tls_client(std::uint16_t port, int receive_buffer = 0) {
+    if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    SSL_set_bio(ssl, in, out);
+    SSL_set_connect_state(ssl);
+    SSL_set_tlsext_host_name(ssl, "localhost");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("connect");
+    timeval five{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+  }
+  ~memory_tls_client() {
+    SSL_free(ssl);
+    ::close(fd);
+  }
+  // What OpenSSL has written, sent in one write.
+  void flush() {
+    char* data = nullptr;
+    auto n = BIO_get_mem_data(out, &data);
+    if (n > 0) ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(n), MSG_NOSIGNAL), n);
+    (void)BIO_reset(out);
+  }
+  // Ciphertext from the socket into OpenSSL; false at the end or on a timeout.
+  bool receive() {
+    char buffer[16384];
+    auto n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) return false;
+    BIO_write(in, buffer, static_cast<int>(n));
+    return true;
+  }
+  // The handshake, all but the client's last flight, which waits in `out`.
+  void handshake() {
+    int done;
+    while ((done = SSL_do_handshake(ssl)) != 1) {
+      ASSERT_EQ(SSL_get_error(ssl, done), SSL_ERROR_WANT_READ);
+      flush();
+      ASSERT_TRUE(receive()) << "the handshake stopped";
+    }
+  }
+  void write(const std::string& plain) {
+    ASSERT_EQ(SSL_write(ssl, plain.data(), static_cast<int>(plain.size())), static_cast<int>(plain.size()));
+  }
+  // What OpenSSL can decrypt of what was received, appended to `plain`; the
+  // last SSL_read's error (SSL_ERROR_WANT_READ: more is to come).
+  int decrypt(std::string& plain) {
+    char buffer[16384];
+    int n;
+    while ((n = SSL_read(ssl, buffer, sizeof buffer)) > 0) plain.append(buffer, n);
+    return SSL_get_error(ssl, n);
+  }
+};
+
+// A TLS 1.3 client may send its first request in the same flight as its
+// Finished: the proxy's handshake then ends with the request's records
+// already read from the socket, which must be answered all the same. Its
+// answer ends with close_notify (a clean end of TLS, not a truncation).
+TEST(Tls, ARequestSentWithTheHandshakesLastFlightIsAnswered) {
+  proxy_fixture f(tls_listener());
+  memory_tls_client c(f.port());
+  c.handshake();
+  // The Finished is still unsent: the request joins it in one TCP write.
+  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})", "Connection: close\r\n"));
+  c.flush();
+  std::string answer;
+  int last = SSL_ERROR_WANT_READ;
+  while ((last = c.decrypt(answer)) == SSL_ERROR_WANT_READ && c.receive()) {
+  }
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  EXPECT_NE(answer.find("data: [DONE]"), std::string::npos) << answer;
+  EXPECT_EQ(last, SSL_ERROR_ZERO_RETURN) << "the answer ended without close_notify";
+}
+
+// A client that takes its answer slowly, 16 KiB at a time with pauses,
+// makes the proxy's TLS writes find the socket full mid-record, and (its
+// reads held back in turn) the upstream proxy's writes to it: OpenSSL holds
+// the record until the socket has room, and the write goes on with the same
+// bytes. Every token of a 17 MB answer must arrive, in order, once.
+TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
+  proxy_fixture https_upstream(tls_listener());
+  auto o = tls_listener();
+  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
+  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
+  proxy_fixture f(o);
+  memory_tls_client c(f.port(), 16384);  // (a small window: the proxy's socket fills in the first pause)
+  c.handshake();
+  constexpr std::size_t tokens = 100000;
+  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":100000,)"
+                                            R"("demo":{"tokens":100000,"interval_ms":0,"ttft_ms":0}})"));
+  c.flush();
+  ASSERT_TRUE(wait_until([&] { return https_upstream.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
+  std::string answer;
+  auto deadline = clock::now() + 30s;
+  while (!answer.ends_with("\r\n0\r\n\r\n") && clock::now() < deadline && c.receive()) {
+    ASSERT_EQ(c.decrypt(answer), SSL_ERROR_WANT_READ);
+    std::this_thread::sleep_for(1ms);
+  }
+  // Each event is whole inside one HTTP chunk: its line is read in place.
+  std::size_t seen = 0, at = 0;
+  bool in_order = true;
+  for (auto line_end = answer.find('\n'); line_end != std::string::npos; line_end = answer.find('\n', at)) {
+    std::string_view line(answer.data() + at, line_end - at);
+    at = line_end + 1;
+    if (!line.starts_with("data: {")) continue;
+    auto event = boost::json::parse(line.substr(6));  // throws on a torn event
+    const auto& delta = event.at("choices").at(0).at("delta").as_object();
+    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
+    in_order = in_order && delta.at("content").as_string() == engine::demo_token(seen);
+    ++seen;
+  }
+  EXPECT_TRUE(in_order) << "a token arrived out of place";
+  EXPECT_EQ(seen, tokens);
+  EXPECT_NE(answer.find("data: [DONE]"), std::string::npos);
+  EXPECT_GT(answer.size(), 16u << 20);
+}
+
+// Upstream connections over TLS go back to the pool after each response
+// and carry the next request.
+TEST(Tls, AnHttpsUpstreamConnectionCarriesTheNextRequest) {
+  proxy_fixture https_upstream(tls_listener());
+  fixture_options o;
+  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
+  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
+  proxy_fixture f(o);
+  for (int i = 1; i <= 3; ++i) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
+  }
+  EXPECT_EQ(https_upstream.engine_stats().requests.load(), 3u);
+  // Each request went on a new connection or a reused one; with fewer
+  // workers than requests, at least one was reused.
+  auto opened = metric(https_upstream, "tokengate_downstream_cx_total");
+  auto reused = metric(f, "tokengate_upstream_cx_reused_total");
+  EXPECT_EQ(opened + reused, 3u);
+  EXPECT_GE(reused, 1u);
 }
 
 }  // namespace

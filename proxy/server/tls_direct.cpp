@@ -1,0 +1,206 @@
+#include "server/tls_direct.hpp"
+
+#include <boost/asio/ssl/error.hpp>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace tokengate::tls_direct {
+namespace {
+
+// What the BIO knows: the socket (its descriptor is looked up at each call),
+// the ciphertext the pair still held when it took over, served first, and
+// how the last receive ended.
+struct socket_bio_state {
+  tcp::socket* socket;
+  std::string held;
+  std::size_t held_taken = 0;
+  bool ended = false;  // the peer's FIN was read
+  int last_errno = 0;
+};
+
+socket_bio_state& state_of(BIO* bio) { return *static_cast<socket_bio_state*>(BIO_get_data(bio)); }
+
+int bio_read(BIO* bio, char* out, int size) {
+  auto& st = state_of(bio);
+  BIO_clear_retry_flags(bio);
+  if (st.held_taken < st.held.size()) {
+    auto n = std::min(static_cast<std::size_t>(size), st.held.size() - st.held_taken);
+    std::memcpy(out, st.held.data() + st.held_taken, n);
+    st.held_taken += n;
+    if (st.held_taken == st.held.size()) std::string().swap(st.held);
+    return static_cast<int>(n);
+  }
+  if (!st.socket->is_open()) {
+    st.last_errno = EBADF;
+    return -1;
+  }
+  ssize_t n;
+  do n = ::recv(st.socket->native_handle(), out, static_cast<std::size_t>(size), MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    st.last_errno = errno;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
+  } else if (n == 0) {
+    st.ended = true;
+  }
+  return static_cast<int>(n);
+}
+
+int bio_write(BIO* bio, const char* data, int size) {
+  auto& st = state_of(bio);
+  BIO_clear_retry_flags(bio);
+  if (!st.socket->is_open()) {
+    st.last_errno = EBADF;
+    return -1;
+  }
+  ssize_t n;
+  do n = ::send(st.socket->native_handle(), data, static_cast<std::size_t>(size), MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    st.last_errno = errno;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
+  }
+  return static_cast<int>(n);
+}
+
+long bio_ctrl(BIO* bio, int command, long, void*) {
+  switch (command) {
+    case BIO_CTRL_FLUSH: return 1;                          // every write went to the kernel
+    case BIO_CTRL_EOF: return state_of(bio).ended ? 1 : 0;  // OpenSSL tells a truncation from an error by it
+    case BIO_CTRL_PENDING: {
+      auto& st = state_of(bio);
+      return static_cast<long>(st.held.size() - st.held_taken);
+    }
+    default: return 0;
+  }
+}
+
+int bio_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+int bio_destroy(BIO* bio) {
+  delete static_cast<socket_bio_state*>(BIO_get_data(bio));
+  BIO_set_data(bio, nullptr);
+  return 1;
+}
+
+BIO_METHOD* socket_method() {
+  static BIO_METHOD* method = [] {
+    auto* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tokengate socket");
+    BIO_meth_set_read(m, bio_read);
+    BIO_meth_set_write(m, bio_write);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    BIO_meth_set_destroy(m, bio_destroy);
+    return m;
+  }();
+  return method;
+}
+
+// The outcome of an SSL call that returned `result` <= 0, as Asio's own
+// stream reports it (so that is_disconnect and the logs read the same).
+io_result failure(SSL* ssl, int result) {
+  switch (SSL_get_error(ssl, result)) {
+    case SSL_ERROR_WANT_READ: return {0, {}, wait_for::readable};
+    case SSL_ERROR_WANT_WRITE: return {0, {}, wait_for::writable};
+    case SSL_ERROR_ZERO_RETURN: return {0, net::error::eof};
+    case SSL_ERROR_SYSCALL: {
+      auto* bio = SSL_get_rbio(ssl);
+      int e = bio ? state_of(bio).last_errno : 0;
+      if (e == 0) return {0, net::ssl::error::stream_truncated};
+      return {0, error_code(e, boost::system::system_category())};
+    }
+    case SSL_ERROR_SSL: {
+      auto code = ERR_get_error();
+      if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return {0, net::ssl::error::stream_truncated};
+      return {0, error_code(static_cast<int>(code), net::error::get_ssl_category())};
+    }
+    default: return {0, net::ssl::error::unspecified_system_error};
+  }
+}
+
+// Before each call: no stale error from an earlier one.
+void forget_errors(SSL* ssl) {
+  ERR_clear_error();
+  state_of(SSL_get_rbio(ssl)).last_errno = 0;
+}
+
+}  // namespace
+
+bool take_over(SSL* ssl, tcp::socket& socket) {
+  // Ciphertext OpenSSL wrote and Asio has not sent yet cannot be moved (the
+  // pair's other end is Asio's); after a finished handshake there is none,
+  // but if there were, the stream stays with Asio.
+  BIO* pair_end = SSL_get_rbio(ssl);
+  if (!pair_end || BIO_wpending(pair_end) > 0) return false;
+  auto st = std::make_unique<socket_bio_state>();
+  st->socket = &socket;
+  std::array<char, 4096> chunk;
+  for (int n; (n = BIO_read(pair_end, chunk.data(), static_cast<int>(chunk.size()))) > 0;) st->held.append(chunk.data(), n);
+  BIO* bio = BIO_new(socket_method());
+  if (!bio) return false;
+  BIO_set_data(bio, st.release());
+  SSL_set_bio(ssl, bio, bio);  // frees the pair's end
+  // Records are read as many at a time as have arrived, not header and body
+  // in two receives each.
+  SSL_set_read_ahead(ssl, 1);
+  return true;
+}
+
+io_result read(SSL* ssl, net::mutable_buffer into) {
+  if (into.size() == 0) return {};
+  forget_errors(ssl);
+  int n = SSL_read(ssl, into.data(), static_cast<int>(std::min<std::size_t>(into.size(), INT_MAX)));
+  if (n > 0) return {static_cast<std::size_t>(n)};
+  return failure(ssl, n);
+}
+
+io_result write(SSL* ssl, std::span<const net::const_buffer> pieces) {
+  std::size_t total = 0;
+  for (const auto& p : pieces) total += p.size();
+  if (total == 0) return {};
+  auto wanted = std::min(total, record_plaintext);
+  const void* data = nullptr;
+  // A single piece goes as it is; several are gathered into one record
+  // (one syscall for the event's size line, bytes and CRLF, not three).
+  static thread_local std::array<char, record_plaintext> gathered;
+  if (pieces.front().size() >= wanted) {
+    data = pieces.front().data();
+  } else {
+    std::size_t at = 0;
+    for (const auto& p : pieces) {
+      auto n = std::min(p.size(), wanted - at);
+      std::memcpy(gathered.data() + at, p.data(), n);
+      at += n;
+      if (at == wanted) break;
+    }
+    data = gathered.data();
+  }
+  forget_errors(ssl);
+  int n = SSL_write(ssl, data, static_cast<int>(wanted));
+  if (n > 0) return {static_cast<std::size_t>(n)};
+  return failure(ssl, n);
+}
+
+io_result shutdown(SSL* ssl) {
+  forget_errors(ssl);
+  int r = SSL_shutdown(ssl);
+  if (r >= 0) return {};
+  auto f = failure(ssl, r);
+  if (f.wait == wait_for::readable) return {};  // (only when the peer's close_notify is awaited: it is not)
+  return f;
+}
+
+}  // namespace tokengate::tls_direct
