@@ -63,6 +63,26 @@ struct tls_direct_op {
   }
 };
 
+// The end of a direct TLS read queued on the reactor (any_stream's
+// start_direct_read): the handler's, unless OpenSSL had to write first and
+// the socket had no room (`would_block`): then the read goes on as a
+// tls_direct_op that waits for room.
+template <typename ReadOnce, typename Handler>
+struct tls_direct_read_done {
+  tcp::socket* socket;
+  ReadOnce read_once;
+  Handler handler;
+
+  void operator()(error_code ec, std::size_t n) {
+    if (ec != net::error::would_block) {
+      std::move(handler)(ec, n);
+      return;
+    }
+    tls_direct_op<ReadOnce, Handler>{socket, std::move(read_once), std::move(handler)}.wait(
+        tls_direct::wait_for::writable);
+  }
+};
+
 class any_stream {
  public:
   using executor_type = tcp::socket::executor_type;
@@ -91,8 +111,13 @@ class any_stream {
   bool is_tls() const { return tls_ != nullptr; }
   tls_stream& tls() { return *tls_; }
   // After a successful handshake: OpenSSL reads and writes the socket
-  // itself from now on (tls_direct.hpp), not through Asio's stream.
-  void tls_handshake_done() { direct_ = tls_ && tls_direct::take_over(tls_->native_handle(), tls_->next_layer()); }
+  // itself from now on (tls_direct.hpp), not through Asio's stream. (The
+  // first read tries at once: the handshake may have brought records of
+  // the request with it, which the socket will not report again.)
+  void tls_handshake_done() {
+    direct_ = tls_ && tls_direct::take_over(tls_->native_handle(), tls_->next_layer());
+    if (direct_) try_next_read_at_once(socket());
+  }
 
   // The TCP socket under either: socket options, cancel.
   tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
@@ -113,12 +138,8 @@ class any_stream {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
-          if (direct_) {
-            auto attempt = [this, into = first_room(b)] { return direct_read(into); };
-            // (When the last read found nothing and epoll has not reported
-            // the socket since, a try would fail again: wait at once.)
-            start_direct(std::move(attempt), std::move(done), quiet_since_drained(socket()));
-          } else if (tls_) tls_->async_read_some(b, std::move(done));
+          if (direct_) start_direct_read(first_room(b), std::move(done));
+          else if (tls_) tls_->async_read_some(b, std::move(done));
           else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
             start_drained_read(*plain_, reactor_, b, std::move(done), nullptr);  // (see drained_read.hpp)
           else plain_->async_read_some(b, std::move(done));
@@ -126,13 +147,17 @@ class any_stream {
         token, buffers);
   }
 
-  // Plain TCP: reads now where the asynchronous read would begin with an
-  // attempt anyway (drained_read.hpp's read_now): true when it read (bytes,
-  // the end or an error), false when the caller is to wait with
-  // async_read_some. TLS streams never read here.
+  // Reads now where the asynchronous read would begin with an attempt
+  // anyway (drained_read.hpp's read_now; TLS past its handshake, an
+  // SSL_read): true when it read (bytes, the end or an error), false when
+  // the caller is to wait with async_read_some. TLS streams still in Asio's
+  // hands never read here.
   bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
     if (direct_) {
-      auto r = direct_read(buffer);
+      if (quiet_since_drained(socket())) return false;  // (as the plain read_now: a try would find nothing)
+      auto r = tls_direct::read(tls_->native_handle(), buffer);
+      if (r.wait == tls_direct::wait_for::readable || (r.wait == tls_direct::wait_for::nothing && r.drained))
+        note_would_block(socket());
       if (r.wait != tls_direct::wait_for::nothing) return false;
       ec = r.ec;
       n = r.bytes;
@@ -222,10 +247,34 @@ class any_stream {
     if (r.wait != tls_direct::wait_for::nothing) return op.wait(r.wait);
     net::post(get_executor(), net::append(std::move(op.handler), r.ec, r.bytes));
   }
-  tls_direct::io_result direct_read(net::mutable_buffer into) {
-    auto r = tls_direct::read(tls_->native_handle(), into);
-    if (r.wait == tls_direct::wait_for::readable) note_would_block(socket());
-    return r;
+  // A direct TLS read: queued on the reactor as the plain reads are (no
+  // syscall to wait: drained_read.hpp's start_attempted_read), its tries
+  // SSL_read. A try that OpenSSL says must first write (a key update's
+  // answer into a full socket) ends it, and the read goes on as a
+  // tls_direct_op waiting for room. Where the reactor's read cannot be used,
+  // a tls_direct_op throughout.
+  template <typename Handler>
+  void start_direct_read(net::mutable_buffer into, Handler handler) {
+    auto read_once = [this, into] { return tls_direct::read(tls_->native_handle(), into); };
+#ifdef TOKENGATE_DRAINED_READ
+    using status = net::detail::reactor_op::status;
+    auto attempt = [read_once](error_code& ec, std::size_t& n) -> status {
+      auto r = read_once();
+      if (r.wait == tls_direct::wait_for::readable) return status::not_done;
+      if (r.wait == tls_direct::wait_for::writable) {
+        ec = net::error::would_block;
+        return status::done;
+      }
+      ec = r.ec;
+      n = r.bytes;
+      return r.drained ? status::done_and_exhausted : status::done;
+    };
+    tls_direct_read_done<decltype(read_once), Handler> done{&socket(), read_once, std::move(handler)};
+    if (start_attempted_read(socket(), reactor_, attempt, done)) return;  // (takes both only when it starts)
+    start_direct(std::move(read_once), std::move(done.handler), quiet_since_drained(socket()));
+#else
+    start_direct(std::move(read_once), std::move(handler), quiet_since_drained(socket()));
+#endif
   }
   template <typename Buffers>
   static net::mutable_buffer first_room(const Buffers& buffers) {
@@ -264,29 +313,31 @@ bool is_disconnect(const error_code& ec);
 }  // namespace tokengate
 
 // Asio finds a handler's executor, allocator and cancellation slot through
-// associators: deadline_aware_handler passes the wrapped handler's on.
-template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Handler>, DefaultCandidate>
-    : Associator<Handler, DefaultCandidate> {
-  static typename Associator<Handler, DefaultCandidate>::type get(
-      const tokengate::deadline_aware_handler<Handler>& h) noexcept {
-    return Associator<Handler, DefaultCandidate>::get(h.handler);
+// associators: the wrappers above pass their wrapped `handler`'s on.
+namespace tokengate {
+template <template <typename, typename> class Associator, typename Wrapper, typename Handler, typename DefaultCandidate>
+struct wrapped_handler_associator : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(const Wrapper& w) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(w.handler);
   }
-  static auto get(const tokengate::deadline_aware_handler<Handler>& h, const DefaultCandidate& c) noexcept
-      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
-    return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+  static auto get(const Wrapper& w, const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(w.handler, c)) {
+    return Associator<Handler, DefaultCandidate>::get(w.handler, c);
   }
 };
+}  // namespace tokengate
+
+template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Handler>, DefaultCandidate>
+    : tokengate::wrapped_handler_associator<Associator, tokengate::deadline_aware_handler<Handler>, Handler,
+                                            DefaultCandidate> {};
 
 template <template <typename, typename> class Associator, typename Attempt, typename Handler, typename DefaultCandidate>
 struct boost::asio::associator<Associator, tokengate::tls_direct_op<Attempt, Handler>, DefaultCandidate>
-    : Associator<Handler, DefaultCandidate> {
-  static typename Associator<Handler, DefaultCandidate>::type get(
-      const tokengate::tls_direct_op<Attempt, Handler>& op) noexcept {
-    return Associator<Handler, DefaultCandidate>::get(op.handler);
-  }
-  static auto get(const tokengate::tls_direct_op<Attempt, Handler>& op, const DefaultCandidate& c) noexcept
-      -> decltype(Associator<Handler, DefaultCandidate>::get(op.handler, c)) {
-    return Associator<Handler, DefaultCandidate>::get(op.handler, c);
-  }
-};
+    : tokengate::wrapped_handler_associator<Associator, tokengate::tls_direct_op<Attempt, Handler>, Handler,
+                                            DefaultCandidate> {};
+
+template <template <typename, typename> class Associator, typename ReadOnce, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::tls_direct_read_done<ReadOnce, Handler>, DefaultCandidate>
+    : tokengate::wrapped_handler_associator<Associator, tokengate::tls_direct_read_done<ReadOnce, Handler>, Handler,
+                                            DefaultCandidate> {};

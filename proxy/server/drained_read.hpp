@@ -242,6 +242,47 @@ class read_op : public detail::reactor_op {
   detail::handler_work<Handler, IoExecutor> work_;
 };
 
+// A read whose attempt is the caller's (`Attempt`: status(error_code&,
+// std::size_t&), as a reactor_op's perform): TLS past its handshake, where
+// OpenSSL reads the socket (tls_direct.hpp). Queued on the reactor like
+// Asio's own reads, so a read that must wait costs no syscall; a wait for
+// readiness through Asio (async_wait) re-registers the descriptor with
+// epoll_ctl every time.
+template <typename Attempt, typename Handler, typename IoExecutor>
+class attempt_read_op : public detail::reactor_op {
+ public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(attempt_read_op);
+
+  attempt_read_op(Attempt& attempt, Handler& handler, const IoExecutor& io_ex)
+      : detail::reactor_op(error_code(), &attempt_read_op::do_perform, &attempt_read_op::do_complete),
+        attempt_(std::move(attempt)),
+        handler_(std::move(handler)),
+        work_(handler_, io_ex) {}
+
+  static status do_perform(detail::reactor_op* base) {
+    auto* o = static_cast<attempt_read_op*>(base);
+    return o->attempt_(o->ec_, o->bytes_transferred_);
+  }
+
+  static void do_complete(void* owner, detail::operation* base, const error_code&, std::size_t) {
+    auto* o = static_cast<attempt_read_op*>(base);
+    ptr p = {std::addressof(o->handler_), o, o};
+    detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+    detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+    p.h = std::addressof(handler.handler_);
+    p.reset();
+    if (owner) {
+      detail::fenced_block b(detail::fenced_block::half);
+      w.complete(handler, handler.handler_);
+    }
+  }
+
+ private:
+  Attempt attempt_;
+  Handler handler_;
+  detail::handler_work<Handler, IoExecutor> work_;
+};
+
 }  // namespace drained_read_detail
 #endif
 
@@ -295,6 +336,29 @@ void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& soc
   (void)reactor;
 #endif
   socket.async_read_some(buffer, std::forward<Handler>(handler));
+}
+
+// Starts a read of `socket` whose every try is `attempt` (attempt_read_op
+// above): at once where the reactor would try a read at once, then at each
+// report of epoll's until it says done. Where that cannot run (another
+// Boost), false: the caller waits its own way.
+template <typename Attempt, typename Handler>
+bool start_attempted_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
+                          Attempt&& attempt, Handler&& handler) {
+#ifdef TOKENGATE_DRAINED_READ
+  namespace detail = boost::asio::detail;
+  using op = drained_read_detail::attempt_read_op<std::decay_t<Attempt>, std::decay_t<Handler>, net::any_io_executor>;
+  auto& impl = drained_read_detail::socket_access::implementation(socket);
+  if (!(impl.state_ & detail::socket_ops::non_blocking) || !socket.is_open()) return false;
+  typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
+  p.p = new (p.v) op(attempt, handler, socket.get_executor());
+  reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
+  p.v = p.p = nullptr;
+  return true;
+#else
+  (void)socket, (void)reactor, (void)attempt, (void)handler;
+  return false;
+#endif
 }
 
 // Reads `socket` now, without waiting, where a read started through Asio
@@ -374,6 +438,17 @@ inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_execu
 inline void note_would_block(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
 #ifdef TOKENGATE_DRAINED_READ
   if (bool* try_at_once = drained_read_detail::try_read_flag(socket)) *try_at_once = false;
+#else
+  (void)socket;
+#endif
+}
+
+// The opposite: the next read of `socket` is to try at once, whatever the
+// reactor's record says (bytes read from it are held elsewhere: by OpenSSL,
+// tls_direct.hpp).
+inline void try_next_read_at_once(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
+#ifdef TOKENGATE_DRAINED_READ
+  if (bool* try_at_once = drained_read_detail::try_read_flag(socket)) *try_at_once = true;
 #else
   (void)socket;
 #endif

@@ -2,9 +2,12 @@
 
 #include <boost/asio/ssl/error.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +16,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+
+#include "server/plain_syscalls.hpp"
 
 namespace tokengate::tls_direct {
 namespace {
@@ -26,6 +31,7 @@ struct socket_bio_state {
   std::size_t held_taken = 0;
   bool ended = false;  // the peer's FIN was read
   int last_errno = 0;
+  int queued_after = -1;  // what the kernel still held after this call's last receive (TCP_INQ); -1: unknown
 };
 
 socket_bio_state& state_of(BIO* bio) { return *static_cast<socket_bio_state*>(BIO_get_data(bio)); }
@@ -44,14 +50,28 @@ int bio_read(BIO* bio, char* out, int size) {
     st.last_errno = EBADF;
     return -1;
   }
+  // recvmsg, for what the kernel still holds after it (TCP_INQ, where the
+  // socket has it on: enable_drained_reads), as the plain reads do.
+  iovec piece{out, static_cast<std::size_t>(size)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr message{};
+  message.msg_iov = &piece;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
   ssize_t n;
-  do n = ::recv(st.socket->native_handle(), out, static_cast<std::size_t>(size), MSG_DONTWAIT);
+  do n = recvmsg_plain(st.socket->native_handle(), &message, MSG_DONTWAIT);  // (plain_syscalls.hpp: why not glibc's)
   while (n < 0 && errno == EINTR);
+  st.queued_after = -1;
   if (n < 0) {
     st.last_errno = errno;
     if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
   } else if (n == 0) {
     st.ended = true;
+  } else {
+    for (auto* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c))
+      if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ)
+        std::memcpy(&st.queued_after, CMSG_DATA(c), sizeof(int));
   }
   return static_cast<int>(n);
 }
@@ -63,8 +83,12 @@ int bio_write(BIO* bio, const char* data, int size) {
     st.last_errno = EBADF;
     return -1;
   }
+  iovec piece{const_cast<char*>(data), static_cast<std::size_t>(size)};
+  msghdr message{};
+  message.msg_iov = &piece;
+  message.msg_iovlen = 1;
   ssize_t n;
-  do n = ::send(st.socket->native_handle(), data, static_cast<std::size_t>(size), MSG_DONTWAIT | MSG_NOSIGNAL);
+  do n = sendmsg_plain(st.socket->native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
   if (n < 0) {
     st.last_errno = errno;
@@ -134,7 +158,9 @@ io_result failure(SSL* ssl, int result) {
 // Before each call: no stale error from an earlier one.
 void forget_errors(SSL* ssl) {
   ERR_clear_error();
-  state_of(SSL_get_rbio(ssl)).last_errno = 0;
+  auto& st = state_of(SSL_get_rbio(ssl));
+  st.last_errno = 0;
+  st.queued_after = -1;
 }
 
 }  // namespace
@@ -163,8 +189,13 @@ io_result read(SSL* ssl, net::mutable_buffer into) {
   if (into.size() == 0) return {};
   forget_errors(ssl);
   int n = SSL_read(ssl, into.data(), static_cast<int>(std::min<std::size_t>(into.size(), INT_MAX)));
-  if (n > 0) return {static_cast<std::size_t>(n)};
-  return failure(ssl, n);
+  if (n <= 0) return failure(ssl, n);
+  io_result r{static_cast<std::size_t>(n)};
+  // Drained: this call's receive left the kernel nothing (a FIN counts as
+  // a byte there) and OpenSSL holds nothing either, not even part of a record.
+  const auto& st = state_of(SSL_get_rbio(ssl));
+  r.drained = st.queued_after == 0 && st.held.empty() && !SSL_has_pending(ssl);
+  return r;
 }
 
 io_result write(SSL* ssl, std::span<const net::const_buffer> pieces) {

@@ -41,6 +41,7 @@ struct io_result {
   std::size_t bytes = 0;  // taken or given
   error_code ec;          // eof on close_notify, ssl::error::stream_truncated on a TCP end without it
   wait_for wait = wait_for::nothing;
+  bool drained = false;   // (a read) the socket and OpenSSL had nothing after these bytes
 };
 
 // Decrypted bytes into `into` (at most its size): some, an error or end, or what to wait for.

@@ -91,10 +91,11 @@ net::awaitable<acquire_result> pool::connect_new() {
   tcp_stream.expires_never();
   tcp_stream.socket().set_option(tcp::no_delay(true));
 
+  // The relay's reads skip a wasted recv when the kernel says nothing is
+  // queued (server/drained_read.hpp; through TLS, once OpenSSL reads the
+  // socket itself: server/tls_direct.hpp); without this they are ordinary reads.
+  enable_drained_reads(tcp_stream.socket());
   if (!url_.tls) {
-    // The relay's reads skip a wasted recv when the kernel says nothing is
-    // queued (server/drained_read.hpp); without this they are ordinary reads.
-    enable_drained_reads(tcp_stream.socket());
     enable_receive_timestamps(tcp_stream.socket());
     result.conn = std::make_unique<connection>(connection{any_stream(tcp_stream.release_socket())});
     co_return result;

@@ -26,8 +26,9 @@ function waitForLine(child, pattern, what) {
   });
 }
 
-// topYaml: lines added at the top level of the proxy's config.
-export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
+// topYaml: lines added at the top level of the proxy's config; tls:
+// {cert, key} files for the listener (the clients then use https://localhost).
+export async function startProxy({ upstreamKeyEnv, topYaml = [], tls } = {}) {
   const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
   const enginePort = await waitForLine(engine, /^PORT (\d+)$/m, "demo engine port");
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
@@ -36,7 +37,8 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
     config,
     [
       "listeners:",
-      "  - {name: main, address: 127.0.0.1, port: 0, upstream: demo}",
+      "  - {name: main, address: 127.0.0.1, port: 0, upstream: demo" +
+        (tls ? `, tls: {cert_file: ${tls.cert}, key_file: ${tls.key}}}` : "}"),
       "upstreams:",
       "  demo:",
       `    base_url: http://127.0.0.1:${enginePort}/v1`,
@@ -48,7 +50,7 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
   const proxy = spawn(bin, ["serve", "-c", config], { env: process.env });
   let port;
   try {
-    port = await waitForLine(proxy, /listening on http:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
+    port = await waitForLine(proxy, /listening on https?:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
   } catch (e) {
     // (A proxy that never started: the engine must not outlive the test run.)
     for (const child of [proxy, engine]) child.kill("SIGKILL");
@@ -56,7 +58,7 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [] } = {}) {
     throw e;
   }
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
+    baseURL: tls ? `https://localhost:${port}/v1` : `http://127.0.0.1:${port}/v1`,
     port: Number(port),
     pid: proxy.pid,
     engineURL: `http://127.0.0.1:${enginePort}`,
