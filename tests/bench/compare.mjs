@@ -26,7 +26,7 @@ import { join } from "node:path";
 
 const bin = process.argv[2];
 const rounds = Number(process.argv[3] ?? 3);
-// The TTFT scenarios (1, 1p, 2+5, 2r, 2o, 6, 6c) take seconds a round, and their p99 rests
+// The TTFT scenarios (1, 1p, 2+5, 2r, 2o, 2t, 6, 6c) take seconds a round, and their p99 rests
 // on a round's few slowest requests (scenario 6: +-4 ms from round to
 // round), so they run four times the rounds and report the requests of all
 // rounds pooled as well.
@@ -161,7 +161,10 @@ const median = (xs) => {
 // nginx as the reference: keep-alive to the source, no buffering either way.
 // With several worker processes each listens on its own socket (reuseport),
 // so that the kernel spreads connections evenly between them.
-const nginxConf = (port, enginePort, processes) => `worker_processes ${processes};
+// tls: {cert, key} for scenario 2t (TLS both ways: the listener, and the
+// source behind a TLS terminator; nginx reuses TLS sessions to it and, by
+// its default, does not verify its certificate, which tokengate does).
+const nginxConf = (port, enginePort, processes, tls) => `worker_processes ${processes};
 pid ${work}/nginx-${processes}.pid;
 error_log ${work}/nginx-error.log warn;
 events { worker_connections 20000; }
@@ -171,9 +174,11 @@ http {
   client_max_body_size 16m;
   upstream source { server 127.0.0.1:${enginePort}; keepalive 128; }
   server {
-    listen 127.0.0.1:${port}${processes > 1 ? " reuseport" : ""};
+    listen 127.0.0.1:${port}${processes > 1 ? " reuseport" : ""}${tls ? " ssl" : ""};
+    ${tls ? `ssl_certificate ${tls.cert}; ssl_certificate_key ${tls.key}; ssl_protocols TLSv1.3;` : ""}
     location / {
-      proxy_pass http://source;
+      proxy_pass ${tls ? "https" : "http"}://source;
+      ${tls ? "proxy_ssl_server_name on; proxy_ssl_name localhost; proxy_ssl_session_reuse on;" : ""}
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
@@ -185,11 +190,11 @@ http {
 
 // tokengate with the policy on. Processes given the same port share it
 // (tokengate's listeners set SO_REUSEPORT); each has its own admin port.
-const tokengateConf = (port, adminPort, enginePort) => `log_level: warn     # no access log, as nginx runs with access_log off
+const tokengateConf = (port, adminPort, enginePort, tls) => `log_level: warn     # no access log, as nginx runs with access_log off
 workers: 1
-listeners: [{name: main, address: 127.0.0.1, port: ${port}}]
+listeners: [{name: main, address: 127.0.0.1, port: ${port}${tls ? `, tls: {cert_file: ${tls.cert}, key_file: ${tls.key}}` : ""}}]
 upstreams:
-  source: {base_url: "http://127.0.0.1:${enginePort}/v1", pool_size: 256}
+  source: {base_url: "${tls ? "https" : "http"}://127.0.0.1:${enginePort}/v1", pool_size: 256${tls ? `, ca_file: ${tls.cert}` : ""}}
 routes:       # the policy is on: routing by model, a max-token clamp, full accounting
   - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
      max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
@@ -205,26 +210,28 @@ async function main() {
   // Each proxy runs as one process here, as tokengate is meant to (one
   // worker, pinned to one core); startProxies(2) starts the two-process form
   // used for 10,000 streams (scenario 3b).
-  const startProxies = async (processes) => {
+  const startProxies = async (processes, tls = null, sourcePort = enginePort) => {
     const nginxPort = await freePort();
-    const conf = join(work, `nginx-${processes}.conf`);
-    writeFileSync(conf, nginxConf(nginxPort, enginePort, processes));
+    const form = `${processes}${tls ? "-tls" : ""}`;
+    const conf = join(work, `nginx-${form}.conf`);
+    writeFileSync(conf, nginxConf(nginxPort, sourcePort, processes, tls));
     const nginx = await start({ core: "0", path: "/usr/sbin/nginx", fifo: proxyFifo }, ["-c", conf, "-g", "daemon off;"]);
     const tgPort = await freePort();
     const tokengates = [], adminPorts = [];
     for (let i = 0; i < processes; i++) {
-      const yaml = join(work, `tokengate-${processes}-${i}.yaml`);
+      const yaml = join(work, `tokengate-${form}-${i}.yaml`);
       adminPorts.push(await freePort());
-      writeFileSync(yaml, tokengateConf(tgPort, adminPorts[i], enginePort));
+      writeFileSync(yaml, tokengateConf(tgPort, adminPorts[i], sourcePort, tls));
       tokengates.push(await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/));
     }
     // Resident memory of the idle proxies, before any load: a heap that grew
     // in one round is not given back, so later rounds' idle is no baseline.
     await new Promise((r) => setTimeout(r, 500));
     const pids = tokengates.map((t) => t.pid);
+    const base = tls ? "https://localhost" : "http://127.0.0.1";
     return {
-      nginx: { url: `http://127.0.0.1:${nginxPort}/v1`, pid: nginx.pid, port: nginxPort, idleKb: rssKb(nginx.pid) },
-      tokengate: { url: `http://127.0.0.1:${tgPort}/v1`, pid: pids.length === 1 ? pids[0] : pids, port: tgPort,
+      nginx: { url: `${base}:${nginxPort}/v1`, pid: nginx.pid, port: nginxPort, idleKb: rssKb(nginx.pid) },
+      tokengate: { url: `${base}:${tgPort}/v1`, pid: pids.length === 1 ? pids[0] : pids, port: tgPort,
         idleKb: rssKb(pids), adminPorts },
       stop: () => [nginx, ...tokengates].forEach((c) => c.kill("SIGTERM")),
     };
@@ -290,17 +297,46 @@ async function main() {
     cpu_s_per_million: events ? (cpu / events) * 1e6 : 0,
     steal_core0: steal.cpu0, steal_core1: steal.cpu1,
   });
-  for (const [name, args] of Object.entries(scenarios)) {
+  // Scenario 2t: 2+5's load with TLS both ways, as in production: the
+  // clients to the proxy, the proxy to the source (a hosted provider's
+  // shape; here a tokengate on the load's core terminating TLS in front of
+  // the demo engine, which is also "direct"). TLS 1.3, a P-256 certificate
+  // made here, which the load trusts (SSL_CERT_FILE).
+  const tlsName = "2t throughput over TLS both ways (64 streams x 256 tokens)";
+  const runs = Object.entries(scenarios).map(([name, args]) => [name, args, targets]);
+  let tlsProxies = null;
+  if (wanted(tlsName)) {
+    const files = { cert: join(work, "cert.pem"), key: join(work, "key.pem") };
+    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+      "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout", files.key, "-out", files.cert], { stdio: "ignore" });
+    process.env.SSL_CERT_FILE = files.cert;
+    const frontPort = await freePort();
+    const front = join(work, "tls-front.yaml");
+    writeFileSync(front, `log_level: warn
+workers: 1
+listeners: [{name: front, address: 127.0.0.1, port: ${frontPort}, tls: {cert_file: ${files.cert}, key_file: ${files.key}}}]
+upstreams: {engine: {base_url: "http://127.0.0.1:${enginePort}/v1", pool_size: 1024}}
+routes: [{name: all, models: ["*"], targets: [{upstream: engine}]}]
+admin: {address: 127.0.0.1, port: ${await freePort()}}
+`);
+    await start({ core: "1", path: bin }, ["serve", "-c", front], /Send requests to/);
+    tlsProxies = await startProxies(1, files, frontPort);
+    const tlsTargets = { direct: { url: `https://localhost:${frontPort}/v1`, pid: null, port: frontPort, idleKb: 0 },
+      nginx: tlsProxies.nginx, tokengate: tlsProxies.tokengate };
+    runs.push([tlsName, scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))], tlsTargets]);
+  }
+  for (const [name, args, scenarioTargets] of runs) {
     if (!wanted(name)) continue;
     const beside = alongside[name];
     for (const n of [name, beside?.name].filter(Boolean)) {
       results[n] = {};
-      for (const t of Object.keys(targets)) results[n][t] = [];
+      for (const t of Object.keys(scenarioTargets)) results[n][t] = [];
     }
-    bench(targets.direct.url, args);  // warm-up: connections, caches
+    bench(scenarioTargets.direct.url, args);  // warm-up: connections, caches
     const scenarioStealSince = stealWatch();
     for (let round = 0; round < ttftRounds; round++) {
-      for (const [t, target] of Object.entries(targets)) {
+      for (const [t, target] of Object.entries(scenarioTargets)) {
         const cpuBefore = target.pid ? cpuSeconds(target.pid) : 0;
         const roundSteal = stealWatch();
         const [r, other] = beside
@@ -316,6 +352,7 @@ async function main() {
     scenarioSteal[name] = scenarioStealSince();
     if (beside) scenarioSteal[beside.name] = scenarioSteal[name];
   }
+  if (tlsProxies) tlsProxies.stop();
 
   // Scenario 3: many slow streams open at once. Each proxied stream holds
   // two descriptors (client and upstream) and this machine's hard limit is
