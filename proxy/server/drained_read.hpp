@@ -188,65 +188,33 @@ inline void keep(read_record* record, std::int64_t arrival_ns, std::size_t queue
   record->queued = queued;
 }
 
-template <typename Handler, typename IoExecutor>
-class read_op : public detail::reactor_op {
- public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(read_op);
+// One drained read's try, as the reactor makes it (attempt_read_op below):
+// done, done and drained (the reactor then skips the next read's try), or
+// not done (EAGAIN: wait for the edge).
+struct drained_attempt {
+  int socket;
+  net::mutable_buffer buffer;
+  const unsigned* last_events;
+  read_record* record;
 
-  read_op(int socket, net::mutable_buffer buffer, const unsigned* last_events, read_record* record,
-          Handler& handler, const IoExecutor& io_ex)
-      : detail::reactor_op(error_code(), &read_op::do_perform, &read_op::do_complete),
-        socket_(socket),
-        buffer_(buffer),
-        last_events_(last_events),
-        record_(record),
-        handler_(std::move(handler)),
-        work_(handler_, io_ex) {}
-
-  static status do_perform(detail::reactor_op* base) {
-    auto* o = static_cast<read_op*>(base);
+  detail::reactor_op::status operator()(error_code& ec, std::size_t& n) const {
     bool drained;
     std::int64_t arrival_ns = 0;
     std::size_t queued = 0;
-    if (!read_once(o->socket_, o->buffer_, o->last_events_, o->ec_, o->bytes_transferred_, drained, arrival_ns,
-                   queued))
-      return not_done;  // EAGAIN: wait for the edge
-    keep(o->record_, arrival_ns, queued);
-    if (!drained) return done;
-    if (!o->ec_ && o->record_) ++o->record_->believed;
-    return done_and_exhausted;  // the reactor skips the next read's attempt
+    if (!read_once(socket, buffer, last_events, ec, n, drained, arrival_ns, queued)) return detail::reactor_op::not_done;
+    keep(record, arrival_ns, queued);
+    if (!drained) return detail::reactor_op::done;
+    if (!ec && record) ++record->believed;
+    return detail::reactor_op::done_and_exhausted;
   }
-
-  // As Asio's reactive_socket_recv_op::do_complete.
-  static void do_complete(void* owner, detail::operation* base, const error_code&, std::size_t) {
-    auto* o = static_cast<read_op*>(base);
-    ptr p = {std::addressof(o->handler_), o, o};
-    detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-    // The handler is moved out before the operation's memory is freed: it may
-    // own that memory.
-    detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
-    p.h = std::addressof(handler.handler_);
-    p.reset();
-    if (owner) {
-      detail::fenced_block b(detail::fenced_block::half);
-      w.complete(handler, handler.handler_);
-    }
-  }
-
- private:
-  int socket_;
-  net::mutable_buffer buffer_;
-  const unsigned* last_events_;
-  read_record* record_;
-  Handler handler_;
-  detail::handler_work<Handler, IoExecutor> work_;
 };
 
-// A read whose attempt is the caller's (`Attempt`: status(error_code&,
-// std::size_t&), as a reactor_op's perform): TLS past its handshake, where
-// OpenSSL reads the socket (tls_direct.hpp). Queued on the reactor like
-// Asio's own reads, so a read that must wait costs no syscall; a wait for
-// readiness through Asio (async_wait) re-registers the descriptor with
+// Asio's own receive operation with another try (`Attempt`:
+// status(error_code&, std::size_t&), as a reactor_op's perform): a drained
+// read (drained_attempt above), or an SSL_read past the TLS handshake,
+// where OpenSSL reads the socket (tls_direct.hpp). Queued on the reactor
+// like Asio's own reads, so a read that must wait costs no syscall; a wait
+// for readiness through Asio (async_wait) re-registers the descriptor with
 // epoll_ctl every time.
 template <typename Attempt, typename Handler, typename IoExecutor>
 class attempt_read_op : public detail::reactor_op {
@@ -264,10 +232,13 @@ class attempt_read_op : public detail::reactor_op {
     return o->attempt_(o->ec_, o->bytes_transferred_);
   }
 
+  // As Asio's reactive_socket_recv_op::do_complete.
   static void do_complete(void* owner, detail::operation* base, const error_code&, std::size_t) {
     auto* o = static_cast<attempt_read_op*>(base);
     ptr p = {std::addressof(o->handler_), o, o};
     detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+    // The handler is moved out before the operation's memory is freed: it may
+    // own that memory.
     detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
     p.h = std::addressof(handler.handler_);
     p.reset();
@@ -319,15 +290,16 @@ void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& soc
   }
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
-  using op = drained_read_detail::read_op<std::decay_t<Handler>, net::any_io_executor>;
+  using attempt = drained_read_detail::drained_attempt;
+  using op = drained_read_detail::attempt_read_op<attempt, std::decay_t<Handler>, net::any_io_executor>;
   auto& impl = drained_read_detail::socket_access::implementation(socket);
   // Asio made the socket non-blocking at its first asynchronous operation;
   // before that (a socket never read yet), or for an empty buffer, the
   // ordinary read.
   if ((impl.state_ & detail::socket_ops::non_blocking) && buffer.size() > 0 && socket.is_open()) {
-    const unsigned* last_events = drained_read_detail::last_events_access::of(impl.reactor_data_);
+    attempt read{impl.socket_, buffer, drained_read_detail::last_events_access::of(impl.reactor_data_), record};
     typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) op(impl.socket_, buffer, last_events, record, handler, socket.get_executor());
+    p.p = new (p.v) op(read, handler, socket.get_executor());
     reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
     p.v = p.p = nullptr;
     return;

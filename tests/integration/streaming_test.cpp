@@ -288,20 +288,9 @@ TEST(Streaming, ASlowReaderGetsEveryEventInOrderWhenWritesFallShort) {
   }
   auto r = read_response(c, 1s);
   ASSERT_TRUE(r.complete);
-  std::size_t seen = 0, at = 0;
-  bool in_order = true;
-  for (auto line_end = r.body.find('\n'); line_end != std::string::npos; line_end = r.body.find('\n', at)) {
-    std::string_view line(r.body.data() + at, line_end - at);
-    at = line_end + 1;
-    if (!line.starts_with("data: {")) continue;
-    auto event = boost::json::parse(line.substr(6));  // throws on a torn event
-    const auto& delta = event.at("choices").at(0).at("delta").as_object();
-    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
-    in_order = in_order && delta.at("content").as_string() == engine::demo_token(seen);
-    ++seen;
-  }
-  EXPECT_TRUE(in_order) << "a token arrived out of place";
-  EXPECT_EQ(seen, tokens);
+  auto seen = demo_tokens_in(r.body);  // (throws on a torn event)
+  EXPECT_TRUE(seen.in_order) << "a token arrived out of place";
+  EXPECT_EQ(seen.seen, tokens);
   EXPECT_TRUE(r.body.ends_with("data: [DONE]\n\n"));
   EXPECT_GT(r.body.size(), 16u << 20);
 }

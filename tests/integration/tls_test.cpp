@@ -14,7 +14,6 @@
 #include <fstream>
 #include <thread>
 
-#include "engine/demo_text.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -399,21 +398,9 @@ TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
     ASSERT_EQ(c.decrypt(answer), SSL_ERROR_WANT_READ);
     std::this_thread::sleep_for(1ms);
   }
-  // Each event is whole inside one HTTP chunk: its line is read in place.
-  std::size_t seen = 0, at = 0;
-  bool in_order = true;
-  for (auto line_end = answer.find('\n'); line_end != std::string::npos; line_end = answer.find('\n', at)) {
-    std::string_view line(answer.data() + at, line_end - at);
-    at = line_end + 1;
-    if (!line.starts_with("data: {")) continue;
-    auto event = boost::json::parse(line.substr(6));  // throws on a torn event
-    const auto& delta = event.at("choices").at(0).at("delta").as_object();
-    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
-    in_order = in_order && delta.at("content").as_string() == engine::demo_token(seen);
-    ++seen;
-  }
-  EXPECT_TRUE(in_order) << "a token arrived out of place";
-  EXPECT_EQ(seen, tokens);
+  auto seen = demo_tokens_in(answer);  // (still chunked: each event is whole inside one chunk)
+  EXPECT_TRUE(seen.in_order) << "a token arrived out of place";
+  EXPECT_EQ(seen.seen, tokens);
   EXPECT_NE(answer.find("data: [DONE]"), std::string::npos);
   EXPECT_GT(answer.size(), 9u << 20);
 }

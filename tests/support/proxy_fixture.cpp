@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "config/config.hpp"
+#include "engine/demo_text.hpp"
 
 namespace tokengate::test {
 
@@ -106,6 +107,22 @@ std::uint64_t metric(const proxy_fixture& f, const std::string& name) {
   auto at = text.find("\n" + name + " ");
   if (at == std::string::npos) throw std::runtime_error("no metric " + name);
   return std::stoull(text.substr(at + name.size() + 2));
+}
+
+demo_tokens demo_tokens_in(std::string_view stream) {
+  demo_tokens out;
+  std::size_t at = 0;
+  for (auto line_end = stream.find('\n'); line_end != std::string_view::npos; line_end = stream.find('\n', at)) {
+    auto line = stream.substr(at, line_end - at);
+    at = line_end + 1;
+    if (!line.starts_with("data: {")) continue;
+    auto event = boost::json::parse(line.substr(6));
+    const auto& delta = event.at("choices").at(0).at("delta").as_object();
+    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
+    out.in_order = out.in_order && delta.at("content").as_string() == engine::demo_token(out.seen);
+    ++out.seen;
+  }
+  return out;
 }
 
 }  // namespace tokengate::test

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "engine/demo_engine.hpp"
 #include "server/server.hpp"
@@ -68,5 +69,15 @@ http_response http_get(std::uint16_t port, const std::string& path);
 // The number a counter or gauge without labels reads on the proxy's
 // /metrics; throws when the page has no such line.
 std::uint64_t metric(const proxy_fixture& f, const std::string& name);
+
+// The demo engine's content tokens in a chat stream's `data:` lines (the
+// body, or the raw bytes of a chunked one: each event is whole inside one
+// HTTP chunk): how many, and whether each was the engine's next. Throws on
+// a torn event.
+struct demo_tokens {
+  std::size_t seen = 0;
+  bool in_order = true;
+};
+demo_tokens demo_tokens_in(std::string_view stream);
 
 }  // namespace tokengate::test
