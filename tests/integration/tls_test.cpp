@@ -298,9 +298,7 @@ struct memory_tls_client {
   BIO* out = BIO_new(BIO_s_mem());
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
 
-  // `receive_buffer`: the socket's SO_RCVBUF, 0 for the kernel's default.
-  explicit memory_tls_client(std::uint16_t port, int receive_buffer = 0) {
-    if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  explicit memory_tls_client(std::uint16_t port) {
     SSL_set_bio(ssl, in, out);
     SSL_set_connect_state(ssl);
     SSL_set_tlsext_host_name(ssl, "localhost");
@@ -384,7 +382,7 @@ TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
   o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
   o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
   proxy_fixture f(o);
-  memory_tls_client c(f.port(), 16384);  // (a small window: the proxy's socket fills in the first pause)
+  memory_tls_client c(f.port());
   c.handshake();
   constexpr std::size_t tokens = 60000;
   c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":60000,)"
