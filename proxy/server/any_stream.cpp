@@ -20,10 +20,10 @@ net::awaitable<void> any_stream::graceful_close() {
     // close_notify, without waiting for the peer's (nginx does not wait
     // either): the socket takes it at once unless the client stopped reading.
     expires_after(std::chrono::seconds(2));
-    auto r = tls_direct::shutdown(tls_->native_handle());
+    auto r = tls_direct::shutdown(direct_->ssl);
     if (r.wait == tls_direct::wait_for::writable) {
       auto [ec] = co_await socket().async_wait(tcp::socket::wait_write, use_tuple);
-      if (!ec) tls_direct::shutdown(tls_->native_handle());
+      if (!ec) tls_direct::shutdown(direct_->ssl);
     }
     error_code ignored;
     socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -42,7 +42,7 @@ net::awaitable<void> any_stream::graceful_close() {
 net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linger) {
   expires_after(linger);
   error_code ignored;
-  if (!tls_) socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if (plain_) socket().shutdown(tcp::socket::shutdown_send, ignored);
   // What is read is dropped, so every lingering connection of a thread can
   // share one buffer.
   static thread_local std::array<char, 16384> dropped;
@@ -53,10 +53,29 @@ net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linge
   close();
 }
 
+void any_stream::tls_handshake_done() {
+  if (!tls_) return;
+  // The socket moves to the heap first: the BIO that take_over gives
+  // OpenSSL keeps its address.
+  auto direct = std::make_unique<direct_tls>(std::move(tls_->next_layer()));
+  SSL* ssl = tls_->native_handle();
+  if (!tls_direct::take_over(ssl, direct->socket)) {
+    tls_->next_layer() = std::move(direct->socket);  // (it stays with Asio's stream)
+    return;
+  }
+  // Asio's stream frees the session when it goes: one more reference keeps
+  // it for us.
+  SSL_up_ref(ssl);
+  direct->ssl = ssl;
+  tls_.reset();
+  direct_ = std::move(direct);
+  try_next_read_at_once(socket());
+}
+
 std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {
   ec = {};
   if (direct_) return send_now_tls(buffers, ec);
-  if (tls_ || !plain_->is_open()) return 0;
+  if (!plain_ || !plain_->is_open()) return 0;
   constexpr std::size_t max_pieces = 64;
   iovec pieces[max_pieces];
   std::size_t count = 0, bytes = 0;
@@ -89,7 +108,7 @@ std::size_t any_stream::send_now_tls(std::span<const net::const_buffer> buffers,
       unsent_part(buffers, sent, rest);
       pieces = rest;
     }
-    auto r = tls_direct::write(tls_->native_handle(), pieces);
+    auto r = tls_direct::write(direct_->ssl, pieces);
     if (r.bytes == 0) {
       ec = r.ec;
       break;

@@ -102,25 +102,24 @@ class any_stream {
       : plain_(std::move(other.plain_)),
         context_(std::move(other.context_)),
         tls_(std::move(other.tls_)),
+        direct_(std::move(other.direct_)),
         deadline_(std::move(other.deadline_)),
         reactor_(other.reactor_) {
     deadline_.rebind(closer());
   }
   any_stream& operator=(any_stream&&) = delete;  // (the deadline would close the wrong connection)
 
-  bool is_tls() const { return tls_ != nullptr; }
+  bool is_tls() const { return tls_ != nullptr || direct_ != nullptr; }
   tls_stream& tls() { return *tls_; }
   // After a successful handshake: OpenSSL reads and writes the socket
-  // itself from now on (tls_direct.hpp), not through Asio's stream. (The
+  // itself from now on (tls_direct.hpp), and Asio's stream, with the two
+  // 17 KiB buffers it keeps for its own reads and writes, is let go. (The
   // first read tries at once: the handshake may have brought records of
   // the request with it, which the socket will not report again.)
-  void tls_handshake_done() {
-    direct_ = tls_ && tls_direct::take_over(tls_->native_handle(), tls_->next_layer());
-    if (direct_) try_next_read_at_once(socket());
-  }
+  void tls_handshake_done();
 
   // The TCP socket under either: socket options, cancel.
-  tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
+  tcp::socket& socket() { return direct_ ? direct_->socket : tls_ ? tls_->next_layer() : *plain_; }
   executor_type get_executor() { return socket().get_executor(); }
 
   // Every operation on the connection from now on, until the deadline is
@@ -155,7 +154,7 @@ class any_stream {
   bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
     if (direct_) {
       if (quiet_since_drained(socket())) return false;  // (as the plain read_now: a try would find nothing)
-      auto r = tls_direct::read(tls_->native_handle(), buffer);
+      auto r = tls_direct::read(direct_->ssl, buffer);
       if (r.wait == tls_direct::wait_for::readable || (r.wait == tls_direct::wait_for::nothing && r.drained))
         note_would_block(socket());
       if (r.wait != tls_direct::wait_for::nothing) return false;
@@ -163,14 +162,14 @@ class any_stream {
       n = r.bytes;
       return true;
     }
-    return !tls_ && tokengate::read_now(*plain_, buffer, nullptr, ec, n);
+    return plain_ && tokengate::read_now(*plain_, buffer, nullptr, ec, n);
   }
 
   // The peer has had no reason to send anything yet: the next read waits
   // for epoll instead of trying first (drained_read.hpp's
   // wait_for_next_report). Plain TCP only; TLS reads go through the engine.
   void nothing_to_read_yet() {
-    if (!tls_) wait_for_next_report(*plain_);
+    if (plain_) wait_for_next_report(*plain_);
   }
 
   template <typename Buffers, typename Token>
@@ -180,7 +179,7 @@ class any_stream {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (direct_) {
             auto attempt = [this, pieces = first_pieces(b)] {
-              return tls_direct::write(tls_->native_handle(), std::span(pieces.buffers.data(), pieces.count));
+              return tls_direct::write(direct_->ssl, std::span(pieces.buffers.data(), pieces.count));
             };
             start_direct(std::move(attempt), std::move(done), false);
           } else if (tls_) tls_->async_write_some(b, std::move(done));
@@ -212,7 +211,7 @@ class any_stream {
 
   // TLS past its handshake: whether OpenSSL holds bytes it has read and
   // not yet handed out.
-  bool holds_unread_bytes() const { return direct_ && SSL_has_pending(tls_->native_handle()); }
+  bool holds_unread_bytes() const { return direct_ && SSL_has_pending(direct_->ssl); }
 
   // Closes the socket now: every pending operation completes with an error.
   void close() {
@@ -255,7 +254,7 @@ class any_stream {
   // a tls_direct_op throughout.
   template <typename Handler>
   void start_direct_read(net::mutable_buffer into, Handler handler) {
-    auto read_once = [this, into] { return tls_direct::read(tls_->native_handle(), into); };
+    auto read_once = [this, into] { return tls_direct::read(direct_->ssl, into); };
 #ifdef TOKENGATE_DRAINED_READ
     using status = net::detail::reactor_op::status;
     auto attempt = [read_once](error_code& ec, std::size_t& n) -> status {
@@ -301,7 +300,16 @@ class any_stream {
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
   stream_deadline deadline_;  // declared after the stream it closes
   read_reactor reactor_;      // for plain reads (drained_read.hpp)
-  bool direct_ = false;       // TLS past its handshake, read and written by tls_direct
+  // TLS past its handshake, read and written by tls_direct: the socket and
+  // OpenSSL's session, on the heap (OpenSSL's BIO keeps the socket's address).
+  struct direct_tls {
+    explicit direct_tls(tcp::socket s) : socket(std::move(s)) {}
+    direct_tls(const direct_tls&) = delete;
+    ~direct_tls() { SSL_free(ssl); }
+    tcp::socket socket;
+    SSL* ssl = nullptr;
+  };
+  std::unique_ptr<direct_tls> direct_;
   std::function<void()> closer() {
     return [this] { close(); };
   }

@@ -19,7 +19,7 @@ start_proxy tokengate "$bin" "$port" "$engine"
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$proxy/status"; }
 idle=$(rss_kb)
 read -r user0 sys0 < <(awk '{print $14, $15}' "/proc/$proxy/stat")
-taskset -c 1 "$bin" bench --url "http://127.0.0.1:$port/v1" --model bench --requests "$streams" \
+taskset -c 1 "$bin" bench --url "$scheme://$host:$port/v1" --model bench --requests "$streams" \
   --concurrency "$streams" --max-tokens "$tokens" --prompt-tokens 20 --json \
   --extra-body "{\"demo\":{\"ttft_ms\":0,\"interval_ms\":$interval,\"tokens\":$tokens,\"stamp\":true${DEMO:+,$DEMO}}}" > "$work/r.json" &
 load=$!
