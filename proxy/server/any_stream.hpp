@@ -110,7 +110,7 @@ class any_stream {
   any_stream& operator=(any_stream&&) = delete;  // (the deadline would close the wrong connection)
 
   bool is_tls() const { return tls_ != nullptr || direct_ != nullptr; }
-  tls_stream& tls() { return *tls_; }
+  tls_stream& tls() { return *tls_; }  // (for the handshake; gone after tls_handshake_done)
   // After a successful handshake: OpenSSL reads and writes the socket
   // itself from now on (tls_direct.hpp), and Asio's stream, with the two
   // 17 KiB buffers it keeps for its own reads and writes, is let go. (The
@@ -167,7 +167,7 @@ class any_stream {
 
   // The peer has had no reason to send anything yet: the next read waits
   // for epoll instead of trying first (drained_read.hpp's
-  // wait_for_next_report). Plain TCP only; TLS reads go through the engine.
+  // wait_for_next_report). Plain TCP only.
   void nothing_to_read_yet() {
     if (plain_) wait_for_next_report(*plain_);
   }
@@ -193,10 +193,11 @@ class any_stream {
   // them. An asynchronous write costs far more for the same syscall: the
   // operation is set up, its completion queued on the scheduler, and the
   // coroutine suspended and resumed (tests/bench/ab_cpu.sh: 6 % less CPU
-  // per event on fast streams with this). TLS streams take nothing here
-  // (0): their bytes must go through the TLS engine. `ec` is set on a real
-  // error, never on "would block". At most 64 buffers and send_now_limit
-  // bytes are passed; the rest is left to the caller.
+  // per event on fast streams with this). TLS past its handshake: the
+  // same through OpenSSL, a record at a time (send_now_tls); TLS still in
+  // Asio's hands takes nothing here (0). `ec` is set on a real error, never
+  // on "would block". At most 64 buffers and send_now_limit bytes are
+  // passed; the rest is left to the caller.
   std::size_t send_now(std::span<const net::const_buffer> buffers, error_code& ec);
   // One worker thread serves every connection, and a send holds it for as
   // long as the kernel copies (on loopback also delivering to the reader):
@@ -206,8 +207,6 @@ class any_stream {
   // for a 200 KB prompt; the rest of a larger one goes out through Asio's
   // write, 64 KiB a call, with other connections served between calls.
   static constexpr std::size_t send_now_limit = 256 * 1024;
-  // (TLS past its handshake: the same, through OpenSSL.)
-  std::size_t send_now_tls(std::span<const net::const_buffer> buffers, error_code& ec);
 
   // TLS past its handshake: whether OpenSSL holds bytes it has read and
   // not yet handed out.
@@ -235,6 +234,7 @@ class any_stream {
   net::awaitable<void> lingering_close(std::chrono::milliseconds linger);
 
  private:
+  std::size_t send_now_tls(std::span<const net::const_buffer> buffers, error_code& ec);
   // A direct TLS operation: tried now (its handler then runs as if posted:
   // never inside the call that started it), or, when `wait_first` or the
   // try says so, once the socket is ready.
@@ -298,8 +298,6 @@ class any_stream {
   std::optional<tcp::socket> plain_;
   std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
   std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
-  stream_deadline deadline_;  // declared after the stream it closes
-  read_reactor reactor_;      // for plain reads (drained_read.hpp)
   // TLS past its handshake, read and written by tls_direct: the socket and
   // OpenSSL's session, on the heap (OpenSSL's BIO keeps the socket's address).
   struct direct_tls {
@@ -310,6 +308,8 @@ class any_stream {
     SSL* ssl = nullptr;
   };
   std::unique_ptr<direct_tls> direct_;
+  stream_deadline deadline_;  // declared after the stream it closes
+  read_reactor reactor_;      // for reads queued on the reactor (drained_read.hpp), plain or direct TLS
   std::function<void()> closer() {
     return [this] { close(); };
   }
