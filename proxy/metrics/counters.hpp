@@ -33,6 +33,8 @@ struct shard {
   counter upstream_cx_connect_fail;
   counter upstream_rq_timeout;
   counter upstream_cx_reused;
+  counter upstream_tls_handshakes, upstream_tls_resumed;      // (resumed: a kept session, no certificate)
+  counter downstream_tls_handshakes, downstream_tls_resumed;  // (resumed: the client's ticket)
   counter upstream_ejections;              // an upstream taken out of rotation by passive health
   counter upstream_rq_fallback;             // attempts on a further target after a failure
   counter upstream_rq_forwarded_early;      // long bodies sent on while they arrived (server/early_forward.hpp)

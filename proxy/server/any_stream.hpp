@@ -303,7 +303,14 @@ class any_stream {
   struct direct_tls {
     explicit direct_tls(tcp::socket s) : socket(std::move(s)) {}
     direct_tls(const direct_tls&) = delete;
-    ~direct_tls() { SSL_free(ssl); }
+    ~direct_tls() {
+      // However the connection ended, its session may still be resumed
+      // (upstream/tls_resumption.hpp): OpenSSL would otherwise mark it
+      // spent when the connection is freed without a close_notify sent,
+      // as a pooled upstream connection is. nginx likewise.
+      if (ssl) SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+      SSL_free(ssl);
+    }
     tcp::socket socket;
     SSL* ssl = nullptr;
   };

@@ -2,6 +2,7 @@
 
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <random>
@@ -230,6 +231,8 @@ net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, wo
       spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());
       handshake_ok = false;
     } else {
+      w.metrics().downstream_tls_handshakes.add();
+      if (SSL_session_reused(stream.tls().native_handle())) w.metrics().downstream_tls_resumed.add();
       stream.tls_handshake_done();
     }
   }

@@ -59,10 +59,13 @@ upstream::pool& worker::pool_for(const config::upstream& settings) {
     std::shared_ptr<net::ssl::context> tls;
     if (url->tls) {
       auto& ctx = upstream_tls_by_ca_[settings.ca_file];
-      if (!ctx) ctx = make_client_tls_context(settings.ca_file);
+      if (!ctx) {
+        ctx = make_client_tls_context(settings.ca_file);
+        upstream::enable_resumption(ctx->native_handle());  // (this worker's context: see tls_resumption.hpp)
+      }
       tls = ctx;
     }
-    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls, &metrics_.upstream_cx_idle);
+    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls, &metrics_);
   }
   return *slot;
 }

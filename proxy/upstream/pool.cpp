@@ -34,9 +34,10 @@ bool still_usable(tcp::socket& sock) {
 }  // namespace
 
 pool::pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
-           std::shared_ptr<net::ssl::context> tls_context, metrics::counter* idle_gauge)
+           std::shared_ptr<net::ssl::context> tls_context, metrics::shard* metrics)
     : executor_(std::move(executor)), settings_(settings), url_(std::move(url)),
-      tls_context_(std::move(tls_context)), idle_gauge_(idle_gauge) {
+      tls_context_(std::move(tls_context)), metrics_(metrics),
+      tls_sessions_(tls_context_ ? std::make_shared<latest_session>() : nullptr) {
   error_code not_literal;
   auto address = net::ip::make_address(url_.host, not_literal);
   unsigned port = 0;
@@ -49,7 +50,7 @@ net::awaitable<acquire_result> pool::acquire() {
   while (!idle_.empty()) {
     auto conn = std::move(idle_.back());  // most recently used: least likely to be stale
     idle_.pop_back();
-    if (idle_gauge_) idle_gauge_->sub();
+    if (metrics_) metrics_->upstream_cx_idle.sub();
     // (Over TLS, bytes OpenSSL read ahead past the last response, a
     // close_notify say, are not in the socket for the check to see.)
     if (!conn->stream.holds_unread_bytes() && still_usable(conn->stream.socket())) {
@@ -110,6 +111,7 @@ net::awaitable<acquire_result> pool::connect_new() {
     co_return result;
   }
   tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
+  attach(tls->native_handle(), tls_sessions_);  // (without it, a full handshake as before)
   auto conn = std::make_unique<connection>(connection{any_stream(std::move(tls))});
   conn->stream.expires_after(settings_.timeouts.connect);
   auto [hec] = co_await conn->stream.tls().async_handshake(net::ssl::stream_base::client, use_tuple);
@@ -121,6 +123,10 @@ net::awaitable<acquire_result> pool::connect_new() {
     co_return result;
   }
   conn->stream.expires_never();
+  if (metrics_) {
+    metrics_->upstream_tls_handshakes.add();
+    if (SSL_session_reused(conn->stream.tls().native_handle())) metrics_->upstream_tls_resumed.add();
+  }
   conn->stream.tls_handshake_done();
   result.conn = std::move(conn);
   co_return result;
@@ -134,7 +140,7 @@ std::size_t pool::close_stale(std::chrono::steady_clock::time_point now) {
   });
   auto closed = static_cast<std::size_t>(idle_.end() - dead);
   idle_.erase(dead, idle_.end());  // (destroying a connection closes it)
-  if (idle_gauge_) idle_gauge_->sub(closed);
+  if (metrics_) metrics_->upstream_cx_idle.sub(closed);
   return closed;
 }
 
@@ -144,7 +150,7 @@ void pool::adopt(const config::upstream& settings) {
   auto excess = idle_.size() - settings_.pool_size;
   // acquire() takes from the back, so the front has idled longest
   idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(excess));
-  if (idle_gauge_) idle_gauge_->sub(excess);
+  if (metrics_) metrics_->upstream_cx_idle.sub(excess);
 }
 
 void pool::retire() {
@@ -158,7 +164,7 @@ void pool::release(std::unique_ptr<connection> conn) {
   conn->stream.expires_never();
   conn->pooled_at = std::chrono::steady_clock::now();
   idle_.push_back(std::move(conn));
-  if (idle_gauge_) idle_gauge_->add();
+  if (metrics_) metrics_->upstream_cx_idle.add();
 }
 
 }  // namespace tokengate::upstream

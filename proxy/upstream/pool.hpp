@@ -13,6 +13,7 @@
 #include "metrics/counters.hpp"
 #include "server/any_stream.hpp"
 #include "upstream/target_url.hpp"
+#include "upstream/tls_resumption.hpp"
 
 namespace tokengate::upstream {
 
@@ -34,7 +35,7 @@ struct acquire_result {
 class pool {
  public:
   pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
-       std::shared_ptr<net::ssl::context> tls_context, metrics::counter* idle_gauge = nullptr);
+       std::shared_ptr<net::ssl::context> tls_context, metrics::shard* metrics = nullptr);
 
   const config::upstream& settings() const { return settings_; }
   const target_url& url() const { return url_; }
@@ -74,7 +75,9 @@ class pool {
   target_url url_;
   std::shared_ptr<net::ssl::context> tls_context_;
   std::deque<std::unique_ptr<connection>> idle_;
-  metrics::counter* idle_gauge_;  // the worker's "pooled connections" gauge
+  metrics::shard* metrics_;  // the worker's: the pooled connections gauge, TLS handshakes
+  // The session the next TLS connection offers (upstream/tls_resumption.hpp).
+  std::shared_ptr<latest_session> tls_sessions_;
   // The address itself when the URL names one (a local engine's usual
   // 127.0.0.1): no resolver for each new connection.
   std::optional<tcp::endpoint> literal_endpoint_;

@@ -427,5 +427,32 @@ TEST(Tls, AnHttpsUpstreamConnectionCarriesTheNextRequest) {
   EXPECT_GE(reused, 1u);
 }
 
+// A new connection to a TLS upstream offers the session the last one was
+// given (a TLS 1.3 ticket), and the upstream takes it: no certificate is
+// sent or verified again. Both ends count it.
+TEST(Tls, UpstreamTlsSessionsAreResumedOnNewConnections) {
+  proxy_fixture https_upstream(tls_listener());
+  fixture_options o;
+  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
+  // No pool: every request opens a connection (and handshakes).
+  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n    pool_size: 0\n";
+  proxy_fixture f(o);
+  constexpr int requests = 6;
+  for (int i = 1; i <= requests; ++i) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
+  }
+  EXPECT_EQ(metric(f, "tokengate_upstream_tls_handshakes_total"), requests);
+  EXPECT_EQ(metric(https_upstream, "tokengate_downstream_tls_handshakes_total"), requests);
+  // Each of the two workers' pools handshakes in full once at most.
+  auto resumed = metric(f, "tokengate_upstream_tls_resumed_total");
+  EXPECT_GE(resumed, requests - 2u);
+  EXPECT_EQ(metric(https_upstream, "tokengate_downstream_tls_resumed_total"), resumed);
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u);
+}
+
 }  // namespace
 }  // namespace tokengate::test
