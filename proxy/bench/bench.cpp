@@ -2,7 +2,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -259,17 +258,17 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
     enable_receive_timestamps(tcp_stream.socket());  // for each event's arrival (arrival_stamped_reads)
     co_return std::make_unique<any_stream>(tcp_stream.release_socket());
   }
-  auto tls = std::make_unique<any_stream::tls_stream>(tcp_stream.release_socket(), *st.tls);
-  SSL_set_tlsext_host_name(tls->native_handle(), st.url.host.c_str());
-  tls->set_verify_callback(net::ssl::host_name_verification(st.url.host));
-  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, use_tuple);
+  auto stream = std::make_unique<any_stream>(tcp_stream.release_socket(), st.tls, tls_role::client);
+  SSL_set_tlsext_host_name(stream->native_tls(), st.url.host.c_str());
+  SSL_set1_host(stream->native_tls(), st.url.host.c_str());
+  stream->expires_after(std::chrono::seconds(10));
+  auto hec = co_await stream->tls_handshake();
   if (hec) {
     error = "tls";
     detail = hec.message();
     co_return nullptr;
   }
-  auto stream = std::make_unique<any_stream>(std::move(tls));
-  stream->tls_handshake_done();
+  stream->expires_never();
   co_return stream;
 }
 

@@ -4,6 +4,7 @@
 
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/error.hpp>
+#include <openssl/err.h>
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -27,11 +28,6 @@ net::awaitable<void> any_stream::graceful_close() {
     }
     error_code ignored;
     socket().shutdown(tcp::socket::shutdown_send, ignored);
-  } else if (tls_) {
-    expires_after(std::chrono::seconds(2));
-    co_await tls_->async_shutdown(use_tuple);
-    error_code ignored;
-    socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
   // (Plain TCP: close() sends the FIN itself. No descriptor of ours is
   // shared, so a shutdown before it would be a syscall that adds nothing;
@@ -53,23 +49,30 @@ net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linge
   close();
 }
 
-void any_stream::tls_handshake_done() {
-  if (!tls_) return;
-  // The socket moves to the heap first: the BIO that take_over gives
-  // OpenSSL keeps its address.
-  auto direct = std::make_unique<direct_tls>(std::move(tls_->next_layer()));
-  SSL* ssl = tls_->native_handle();
-  if (!tls_direct::take_over(ssl, direct->socket)) {
-    tls_->next_layer() = std::move(direct->socket);  // (it stays with Asio's stream)
-    return;
+any_stream::any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> context, tls_role role)
+    : context_(std::move(context)),
+      direct_(std::make_unique<direct_tls>(std::move(socket))),
+      deadline_(direct_->socket.get_executor(), closer()),
+      reactor_(direct_->socket) {
+  direct_->ssl = tls_direct::attach(context_->native_handle(), direct_->socket, role == tls_role::server);
+  if (!direct_->ssl)
+    throw boost::system::system_error(static_cast<int>(ERR_get_error()), net::error::get_ssl_category(), "TLS");
+}
+
+net::awaitable<error_code> any_stream::tls_handshake() {
+  for (;;) {
+    auto r = tls_direct::handshake(direct_->ssl);
+    if (r.wait == tls_direct::wait_for::nothing) {
+      if (!r.ec) try_next_read_at_once(socket());
+      co_return r.ec;
+    }
+    auto kind = r.wait == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
+    auto [ec] = co_await socket().async_wait(kind, use_tuple);
+    if (ec) {
+      if (timed_out()) co_return beast::error::timeout;
+      co_return ec;
+    }
   }
-  // Asio's stream frees the session when it goes: one more reference keeps
-  // it for us.
-  SSL_up_ref(ssl);
-  direct->ssl = ssl;
-  tls_.reset();
-  direct_ = std::move(direct);
-  try_next_read_at_once(socket());
 }
 
 std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {

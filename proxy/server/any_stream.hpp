@@ -7,7 +7,7 @@
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/error.hpp>
 
 #include <array>
@@ -39,8 +39,7 @@ struct deadline_aware_handler {
   }
 };
 
-// An operation on a TLS stream past its handshake (tls_direct.hpp): the
-// call is tried again each time the socket is ready for what it said it
+// An operation on a TLS stream (tls_direct.hpp): the call is tried again each time the socket is ready for what it said it
 // needs, then the handler gets its outcome.
 template <typename Attempt, typename Handler>
 struct tls_direct_op {
@@ -83,25 +82,24 @@ struct tls_direct_read_done {
   }
 };
 
+enum class tls_role { client, server };
+
 class any_stream {
  public:
   using executor_type = tcp::socket::executor_type;
-  using tls_stream = net::ssl::stream<tcp::socket>;
 
   explicit any_stream(tcp::socket plain)
       : plain_(std::move(plain)), deadline_(plain_->get_executor(), closer()), reactor_(*plain_) {}
-  // `context` is kept as long as the stream: a certificate reload may drop
-  // the listener's reference while this connection still uses it.
-  explicit any_stream(std::unique_ptr<tls_stream> tls, std::shared_ptr<net::ssl::context> context = nullptr)
-      : context_(std::move(context)),
-        tls_(std::move(tls)),
-        deadline_(tls_->get_executor(), closer()),
-        reactor_(tls_->next_layer()) {}
+  // TLS, OpenSSL reading and writing the socket itself from the handshake
+  // on (tls_direct.hpp). `context` is kept as long as the stream: a
+  // certificate reload may drop the listener's reference while this
+  // connection still uses it. Throws as Asio's ssl::stream does when
+  // OpenSSL cannot make the connection's state (out of memory).
+  any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> context, tls_role role);
   // (The deadline closes whichever object holds the connection now.)
   any_stream(any_stream&& other)
       : plain_(std::move(other.plain_)),
         context_(std::move(other.context_)),
-        tls_(std::move(other.tls_)),
         direct_(std::move(other.direct_)),
         deadline_(std::move(other.deadline_)),
         reactor_(other.reactor_) {
@@ -109,17 +107,18 @@ class any_stream {
   }
   any_stream& operator=(any_stream&&) = delete;  // (the deadline would close the wrong connection)
 
-  bool is_tls() const { return tls_ != nullptr || direct_ != nullptr; }
-  tls_stream& tls() { return *tls_; }  // (for the handshake; gone after tls_handshake_done)
-  // After a successful handshake: OpenSSL reads and writes the socket
-  // itself from now on (tls_direct.hpp), and Asio's stream, with the two
-  // 17 KiB buffers it keeps for its own reads and writes, is let go. (The
-  // first read tries at once: the handshake may have brought records of
-  // the request with it, which the socket will not report again.)
-  void tls_handshake_done();
+  bool is_tls() const { return direct_ != nullptr; }
+  // OpenSSL's connection (TLS only): SNI, the host to verify, a session to
+  // offer before the handshake; whether it was resumed after.
+  SSL* native_tls() { return direct_->ssl; }
+  // The TLS handshake, bounded by the deadline (beast::error::timeout when
+  // it passed). Afterwards the first read tries at once: the handshake's
+  // last flight may have brought records of the request with it, which
+  // OpenSSL has read ahead and the socket will not report again.
+  net::awaitable<error_code> tls_handshake();
 
   // The TCP socket under either: socket options, cancel.
-  tcp::socket& socket() { return direct_ ? direct_->socket : tls_ ? tls_->next_layer() : *plain_; }
+  tcp::socket& socket() { return direct_ ? direct_->socket : *plain_; }
   executor_type get_executor() { return socket().get_executor(); }
 
   // Every operation on the connection from now on, until the deadline is
@@ -138,7 +137,6 @@ class any_stream {
         [this](auto handler, const Buffers& b) {
           deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
           if (direct_) start_direct_read(first_room(b), std::move(done));
-          else if (tls_) tls_->async_read_some(b, std::move(done));
           else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
             start_drained_read(*plain_, reactor_, b, std::move(done), nullptr);  // (see drained_read.hpp)
           else plain_->async_read_some(b, std::move(done));
@@ -147,10 +145,9 @@ class any_stream {
   }
 
   // Reads now where the asynchronous read would begin with an attempt
-  // anyway (drained_read.hpp's read_now; TLS past its handshake, an
-  // SSL_read): true when it read (bytes, the end or an error), false when
-  // the caller is to wait with async_read_some. TLS streams still in Asio's
-  // hands never read here.
+  // anyway (drained_read.hpp's read_now; TLS, an SSL_read): true when it
+  // read (bytes, the end or an error), false when the caller is to wait
+  // with async_read_some.
   bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
     if (direct_) {
       if (quiet_since_drained(socket())) return false;  // (as the plain read_now: a try would find nothing)
@@ -182,8 +179,9 @@ class any_stream {
               return tls_direct::write(direct_->ssl, std::span(pieces.buffers.data(), pieces.count));
             };
             start_direct(std::move(attempt), std::move(done), false);
-          } else if (tls_) tls_->async_write_some(b, std::move(done));
-          else plain_->async_write_some(b, std::move(done));
+          } else {
+            plain_->async_write_some(b, std::move(done));
+          }
         },
         token, buffers);
   }
@@ -193,9 +191,8 @@ class any_stream {
   // them. An asynchronous write costs far more for the same syscall: the
   // operation is set up, its completion queued on the scheduler, and the
   // coroutine suspended and resumed (tests/bench/ab_cpu.sh: 6 % less CPU
-  // per event on fast streams with this). TLS past its handshake: the
-  // same through OpenSSL, a record at a time (send_now_tls); TLS still in
-  // Asio's hands takes nothing here (0). `ec` is set on a real error, never
+  // per event on fast streams with this). TLS: the same through OpenSSL,
+  // a record at a time (send_now_tls). `ec` is set on a real error, never
   // on "would block". At most 64 buffers and send_now_limit bytes are
   // passed; the rest is left to the caller.
   std::size_t send_now(std::span<const net::const_buffer> buffers, error_code& ec);
@@ -208,8 +205,7 @@ class any_stream {
   // write, 64 KiB a call, with other connections served between calls.
   static constexpr std::size_t send_now_limit = 256 * 1024;
 
-  // TLS past its handshake: whether OpenSSL holds bytes it has read and
-  // not yet handed out.
+  // TLS: whether OpenSSL holds bytes it has read and not yet handed out.
   bool holds_unread_bytes() const { return direct_ && SSL_has_pending(direct_->ssl); }
 
   // Closes the socket now: every pending operation completes with an error.
@@ -296,10 +292,9 @@ class any_stream {
   }
 
   std::optional<tcp::socket> plain_;
-  std::shared_ptr<net::ssl::context> context_;  // declared before tls_: outlives it
-  std::unique_ptr<tls_stream> tls_;  // heap: ssl::stream is not movable cheaply
-  // TLS past its handshake, read and written by tls_direct: the socket and
-  // OpenSSL's session, on the heap (OpenSSL's BIO keeps the socket's address).
+  std::shared_ptr<net::ssl::context> context_;  // declared before direct_: outlives it
+  // TLS, read and written by tls_direct: the socket and OpenSSL's
+  // connection, on the heap (OpenSSL's BIO keeps the socket's address).
   struct direct_tls {
     explicit direct_tls(tcp::socket s) : socket(std::move(s)) {}
     direct_tls(const direct_tls&) = delete;

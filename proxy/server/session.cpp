@@ -226,14 +226,13 @@ net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, wo
   bool handshake_ok = true;
   if (stream.is_tls()) {
     stream.expires_after(w.config().limits.head_timeout);
-    auto [ec] = co_await stream.tls().async_handshake(net::ssl::stream_base::server, use_tuple);
+    auto ec = co_await stream.tls_handshake();
     if (ec) {
       spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());
       handshake_ok = false;
     } else {
       w.metrics().downstream_tls_handshakes.add();
-      if (SSL_session_reused(stream.tls().native_handle())) w.metrics().downstream_tls_resumed.add();
-      stream.tls_handshake_done();
+      if (SSL_session_reused(stream.native_tls())) w.metrics().downstream_tls_resumed.add();
     }
   }
   if (handshake_ok) {

@@ -15,20 +15,16 @@
 #include <climits>
 #include <cstring>
 #include <memory>
-#include <string>
 
 #include "server/plain_syscalls.hpp"
 
 namespace tokengate::tls_direct {
 namespace {
 
-// What the BIO knows: the socket (its descriptor is looked up at each call),
-// the ciphertext the pair still held when it took over, served first, and
-// how the last receive ended.
+// What the BIO knows: the socket (its descriptor is looked up at each
+// call) and how the last receive ended.
 struct socket_bio_state {
   tcp::socket* socket;
-  std::string held;
-  std::size_t held_taken = 0;
   bool ended = false;  // the peer's FIN was read
   int last_errno = 0;
   int queued_after = -1;  // what the kernel still held after this call's last receive (TCP_INQ); -1: unknown
@@ -39,13 +35,6 @@ socket_bio_state& state_of(BIO* bio) { return *static_cast<socket_bio_state*>(BI
 int bio_read(BIO* bio, char* out, int size) {
   auto& st = state_of(bio);
   BIO_clear_retry_flags(bio);
-  if (st.held_taken < st.held.size()) {
-    auto n = std::min(static_cast<std::size_t>(size), st.held.size() - st.held_taken);
-    std::memcpy(out, st.held.data() + st.held_taken, n);
-    st.held_taken += n;
-    if (st.held_taken == st.held.size()) std::string().swap(st.held);
-    return static_cast<int>(n);
-  }
   if (!st.socket->is_open()) {
     st.last_errno = EBADF;
     return -1;
@@ -101,10 +90,6 @@ long bio_ctrl(BIO* bio, int command, long, void*) {
   switch (command) {
     case BIO_CTRL_FLUSH: return 1;                          // every write went to the kernel
     case BIO_CTRL_EOF: return state_of(bio).ended ? 1 : 0;  // OpenSSL tells a truncation from an error by it
-    case BIO_CTRL_PENDING: {
-      auto& st = state_of(bio);
-      return static_cast<long>(st.held.size() - st.held_taken);
-    }
     default: return 0;
   }
 }
@@ -165,24 +150,34 @@ void forget_errors(SSL* ssl) {
 
 }  // namespace
 
-bool take_over(SSL* ssl, tcp::socket& socket) {
-  // Ciphertext OpenSSL wrote and Asio has not sent yet cannot be moved (the
-  // pair's other end is Asio's); after a finished handshake there is none,
-  // but if there were, the stream stays with Asio.
-  BIO* pair_end = SSL_get_rbio(ssl);
-  if (!pair_end || BIO_wpending(pair_end) > 0) return false;
-  auto st = std::make_unique<socket_bio_state>();
-  st->socket = &socket;
-  std::array<char, 4096> chunk;
-  for (int n; (n = BIO_read(pair_end, chunk.data(), static_cast<int>(chunk.size()))) > 0;) st->held.append(chunk.data(), n);
+SSL* attach(SSL_CTX* ctx, tcp::socket& socket, bool server) {
+  SSL* ssl = SSL_new(ctx);
+  if (!ssl) return nullptr;
   BIO* bio = BIO_new(socket_method());
-  if (!bio) return false;
-  BIO_set_data(bio, st.release());
-  SSL_set_bio(ssl, bio, bio);  // frees the pair's end
+  if (!bio) {
+    SSL_free(ssl);
+    return nullptr;
+  }
+  BIO_set_data(bio, new socket_bio_state{&socket});
+  SSL_set_bio(ssl, bio, bio);
+  // A write that had to wait is repeated with the same bytes, not always
+  // from the same address (write gathers pieces into a buffer of its own);
+  // OpenSSL's record buffers are freed while empty, which is most of a
+  // stream's life (Asio's stream set the same modes).
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   // Records are read as many at a time as have arrived, not header and body
   // in two receives each.
   SSL_set_read_ahead(ssl, 1);
-  return true;
+  if (server) SSL_set_accept_state(ssl);
+  else SSL_set_connect_state(ssl);
+  return ssl;
+}
+
+io_result handshake(SSL* ssl) {
+  forget_errors(ssl);
+  int r = SSL_do_handshake(ssl);
+  if (r == 1) return {};
+  return failure(ssl, r);
 }
 
 io_result read(SSL* ssl, net::mutable_buffer into) {
@@ -194,7 +189,7 @@ io_result read(SSL* ssl, net::mutable_buffer into) {
   // Drained: this call's receive left the kernel nothing (a FIN counts as
   // a byte there) and OpenSSL holds nothing either, not even part of a record.
   const auto& st = state_of(SSL_get_rbio(ssl));
-  r.drained = st.queued_after == 0 && st.held.empty() && !SSL_has_pending(ssl);
+  r.drained = st.queued_after == 0 && !SSL_has_pending(ssl);
   return r;
 }
 

@@ -1,6 +1,5 @@
 #pragma once
-// TLS records read from and written to the socket directly, once the
-// handshake is done.
+// TLS read from and written to the socket directly, handshake included.
 //
 // Asio's ssl::stream puts a memory BIO pair between OpenSSL and the socket:
 // every record OpenSSL writes is copied out of the pair into Asio's buffer
@@ -9,18 +8,18 @@
 // received into Asio's buffer and copied into the pair. Relaying one event
 // to a TLS client took 22.7 µs of the proxy's CPU against nginx's 18.9–20.1
 // (tests/bench/per_event.sh with TLS=1, 2,000 slow streams), the same
-// syscalls on both sides: the difference was that machinery. nginx gives
-// OpenSSL the socket itself.
+// syscalls on both sides: the difference was that machinery. And its four
+// buffers of 17 KiB (the stream's two and the pair's) were most of what a
+// connection held during its handshake. nginx gives OpenSSL the socket
+// itself.
 //
-// So does this, after Asio's handshake (which keeps its verification,
-// SNI and ALPN): `take_over` puts a BIO on the socket's descriptor in the
-// pair's place, with whatever ciphertext the pair still held (a client's
-// first request often comes with its Finished), and the calls below read
-// and write through it without waiting: each says what it needs when it
-// cannot go on (the socket readable or writable), and the caller waits for
-// that with the reactor (any_stream.hpp). The descriptor stays the
-// tcp::socket's: the BIO reaches it through the socket, so a closed socket
-// is never read or written under a number reused since.
+// So does this: `attach` gives a new connection's OpenSSL state a BIO on
+// the socket's descriptor, and the calls below handshake, read and write
+// through it without waiting: each says what it needs when it cannot go on
+// (the socket readable or writable), and the caller waits for that with
+// the reactor (any_stream.hpp). The descriptor stays the tcp::socket's: the
+// BIO reaches it through the socket, so a closed socket is never read or
+// written under a number reused since.
 #include <openssl/ssl.h>
 
 #include <cstddef>
@@ -30,9 +29,10 @@
 
 namespace tokengate::tls_direct {
 
-// Moves `ssl` (handshake done, behind Asio's BIO pair) onto `socket`.
-// False, with nothing changed, where it cannot (see the .cpp).
-bool take_over(SSL* ssl, tcp::socket& socket);
+// OpenSSL's state for a new connection on `socket` (which must stay at its
+// address), the server's or the client's end; null if OpenSSL could not
+// make it (out of memory).
+SSL* attach(SSL_CTX* ctx, tcp::socket& socket, bool server);
 
 // What a call could not do without waiting.
 enum class wait_for { nothing, readable, writable };
@@ -43,6 +43,9 @@ struct io_result {
   wait_for wait = wait_for::nothing;
   bool drained = false;   // (a read) the socket and OpenSSL had nothing after these bytes
 };
+
+// The handshake, as far as it can go now: done (ec empty), failed, or what to wait for.
+io_result handshake(SSL* ssl);
 
 // Decrypted bytes into `into` (at most its size): some, an error or end, or what to wait for.
 io_result read(SSL* ssl, net::mutable_buffer into);

@@ -24,8 +24,7 @@ namespace {
 
 // The certificate current at accept time serves this connection to its end.
 any_stream tls_stream_for(tcp::socket plain, std::shared_ptr<net::ssl::context> context) {
-  auto tls = std::make_unique<any_stream::tls_stream>(std::move(plain), *context);
-  return any_stream(std::move(tls), std::move(context));
+  return any_stream(std::move(plain), std::move(context), tls_role::server);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "upstream/pool.hpp"
 
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -102,21 +101,22 @@ net::awaitable<acquire_result> pool::connect_new() {
     co_return result;
   }
 
-  auto tls = std::make_unique<any_stream::tls_stream>(tcp_stream.release_socket(), *tls_context_);
+  auto conn = std::make_unique<connection>(
+      connection{any_stream(tcp_stream.release_socket(), tls_context_, tls_role::client)});
+  SSL* tls = conn->stream.native_tls();
   // SNI, so that a shared front end picks the right certificate, and a host
-  // name check, so that a valid certificate for another name is refused.
-  if (!SSL_set_tlsext_host_name(tls->native_handle(), url_.host.c_str())) {
+  // name check (SSL_set1_host takes an address as one), so that a valid
+  // certificate for another name is refused.
+  if (!SSL_set_tlsext_host_name(tls, url_.host.c_str()) || SSL_set1_host(tls, url_.host.c_str()) != 1) {
     result.failure = connect_failure::tls;
     result.message = "cannot set TLS server name for " + url_.host;
     co_return result;
   }
-  tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
-  attach(tls->native_handle(), tls_sessions_);  // (without it, a full handshake as before)
-  auto conn = std::make_unique<connection>(connection{any_stream(std::move(tls))});
+  attach(tls, tls_sessions_);  // (without it, a full handshake as before)
   conn->stream.expires_after(settings_.timeouts.connect);
-  auto [hec] = co_await conn->stream.tls().async_handshake(net::ssl::stream_base::client, use_tuple);
+  auto hec = co_await conn->stream.tls_handshake();
   if (hec) {
-    bool timed_out = conn->stream.timed_out();
+    bool timed_out = hec == beast::error::timeout;
     result.failure = timed_out ? connect_failure::timeout : connect_failure::tls;
     result.message = "TLS handshake with upstream " + url_.host_header + " failed: " +
                      (timed_out ? std::string("timed out") : hec.message());
@@ -125,9 +125,8 @@ net::awaitable<acquire_result> pool::connect_new() {
   conn->stream.expires_never();
   if (metrics_) {
     metrics_->upstream_tls_handshakes.add();
-    if (SSL_session_reused(conn->stream.tls().native_handle())) metrics_->upstream_tls_resumed.add();
+    if (SSL_session_reused(tls)) metrics_->upstream_tls_resumed.add();
   }
-  conn->stream.tls_handshake_done();
   result.conn = std::move(conn);
   co_return result;
 }

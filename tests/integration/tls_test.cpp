@@ -21,11 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Writes a self-signed certificate for localhost / 127.0.0.1 with the given
-// common name to cert / key.
-void make_certificate(const fs::path& cert, const fs::path& key, const std::string& common_name) {
+// Writes a self-signed certificate for localhost / 127.0.0.1 (or for the
+// names given) with the given common name to cert / key.
+void make_certificate(const fs::path& cert, const fs::path& key, const std::string& common_name,
+                      const std::string& names = "DNS:localhost,IP:127.0.0.1") {
   auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + common_name +
-             " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + key.string() + " -out " +
+             " -addext subjectAltName=" + names + " -keyout " + key.string() + " -out " +
              cert.string() + " 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
 }
@@ -172,6 +173,45 @@ TEST(Tls, HttpsUpstreamTrustedThroughCaFileWorks) {
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("\"content\":\" quick\""), std::string::npos);
   EXPECT_EQ(https_upstream.engine_stats().requests.load(), 1u);
+}
+
+// The upstream's certificate must name the host of the URL: by name, or by
+// address for a URL with an address in it.
+TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
+  temp_dir dir("names");
+  auto elsewhere_cert = dir.path / "cert.pem", elsewhere_key = dir.path / "key.pem";
+  make_certificate(elsewhere_cert, elsewhere_key, "localhost", "DNS:elsewhere.example,IP:10.9.8.7");
+  fixture_options elsewhere;
+  elsewhere.listener_extra =
+      "    tls:\n      cert_file: " + elsewhere_cert.string() + "\n      key_file: " + elsewhere_key.string() + "\n";
+  proxy_fixture upstream_named_elsewhere(elsewhere);
+  proxy_fixture upstream_named_here(tls_listener());  // localhost and 127.0.0.1
+
+  struct attempt {
+    const proxy_fixture& upstream;
+    fs::path trusted;
+    std::string host;
+    unsigned status;
+  };
+  const attempt attempts[] = {
+      {upstream_named_here, certificate().cert, "127.0.0.1", 200},  // the address, in the certificate
+      {upstream_named_elsewhere, elsewhere_cert, "localhost", 502},  // a trusted certificate, another name
+      {upstream_named_elsewhere, elsewhere_cert, "127.0.0.1", 502},  // … and another address (its CN is no name)
+  };
+  for (const auto& a : attempts) {
+    fixture_options o;
+    o.base_url = "https://" + a.host + ":" + std::to_string(a.upstream.port()) + "/v1";
+    o.upstream_extra = "    ca_file: " + a.trusted.string() + "\n";
+    proxy_fixture f(o);
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << o.base_url;
+    EXPECT_EQ(r.status, a.status) << o.base_url << ": " << r.body;
+    if (a.status == 502) EXPECT_NE(r.body.find("certificate verify failed"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(upstream_named_elsewhere.engine_stats().requests.load(), 0u);
+  EXPECT_EQ(upstream_named_here.engine_stats().requests.load(), 1u);
 }
 
 // A long body over TLS on both sides, forwarded while it arrives (TLS
