@@ -63,6 +63,26 @@ fixture_options tls_listener() {
   return o;
 }
 
+// `o` pointed at a TLS upstream (a TLS listener's fixture in front of its
+// demo engine) by `host`, trusting `ca` as its upstream_extra's first line.
+fixture_options through_tls(fixture_options o, const proxy_fixture& https_upstream, const std::string& host = "localhost",
+                            const fs::path& ca = certificate().cert) {
+  o.base_url = "https://" + host + ":" + std::to_string(https_upstream.port()) + "/v1";
+  o.upstream_extra = "    ca_file: " + ca.string() + "\n" + o.upstream_extra;
+  return o;
+}
+
+// `count` small streams through `f`, one connection each, read to [DONE].
+void stream_one_by_one(const proxy_fixture& f, int count) {
+  for (int i = 1; i <= count; ++i) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
+    auto r = read_response(c);
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos) << "request " << i;
+  }
+}
+
 struct client_context {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   explicit client_context(const fs::path& ca) {
@@ -162,10 +182,7 @@ TEST(Tls, UntrustedHttpsUpstreamIsRefused) {
 TEST(Tls, HttpsUpstreamTrustedThroughCaFileWorks) {
   proxy_fixture https_upstream(tls_listener());  // a TLS endpoint in front of a demo engine
 
-  fixture_options o;
-  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
-  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
-  proxy_fixture f(o);
+  proxy_fixture f(through_tls({}, https_upstream));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
   auto r = read_response(c);
@@ -199,9 +216,7 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
       {upstream_named_elsewhere, elsewhere_cert, "127.0.0.1", 502},  // … and another address (its CN is no name)
   };
   for (const auto& a : attempts) {
-    fixture_options o;
-    o.base_url = "https://" + a.host + ":" + std::to_string(a.upstream.port()) + "/v1";
-    o.upstream_extra = "    ca_file: " + a.trusted.string() + "\n";
+    auto o = through_tls({}, a.upstream, a.host, a.trusted);
     proxy_fixture f(o);
     http_client c(f.port());
     c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
@@ -219,10 +234,7 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
 // byte, through a TLS proxy in front of it.
 TEST(Tls, ALongBodyGoesEarlyThroughTlsOnBothSides) {
   proxy_fixture https_upstream(tls_listener());
-  auto o = tls_listener();
-  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
-  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
-  proxy_fixture f(o);
+  proxy_fixture f(through_tls(tls_listener(), https_upstream));
   std::string text;
   for (int i = 0; text.size() < 1'500'000; ++i) text += "word " + std::to_string(i) + " ";
   // (No modelled prefill: the demo engine would take seconds on 1.5 MB.)
@@ -418,10 +430,7 @@ TEST(Tls, ARequestSentWithTheHandshakesLastFlightIsAnswered) {
 // bytes. Every token of a 10 MB answer must arrive, in order, once.
 TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
   proxy_fixture https_upstream(tls_listener());
-  auto o = tls_listener();
-  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
-  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
-  proxy_fixture f(o);
+  proxy_fixture f(through_tls(tls_listener(), https_upstream));
   memory_tls_client c(f.port());
   c.handshake();
   constexpr std::size_t tokens = 60000;
@@ -447,17 +456,8 @@ TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
 // and carry the next request.
 TEST(Tls, AnHttpsUpstreamConnectionCarriesTheNextRequest) {
   proxy_fixture https_upstream(tls_listener());
-  fixture_options o;
-  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
-  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
-  proxy_fixture f(o);
-  for (int i = 1; i <= 3; ++i) {
-    http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
-    auto r = read_response(c);
-    ASSERT_TRUE(r.complete) << "request " << i;
-    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
-  }
+  proxy_fixture f(through_tls({}, https_upstream));
+  stream_one_by_one(f, 3);
   EXPECT_EQ(https_upstream.engine_stats().requests.load(), 3u);
   // Each request went on a new connection or a reused one; with fewer
   // workers than requests, at least one was reused.
@@ -472,19 +472,11 @@ TEST(Tls, AnHttpsUpstreamConnectionCarriesTheNextRequest) {
 // sent or verified again. Both ends count it.
 TEST(Tls, UpstreamTlsSessionsAreResumedOnNewConnections) {
   proxy_fixture https_upstream(tls_listener());
-  fixture_options o;
-  o.base_url = "https://localhost:" + std::to_string(https_upstream.port()) + "/v1";
-  // No pool: every request opens a connection (and handshakes).
-  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n    pool_size: 0\n";
-  proxy_fixture f(o);
+  fixture_options no_pool;  // every request opens a connection (and handshakes)
+  no_pool.upstream_extra = "    pool_size: 0\n";
+  proxy_fixture f(through_tls(no_pool, https_upstream));
   constexpr int requests = 6;
-  for (int i = 1; i <= requests; ++i) {
-    http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
-    auto r = read_response(c);
-    ASSERT_TRUE(r.complete) << "request " << i;
-    EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
-  }
+  stream_one_by_one(f, requests);
   EXPECT_EQ(metric(f, "tokengate_upstream_tls_handshakes_total"), requests);
   EXPECT_EQ(metric(https_upstream, "tokengate_downstream_tls_handshakes_total"), requests);
   // Each of the two workers' pools handshakes in full once at most.
