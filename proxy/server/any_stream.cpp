@@ -60,19 +60,24 @@ any_stream::any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> co
 }
 
 net::awaitable<error_code> any_stream::tls_handshake() {
+  error_code ec;
   for (;;) {
     auto r = tls_direct::handshake(direct_->ssl);
     if (r.wait == tls_direct::wait_for::nothing) {
-      if (!r.ec) try_next_read_at_once(socket());
-      co_return r.ec;
+      ec = r.ec;
+      break;
     }
     auto kind = r.wait == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
-    auto [ec] = co_await socket().async_wait(kind, use_tuple);
-    if (ec) {
-      if (timed_out()) co_return beast::error::timeout;
-      co_return ec;
+    auto [wait_ec] = co_await socket().async_wait(kind, use_tuple);
+    if (wait_ec) {
+      ec = wait_ec;
+      break;
     }
   }
+  // (The deadline ends a handshake by closing the socket: whatever failed then, it timed out.)
+  if (ec && timed_out()) co_return beast::error::timeout;
+  if (!ec) try_next_read_at_once(socket());
+  co_return ec;
 }
 
 std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, error_code& ec) {

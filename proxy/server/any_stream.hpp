@@ -39,8 +39,9 @@ struct deadline_aware_handler {
   }
 };
 
-// An operation on a TLS stream (tls_direct.hpp): the call is tried again each time the socket is ready for what it said it
-// needs, then the handler gets its outcome.
+// An operation on a TLS stream (tls_direct.hpp): the call is tried again
+// each time the socket is ready for what it said it needs, then the
+// handler gets its outcome.
 template <typename Attempt, typename Handler>
 struct tls_direct_op {
   tcp::socket* socket;

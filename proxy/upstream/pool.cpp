@@ -112,7 +112,7 @@ net::awaitable<acquire_result> pool::connect_new() {
     result.message = "cannot set TLS server name for " + url_.host;
     co_return result;
   }
-  attach(tls, tls_sessions_);  // (without it, a full handshake as before)
+  resume_from(tls, tls_sessions_);  // (false: a full handshake, as without it)
   conn->stream.expires_after(settings_.timeouts.connect);
   auto hec = co_await conn->stream.tls_handshake();
   if (hec) {

@@ -47,7 +47,7 @@ void enable_resumption(SSL_CTX* ctx) {
   SSL_CTX_sess_set_new_cb(ctx, file_new_session);
 }
 
-bool attach(SSL* ssl, const std::shared_ptr<latest_session>& sessions) {
+bool resume_from(SSL* ssl, const std::shared_ptr<latest_session>& sessions) {
   auto* held = new shared_sessions(sessions);
   if (SSL_set_ex_data(ssl, sessions_index(), held) != 1) {
     delete held;

@@ -36,7 +36,7 @@ class latest_session {
 };
 
 // Has the client context hand each session its upstream issues to the
-// connection's latest_session (see attach) instead of OpenSSL's own cache,
+// connection's latest_session (see resume_from) instead of OpenSSL's own cache,
 // which would grow and take a lock.
 void enable_resumption(SSL_CTX* ctx);
 
@@ -44,6 +44,6 @@ void enable_resumption(SSL_CTX* ctx);
 // files the sessions this connection is given into the pool's (shared, as
 // a connection may outlive its pool at shutdown). False if OpenSSL could
 // not take either, which only costs the resumption.
-bool attach(SSL* ssl, const std::shared_ptr<latest_session>& sessions);
+bool resume_from(SSL* ssl, const std::shared_ptr<latest_session>& sessions);
 
 }  // namespace tokengate::upstream
