@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -223,7 +224,9 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << o.base_url;
     EXPECT_EQ(r.status, a.status) << o.base_url << ": " << r.body;
-    if (a.status == 502) EXPECT_NE(r.body.find("certificate verify failed"), std::string::npos) << r.body;
+    if (a.status == 502) {
+      EXPECT_NE(r.body.find("certificate verify failed"), std::string::npos) << r.body;
+    }
   }
   EXPECT_EQ(upstream_named_elsewhere.engine_stats().requests.load(), 0u);
   EXPECT_EQ(upstream_named_here.engine_stats().requests.load(), 1u);
@@ -370,7 +373,9 @@ struct memory_tls_client {
   void flush() {
     char* data = nullptr;
     auto n = BIO_get_mem_data(out, &data);
-    if (n > 0) ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(n), MSG_NOSIGNAL), n);
+    if (n > 0) {
+      ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(n), MSG_NOSIGNAL), n);
+    }
     (void)BIO_reset(out);
   }
   // Ciphertext from the socket into OpenSSL; false at the end or on a timeout.
@@ -421,6 +426,31 @@ TEST(Tls, ARequestSentWithTheHandshakesLastFlightIsAnswered) {
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
   EXPECT_NE(answer.find("data: [DONE]"), std::string::npos) << answer;
   EXPECT_EQ(last, SSL_ERROR_ZERO_RETURN) << "the answer ended without close_notify";
+}
+
+// TLS 1.2 lets a client ask for a new handshake at any time, the costly
+// side of which is the server's: one connection could keep a core busy
+// (CVE-2011-1473). The proxy refuses, as nginx does: the client is told
+// no_renegotiation, which OpenSSL's client takes as the handshake's failure.
+// (With renegotiation allowed, SSL_OP_ALLOW_CLIENT_RENEGOTIATION, this
+// test fails: the proxy's SSL_read then writes the handshake's answer
+// through its own BIO, and the client's renegotiation succeeds.)
+TEST(Tls, AClientAskingToRenegotiateIsRefused) {
+  proxy_fixture f(tls_listener());
+  memory_tls_client c(f.port());
+  SSL_set_max_proto_version(c.ssl, TLS1_2_VERSION);  // (TLS 1.3 has no renegotiation)
+  c.handshake();
+  c.flush();
+  ASSERT_EQ(SSL_version(c.ssl), TLS1_2_VERSION);
+  ASSERT_EQ(SSL_renegotiate(c.ssl), 1);
+  int done;
+  while ((done = SSL_do_handshake(c.ssl)) != 1 && SSL_get_error(c.ssl, done) == SSL_ERROR_WANT_READ) {
+    c.flush();
+    if (!c.receive()) break;
+  }
+  EXPECT_NE(done, 1) << "the proxy renegotiated";
+  EXPECT_EQ(ERR_GET_REASON(ERR_peek_error()), SSL_R_NO_RENEGOTIATION);
+  EXPECT_EQ(metric(f, "tokengate_downstream_tls_handshakes_total"), 1u);
 }
 
 // A client that takes its answer slowly, 16 KiB at a time with pauses,
