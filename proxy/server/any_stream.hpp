@@ -247,7 +247,9 @@ class any_stream {
   // syscall to wait: drained_read.hpp's start_attempted_read), its tries
   // SSL_read. A try that OpenSSL says must first write (a key update's
   // answer into a full socket) ends it, and the read goes on as a
-  // tls_direct_op waiting for room. Where the reactor's read cannot be used,
+  // tls_direct_op waiting for room. (Not reached by the tests: in
+  // Tls.AKeyUpdateAsked... the answer goes out with the proxy's writes
+  // waiting, without the read having to wait.) Where the reactor's read cannot be used,
   // a tls_direct_op throughout.
   template <typename Handler>
   void start_direct_read(net::mutable_buffer into, Handler handler) {

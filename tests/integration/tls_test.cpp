@@ -516,5 +516,89 @@ TEST(Tls, UpstreamTlsSessionsAreResumedOnNewConnections) {
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u);
 }
 
+// A renegotiation asked for while the proxy's writes to the client wait
+// for room (the client has not been reading): the refusal is an alert,
+// which OpenSSL queues behind the record it holds for the waiting write
+// (it does not make the read wait to write). The client reads on: a prefix
+// of the stream in order, every record whole, then the refusal, which
+// OpenSSL's client takes as fatal. When it leaves, the proxy drops the
+// stream, and serves the next client.
+TEST(Tls, ARenegotiationAskedWhileTheProxysWritesWaitIsRefusedAfterThem) {
+  proxy_fixture f(tls_listener());
+  memory_tls_client c(f.port());
+  SSL_set_max_proto_version(c.ssl, TLS1_2_VERSION);
+  c.handshake();
+  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":300000,)"
+                                            R"("demo":{"tokens":300000,"interval_ms":0,"ttft_ms":0}})"));
+  c.flush();
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
+  ASSERT_EQ(SSL_renegotiate(c.ssl), 1);
+  ASSERT_EQ(SSL_get_error(c.ssl, SSL_do_handshake(c.ssl)), SSL_ERROR_WANT_READ);
+  c.flush();  // (the ClientHello)
+  std::string answer;
+  int last = SSL_ERROR_WANT_READ;
+  auto deadline = clock::now() + 30s;
+  while (last == SSL_ERROR_WANT_READ && clock::now() < deadline && c.receive()) last = c.decrypt(answer);
+  EXPECT_EQ(last, SSL_ERROR_SSL);
+  EXPECT_EQ(ERR_GET_REASON(ERR_peek_error()), SSL_R_NO_RENEGOTIATION);
+  auto seen = demo_tokens_in(answer);
+  EXPECT_TRUE(seen.in_order) << "a token arrived out of place";
+  EXPECT_GT(seen.seen, 0u);
+  // 50 MB cannot all wait in the buffers on the way: the stream still runs.
+  EXPECT_EQ(f.engine_stats().active.load(), 1u);
+  // The client's own fatal alert goes out, then its FIN: the proxy must
+  // see it gone and drop the stream upstream.
+  c.flush();
+  ::shutdown(c.fd, SHUT_WR);
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 0; }, 10s, "the stream to be dropped"));
+  client_context tls(certificate().cert);
+  http_client next(f.port(), tls.ctx);
+  next.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
+  auto r = read_response(next);
+  ASSERT_TRUE(r.complete);
+  EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos);
+}
+
+// A TLS 1.3 client may ask the proxy to change its sending keys (a
+// KeyUpdate asking for one back). The proxy's answer is written from its
+// client watcher's read, here while the proxy's writes of a long stream
+// wait for room (the client has not been reading): OpenSSL must not mix
+// the two records. The client gets the proxy's KeyUpdate, and every token,
+// in order, under the new keys.
+int key_updates_received = 0;
+void count_key_updates(int written, int, int content_type, const void* message, std::size_t size, SSL*, void*) {
+  constexpr unsigned char key_update = 24;
+  if (!written && content_type == SSL3_RT_HANDSHAKE && size > 0 && static_cast<const unsigned char*>(message)[0] == key_update)
+    ++key_updates_received;
+}
+
+TEST(Tls, AKeyUpdateAskedWhileTheProxysWritesWaitIsAnsweredAndTheStreamGoesOn) {
+  proxy_fixture f(tls_listener());
+  memory_tls_client c(f.port());
+  SSL_set_msg_callback(c.ssl, count_key_updates);
+  key_updates_received = 0;
+  c.handshake();
+  constexpr std::size_t tokens = 120000;  // (20 MB: more than the buffers on the way hold)
+  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":120000,)"
+                                            R"("demo":{"tokens":120000,"interval_ms":0,"ttft_ms":0}})"));
+  c.flush();
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
+  ASSERT_EQ(f.engine_stats().active.load(), 1u) << "the stream ended before the key update";
+  ASSERT_EQ(SSL_key_update(c.ssl, SSL_KEY_UPDATE_REQUESTED), 1);
+  ASSERT_EQ(SSL_do_handshake(c.ssl), 1);
+  c.flush();
+  std::string answer;
+  auto deadline = clock::now() + 60s;
+  while (!answer.ends_with("\r\n0\r\n\r\n") && clock::now() < deadline && c.receive()) {
+    ASSERT_EQ(c.decrypt(answer), SSL_ERROR_WANT_READ);
+  }
+  EXPECT_EQ(key_updates_received, 1);
+  auto seen = demo_tokens_in(answer);
+  EXPECT_TRUE(seen.in_order) << "a token arrived out of place";
+  EXPECT_EQ(seen.seen, tokens);
+  EXPECT_NE(answer.find("data: [DONE]"), std::string::npos);
+}
 }  // namespace
 }  // namespace tokengate::test
