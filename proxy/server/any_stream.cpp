@@ -60,22 +60,13 @@ any_stream::any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> co
 }
 
 net::awaitable<error_code> any_stream::tls_handshake() {
-  error_code ec;
-  for (;;) {
-    auto r = tls_direct::handshake(direct_->ssl);
-    if (r.wait == tls_direct::wait_for::nothing) {
-      ec = r.ec;
-      break;
-    }
-    auto kind = r.wait == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
-    auto [wait_ec] = co_await socket().async_wait(kind, use_tuple);
-    if (wait_ec) {
-      ec = wait_ec;
-      break;
-    }
-  }
-  // (The deadline ends a handshake by closing the socket: whatever failed then, it timed out.)
-  if (ec && timed_out()) co_return beast::error::timeout;
+  // (Tried as the socket becomes ready, as the other TLS operations are.)
+  auto [ec, none] = co_await net::async_initiate<decltype(use_tuple), void(error_code, std::size_t)>(
+      [this](auto handler) {
+        deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
+        start_direct([this] { return tls_direct::handshake(direct_->ssl); }, std::move(done), false);
+      },
+      use_tuple);
   if (!ec) try_next_read_at_once(socket());
   co_return ec;
 }

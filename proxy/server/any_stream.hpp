@@ -249,8 +249,8 @@ class any_stream {
   // answer into a full socket) ends it, and the read goes on as a
   // tls_direct_op waiting for room. (Not reached by the tests: in
   // Tls.AKeyUpdateAsked... the answer goes out with the proxy's writes
-  // waiting, without the read having to wait.) Where the reactor's read cannot be used,
-  // a tls_direct_op throughout.
+  // waiting, without the read having to wait.) Where the reactor's read
+  // cannot be used, a tls_direct_op throughout.
   template <typename Handler>
   void start_direct_read(net::mutable_buffer into, Handler handler) {
     auto read_once = [this, into] { return tls_direct::read(direct_->ssl, into); };

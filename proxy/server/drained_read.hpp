@@ -108,16 +108,9 @@ struct last_events_access : detail::scheduler_operation {
 // (real-time nanoseconds), where the socket reports it.
 inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events, error_code& ec,
                       std::size_t& n, bool& drained, std::int64_t& arrival_ns, std::size_t& queued_after) {
-  iovec piece{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec))];
-  msghdr message{};
-  message.msg_iov = &piece;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t got;
-  do got = recvmsg_plain(socket, &message, 0);
-  while (got < 0 && errno == EINTR);
+  msghdr message;
+  ssize_t got = receive_into(socket, buffer.data(), buffer.size(), control, 0, message);
   drained = false;
   n = 0;
   if (got < 0) {

@@ -41,16 +41,9 @@ int bio_read(BIO* bio, char* out, int size) {
   }
   // recvmsg, for what the kernel still holds after it (TCP_INQ, where the
   // socket has it on: enable_drained_reads), as the plain reads do.
-  iovec piece{out, static_cast<std::size_t>(size)};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  msghdr message{};
-  message.msg_iov = &piece;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t n;
-  do n = recvmsg_plain(st.socket->native_handle(), &message, MSG_DONTWAIT);  // (plain_syscalls.hpp: why not glibc's)
-  while (n < 0 && errno == EINTR);
+  msghdr message;
+  auto n = receive_into(st.socket->native_handle(), out, static_cast<std::size_t>(size), control, MSG_DONTWAIT, message);
   st.queued_after = -1;
   if (n < 0) {
     st.last_errno = errno;

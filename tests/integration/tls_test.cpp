@@ -232,6 +232,35 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
   EXPECT_EQ(upstream_named_here.engine_stats().requests.load(), 1u);
 }
 
+// An upstream that takes the connection but never answers the handshake
+// is a timeout (504) within timeouts.connect, which bounds the handshake
+// too, not a hung request.
+TEST(Tls, AnUpstreamThatNeverAnswersTheHandshakeIsATimeout) {
+  int silent = ::socket(AF_INET, SOCK_STREAM, 0);  // listening, never accepting: the kernel completes the TCP handshake
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  fixture_options o;
+  o.base_url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/v1";
+  o.upstream_extra = "    timeouts: {connect: 300ms}\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  auto started = clock::now();
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
+  auto r = read_response(c);
+  ::close(silent);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 504) << r.body;
+  auto error = boost::json::parse(r.body).at("error");
+  EXPECT_EQ(error.at("code").as_string(), "upstream_timeout");
+  EXPECT_NE(std::string(error.at("message").as_string()).find("TLS handshake"), std::string::npos) << r.body;
+  EXPECT_LT(clock::now() - started, 3s);
+}
+
 // A long body over TLS on both sides, forwarded while it arrives (TLS
 // reads and writes in pieces of the body): it reaches the engine byte for
 // byte, through a TLS proxy in front of it.
