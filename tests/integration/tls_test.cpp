@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -543,6 +544,95 @@ TEST(Tls, UpstreamTlsSessionsAreResumedOnNewConnections) {
   EXPECT_GE(resumed, requests - 2u);
   EXPECT_EQ(metric(https_upstream, "tokengate_downstream_tls_resumed_total"), resumed);
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u);
+}
+
+// An upstream that speaks TLS 1.2 at most (as some providers' and
+// appliances' endpoints still do), played by hand with OpenSSL: it answers
+// each connection with a short stream and closes it, and counts the
+// handshakes it resumed. TLS 1.2 hands the client its session at the end
+// of the handshake (a ticket or an id), not after it as TLS 1.3 does; the
+// pools keep and offer it the same way.
+class tls12_upstream {
+ public:
+  ~tls12_upstream() {
+    server_.reset();  // (its thread uses the context)
+    SSL_CTX_free(ctx_);
+  }
+
+  std::string base_url() const { return "https://localhost:" + std::to_string(server_->port()) + "/v1"; }
+  int handshakes() const { return handshakes_; }
+  int resumed() const { return resumed_; }
+  int other_versions() const { return other_versions_; }
+
+ private:
+  void serve(int listener) {
+    std::signal(SIGPIPE, SIG_IGN);  // a write to a proxy that has gone is an error here, not the test's end
+    for (;;) {
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;  // the listener was shut down
+      SSL* ssl = SSL_new(ctx_);
+      SSL_set_fd(ssl, fd);
+      if (SSL_accept(ssl) == 1) {
+        ++handshakes_;
+        if (SSL_session_reused(ssl)) ++resumed_;
+        if (SSL_version(ssl) != TLS1_2_VERSION) ++other_versions_;
+        answer(ssl);
+        SSL_shutdown(ssl);
+      }
+      SSL_free(ssl);
+      ::close(fd);
+    }
+  }
+  // Reads the request to the end of its body, then sends one short stream.
+  static void answer(SSL* ssl) {
+    std::string request;
+    char bytes[4096];
+    for (;;) {
+      auto head_end = request.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        auto length_at = request.find("Content-Length: ");
+        std::size_t length = length_at < head_end ? std::stoul(request.substr(length_at + 16)) : 0;
+        if (request.size() >= head_end + 4 + length) break;
+      }
+      int n = SSL_read(ssl, bytes, sizeof bytes);
+      if (n <= 0) return;
+      request.append(bytes, static_cast<std::size_t>(n));
+    }
+    const std::string body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello\"}}]}\n\ndata: [DONE]\n\n";
+    const std::string response = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body;
+    SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+  }
+
+  static SSL_CTX* make_context() {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(ctx, certificate().cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx, certificate().key.c_str(), SSL_FILETYPE_PEM) != 1)
+      throw std::runtime_error("the TLS 1.2 upstream cannot load the test certificate");
+    return ctx;
+  }
+
+  SSL_CTX* ctx_ = make_context();  // (made before the thread that serves starts, below)
+  std::atomic<int> handshakes_{0}, resumed_{0}, other_versions_{0};
+  std::unique_ptr<hand_upstream> server_ = std::make_unique<hand_upstream>([this](int listener) { serve(listener); });
+};
+
+TEST(Tls, UpstreamTls12SessionsAreResumedToo) {
+  tls12_upstream upstream;
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  o.upstream_extra = "    ca_file: " + certificate().cert.string() + "\n";
+  proxy_fixture f(o);
+  constexpr int requests = 6;
+  stream_one_by_one(f, requests);
+  ASSERT_EQ(upstream.handshakes(), requests);
+  EXPECT_EQ(upstream.other_versions(), 0) << "every handshake was TLS 1.2";
+  EXPECT_EQ(metric(f, "tokengate_upstream_tls_handshakes_total"), requests);
+  // Each of the two workers' pools handshakes in full once at most.
+  auto resumed = metric(f, "tokengate_upstream_tls_resumed_total");
+  EXPECT_GE(resumed, requests - 2u);
+  EXPECT_EQ(upstream.resumed(), static_cast<int>(resumed));
 }
 
 // A renegotiation asked for while the proxy's writes to the client wait

@@ -39,6 +39,7 @@ class hand_upstream {
   }
   hand_upstream(const hand_upstream&) = delete;
 
+  std::uint16_t port() const { return port_; }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   // Fills its listen queue with connections of its own (for a `serve`
   // that never accepts): the kernel then drops the SYN of any connection
