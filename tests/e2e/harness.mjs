@@ -26,53 +26,71 @@ function waitForLine(child, pattern, what) {
   });
 }
 
+// A tokengate started on the config `lines` (written to the file `config`)
+// and added to `children`; resolves to the port its listener took.
+async function startServe(config, lines, children) {
+  writeFileSync(config, [...lines, ""].join("\n"));
+  const proxy = spawn(bin, ["serve", "-c", config], { env: process.env });
+  children.push(proxy);
+  return waitForLine(proxy, /listening on https?:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
+}
+
+const listenerLine = (tls) =>
+  "  - {name: main, address: 127.0.0.1, port: 0, upstream: demo" +
+  (tls ? `, tls: {cert_file: ${tls.cert}, key_file: ${tls.key}}}` : "}");
+
 // topYaml: lines added at the top level of the proxy's config; tls:
 // {cert, key} files for the listener (the clients then use https://localhost).
-export async function startProxy({ upstreamKeyEnv, topYaml = [], tls } = {}) {
+// upstreamTls: {cert, key} files for a TLS terminator (a second tokengate)
+// put between the proxy and the demo engine, which the proxy then reaches
+// over https://localhost as it would a hosted provider, trusting that
+// certificate. The proxy is the last of the processes started.
+export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls } = {}) {
   const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
-  const enginePort = await waitForLine(engine, /^PORT (\d+)$/m, "demo engine port");
+  const children = [engine];
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
-  const config = join(dir, "tokengate.yaml");
-  writeFileSync(
-    config,
-    [
-      "listeners:",
-      "  - {name: main, address: 127.0.0.1, port: 0, upstream: demo" +
-        (tls ? `, tls: {cert_file: ${tls.cert}, key_file: ${tls.key}}}` : "}"),
-      "upstreams:",
-      "  demo:",
-      `    base_url: http://127.0.0.1:${enginePort}/v1`,
-      upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "",
-      ...topYaml,
-      "",
-    ].join("\n"),
-  );
-  const proxy = spawn(bin, ["serve", "-c", config], { env: process.env });
-  let port;
+  let port, enginePort;
   try {
-    port = await waitForLine(proxy, /listening on https?:\/\/127\.0\.0\.1:(\d+)\/v1/, "proxy port");
+    enginePort = await waitForLine(engine, /^PORT (\d+)$/m, "demo engine port");
+    let upstreamLines = [`    base_url: http://127.0.0.1:${enginePort}/v1`];
+    if (upstreamTls) {
+      const terminatorPort = await startServe(join(dir, "terminator.yaml"), ["listeners:", listenerLine(upstreamTls),
+        "upstreams:", "  demo:", ...upstreamLines], children);
+      upstreamLines = [`    base_url: https://localhost:${terminatorPort}/v1`, `    ca_file: ${upstreamTls.cert}`];
+    }
+    port = await startServe(join(dir, "tokengate.yaml"), ["listeners:", listenerLine(tls), "upstreams:", "  demo:",
+      ...upstreamLines, upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "", ...topYaml], children);
   } catch (e) {
-    // (A proxy that never started: the engine must not outlive the test run.)
-    for (const child of [proxy, engine]) child.kill("SIGKILL");
+    // (A proxy that never started: the others must not outlive the test run.)
+    for (const child of children) child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
+  const proxy = children.at(-1);
   return {
     baseURL: tls ? `https://localhost:${port}/v1` : `http://127.0.0.1:${port}/v1`,
     port: Number(port),
     pid: proxy.pid,
     engineURL: `http://127.0.0.1:${enginePort}`,
+    // Stops every process, the proxy first; resolves to how each ended,
+    // [{process, code, signal}], code 0 after a clean stop.
     async stop() {
-      for (const child of [proxy, engine]) {
+      const ends = [];
+      for (const child of [...children].reverse()) {
         child.removeAllListeners("exit");
+        const process = child.spawnargs.slice(1, 2).join("");  // serve or demo-engine
         // (A child that already died, a crashed proxy, sends no exit event
         // again: waiting for one would hang the test run.)
-        if (child.exitCode !== null || child.signalCode !== null) continue;
-        const done = new Promise((r) => child.on("exit", r));
+        if (child.exitCode !== null || child.signalCode !== null) {
+          ends.push({ process, code: child.exitCode, signal: child.signalCode });
+          continue;
+        }
+        const done = new Promise((r) => child.on("exit", (code, signal) => r({ process, code, signal })));
         child.kill("SIGTERM");
-        await done;
+        ends.push(await done);
       }
       rmSync(dir, { recursive: true, force: true });
+      return ends;
     },
   };
 }
