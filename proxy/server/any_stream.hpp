@@ -247,9 +247,10 @@ class any_stream {
   // syscall to wait: drained_read.hpp's start_attempted_read), its tries
   // SSL_read. A try that OpenSSL says must first write (a key update's
   // answer into a full socket) ends it, and the read goes on as a
-  // tls_direct_op waiting for room. (Not reached by the tests: in
+  // tls_direct_op waiting for room. (Not reached through the binary: in
   // Tls.AKeyUpdateAsked... the answer goes out with the proxy's writes
-  // waiting, without the read having to wait.) Where the reactor's read
+  // waiting, without the read having to wait; TlsDirectOps.* check the
+  // branch's steps with scripted answers.) Where the reactor's read
   // cannot be used, a tls_direct_op throughout.
   template <typename Handler>
   void start_direct_read(net::mutable_buffer into, Handler handler) {
