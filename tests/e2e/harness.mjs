@@ -78,14 +78,14 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTl
       const ends = [];
       for (const child of [...children].reverse()) {
         child.removeAllListeners("exit");
-        const process = child.spawnargs.slice(1, 2).join("");  // serve or demo-engine
+        const name = child.spawnargs[1];  // serve or demo-engine
         // (A child that already died, a crashed proxy, sends no exit event
         // again: waiting for one would hang the test run.)
         if (child.exitCode !== null || child.signalCode !== null) {
-          ends.push({ process, code: child.exitCode, signal: child.signalCode });
+          ends.push({ process: name, code: child.exitCode, signal: child.signalCode });
           continue;
         }
-        const done = new Promise((r) => child.on("exit", (code, signal) => r({ process, code, signal })));
+        const done = new Promise((r) => child.on("exit", (code, signal) => r({ process: name, code, signal })));
         child.kill("SIGTERM");
         ends.push(await done);
       }

@@ -104,6 +104,7 @@ await Promise.all(Array.from({ length: concurrency }, () => worker(Date.now() + 
 await sleep(1500);
 const base = { rss: rssKb(), fds: fds() };
 for (const k of Object.keys(counts)) counts[k] = 0;
+firstUnexpected = null;
 
 const start = Date.now();
 await Promise.all(Array.from({ length: concurrency }, () => worker(start + seconds * 1000)));
