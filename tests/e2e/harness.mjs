@@ -17,6 +17,15 @@ function waitForLine(child, pattern, what) {
       const match = seen.match(pattern);
       if (match) {
         clearTimeout(timer);
+        // What the process prints from here on is read and dropped: kept and
+        // searched again at every line, a soak's thousands of warnings cost
+        // the driver more CPU with each one (and a pipe nobody reads would
+        // block the process once full).
+        for (const out of [child.stdout, child.stderr]) {
+          out.off("data", onData);
+          out.resume();
+        }
+        seen = "";
         resolve(match[1]);
       }
     };
