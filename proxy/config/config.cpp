@@ -177,13 +177,14 @@ upstream read_upstream(const reader& r, const std::string& name) {
 }
 
 void read_limits(const reader& r, limit_settings& l) {
-  r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout",
+  r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout", "tls_handshake_timeout",
                "body_timeout", "idle_timeout", "client_write_timeout", "stream_buffer_bytes",
                "max_connections", "max_connections_per_client", "forward_early_bytes"});
   l.max_head_bytes = r.integer<std::size_t>("max_head_bytes", l.max_head_bytes, 1024, 1 << 20);
   l.max_header_count = r.integer<std::size_t>("max_header_count", l.max_header_count, 8, 10000);
   l.max_body_bytes = r.integer<std::size_t>("max_body_bytes", l.max_body_bytes, 1, 1LL << 30);
   l.head_timeout = r.time("head_timeout", l.head_timeout);
+  l.tls_handshake_timeout = r.time("tls_handshake_timeout", l.tls_handshake_timeout);
   l.body_timeout = r.time("body_timeout", l.body_timeout);
   l.idle_timeout = r.time("idle_timeout", l.idle_timeout);
   l.client_write_timeout = r.time("client_write_timeout", l.client_write_timeout);

@@ -225,7 +225,7 @@ net::awaitable<void> run_session(any_stream stream, connection_ticket ticket, wo
   w.metrics().downstream_cx_active.add();
   bool handshake_ok = true;
   if (stream.is_tls()) {
-    stream.expires_after(w.config().limits.head_timeout);
+    stream.expires_after(w.config().limits.tls_handshake_timeout);
     auto ec = co_await stream.tls_handshake();
     if (ec) {
       spdlog::debug("TLS handshake on {} failed: {}", listener.name, ec.message());

@@ -137,6 +137,8 @@ TEST(Config, ListenerMustNameAKnownUpstream) {
 
 TEST(Config, BadValuesAreExplained) {
   EXPECT_NE(error_of(std::string(minimal) + "limits:\n  head_timeout: soon\n").find("must be a duration"), std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  tls_handshake_timeout: soon\n").find("must be a duration"),
+            std::string::npos);
   EXPECT_NE(error_of(std::string(minimal) + "limits:\n  max_body_bytes: -5\n").find("must be between"), std::string::npos);
   EXPECT_NE(error_of(std::string(minimal) + "log_level: loud\n").find("unknown log_level"), std::string::npos);
   EXPECT_NE(error_of("upstreams: {}\n").find("at least one upstream"), std::string::npos);

@@ -148,6 +148,41 @@ TEST(Tls, ListenerRejectsPlainHttp) {
   EXPECT_TRUE(c.eof());
 }
 
+// A client that opens a connection to a TLS listener and never finishes
+// its handshake is closed after limits.tls_handshake_timeout, on a clock of
+// its own: here far shorter than head_timeout, so a close within a few
+// seconds is that bound's. A client that did finish then has the whole
+// head_timeout for its request.
+TEST(Tls, AHandshakeHasItsOwnTimeoutAndTheHeadItsOwn) {
+  auto o = tls_listener();
+  o.top_extra = "limits:\n  tls_handshake_timeout: 300ms\n  head_timeout: 10s\n";
+  proxy_fixture f(o);
+
+  int stalled = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(f.port());
+  ASSERT_EQ(::connect(stalled, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  timeval wait{5, 0};
+  ::setsockopt(stalled, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  auto started = clock::now();
+  char byte;
+  EXPECT_EQ(::recv(stalled, &byte, 1, 0), 0) << "the proxy closes the connection (not a timeout here)";
+  auto waited = clock::now() - started;
+  ::close(stalled);
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 3s);
+
+  client_context tls(certificate().cert);
+  http_client c(f.port(), tls.ctx);  // (handshakes)
+  std::this_thread::sleep_for(700ms);  // past the handshake's bound, well within the head's
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+}
+
 TEST(Tls, Tls10And11AreRefused) {
   proxy_fixture f(tls_listener());
   for (int version : {TLS1_VERSION, TLS1_1_VERSION}) {
