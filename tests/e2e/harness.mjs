@@ -1,6 +1,6 @@
 // Starts the real tokengate binary (and its demo engine) on ephemeral ports
 // for the SDK tests, and stops both afterwards.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +33,16 @@ function waitForLine(child, pattern, what) {
     child.stderr.on("data", onData);
     child.on("exit", (code) => reject(new Error(`${what}: process exited with ${code}:\n${seen}`)));
   });
+}
+
+// A self-signed P-256 certificate for localhost, made in `dir` by openssl:
+// {cert, key}, the files' paths.
+export function makeCertificate(dir) {
+  const files = { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") };
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+    "-keyout", files.key, "-out", files.cert], { stdio: "ignore" });
+  return files;
 }
 
 // A tokengate started on the config `lines` (written to the file `config`)

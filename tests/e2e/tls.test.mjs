@@ -6,21 +6,18 @@
 // (NODE_EXTRA_CA_CERTS), so the SDK runs in a child process of its own.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startProxy } from "./harness.mjs";
+import { makeCertificate, startProxy } from "./harness.mjs";
 
 let proxy;
 let dir;
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-tls-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
-  proxy = await startProxy({ tls: { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") } });
+  proxy = await startProxy({ tls: makeCertificate(dir) });
 });
 after(async () => {
   if (proxy) await proxy.stop();

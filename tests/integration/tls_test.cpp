@@ -159,19 +159,12 @@ TEST(Tls, AHandshakeHasItsOwnTimeoutAndTheHeadItsOwn) {
   o.top_extra = "limits:\n  tls_handshake_timeout: 1s\n  head_timeout: 10s\n";
   proxy_fixture f(o);
 
-  int stalled = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(f.port());
-  ASSERT_EQ(::connect(stalled, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  timeval wait{8, 0};
-  ::setsockopt(stalled, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   auto started = clock::now();
-  char byte;
-  EXPECT_EQ(::recv(stalled, &byte, 1, 0), 0) << "the proxy closes the connection (not a timeout here)";
+  http_client stalled(f.port());  // (plain TCP: no ClientHello ever comes)
+  auto r = read_response(stalled, 8s);
   auto waited = clock::now() - started;
-  ::close(stalled);
+  EXPECT_TRUE(stalled.eof()) << "the proxy closes the connection (not the wait's end here)";
+  EXPECT_EQ(r.status, 0);
   EXPECT_GE(waited, 900ms);
   EXPECT_LT(waited, 5s);
 
@@ -179,9 +172,9 @@ TEST(Tls, AHandshakeHasItsOwnTimeoutAndTheHeadItsOwn) {
   http_client c(f.port(), tls.ctx);  // (handshakes)
   std::this_thread::sleep_for(1500ms);  // past the handshake's bound, well within the head's
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
-  auto r = read_response(c);
-  ASSERT_TRUE(r.complete);
-  EXPECT_EQ(r.status, 200);
+  auto served = read_response(c);
+  ASSERT_TRUE(served.complete);
+  EXPECT_EQ(served.status, 200);
 }
 
 TEST(Tls, Tls10And11AreRefused) {
@@ -273,23 +266,15 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
 // is a timeout (504) within timeouts.connect, which bounds the handshake
 // too, not a hung request.
 TEST(Tls, AnUpstreamThatNeverAnswersTheHandshakeIsATimeout) {
-  int silent = ::socket(AF_INET, SOCK_STREAM, 0);  // listening, never accepting: the kernel completes the TCP handshake
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(silent, 16), 0);
-  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  hand_upstream silent([](int) {});  // listening, never accepting: the kernel completes the TCP handshake
   fixture_options o;
-  o.base_url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/v1";
+  o.base_url = "https://127.0.0.1:" + std::to_string(silent.port()) + "/v1";
   o.upstream_extra = "    timeouts: {connect: 300ms}\n";
   proxy_fixture f(o);
   http_client c(f.port());
   auto started = clock::now();
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
   auto r = read_response(c);
-  ::close(silent);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 504) << r.body;
   auto error = boost::json::parse(r.body).at("error");

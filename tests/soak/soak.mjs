@@ -11,13 +11,12 @@
 // provider: the clients speak https to the proxy, and the proxy reaches the
 // engine through a TLS terminator (a second tokengate), so that every
 // fault, abort and slow read goes through OpenSSL on both of its sides.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startProxy } from "../e2e/harness.mjs";
+import { makeCertificate, startProxy } from "../e2e/harness.mjs";
 
 const seconds = Number(process.argv[2] ?? 180);
 const concurrency = Number(process.argv[3] ?? 64);
@@ -25,10 +24,7 @@ const tls = process.env.SOAK_TLS === "1";
 let certificate, certDir;
 if (tls) {
   certDir = mkdtempSync(join(tmpdir(), "tokengate-soak-"));
-  certificate = { cert: join(certDir, "cert.pem"), key: join(certDir, "key.pem") };
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-    "-keyout", certificate.key, "-out", certificate.cert], { stdio: "ignore" });
+  certificate = makeCertificate(certDir);
 }
 const proxy = await startProxy(tls ? { tls: certificate, upstreamTls: certificate } : {});
 const url = new URL(`${proxy.baseURL}/chat/completions`);
