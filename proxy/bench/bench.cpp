@@ -30,6 +30,7 @@
 #include "server/drained_read.hpp"
 #include "server/head_bytes.hpp"
 #include "server/tls_context.hpp"
+#include "server/tls_direct.hpp"
 #include "stream/observer.hpp"
 #include "upstream/target_url.hpp"
 
@@ -259,8 +260,11 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
     co_return std::make_unique<any_stream>(tcp_stream.release_socket());
   }
   auto stream = std::make_unique<any_stream>(tcp_stream.release_socket(), st.tls, tls_role::client);
-  SSL_set_tlsext_host_name(stream->native_tls(), st.url.host.c_str());
-  SSL_set1_host(stream->native_tls(), st.url.host.c_str());
+  if (!tls_direct::expect_server(stream->native_tls(), st.url.host)) {
+    error = "tls";
+    detail = "cannot set TLS server name for " + st.url.host;
+    co_return nullptr;
+  }
   stream->expires_after(std::chrono::seconds(10));
   auto hec = co_await stream->tls_handshake();
   if (hec) {

@@ -166,6 +166,10 @@ SSL* attach(SSL_CTX* ctx, tcp::socket& socket, bool server) {
   return ssl;
 }
 
+bool expect_server(SSL* ssl, const std::string& host) {
+  return SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
+}
+
 io_result handshake(SSL* ssl) {
   forget_errors(ssl);
   int r = SSL_do_handshake(ssl);

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "net.hpp"
 
@@ -43,6 +44,12 @@ struct io_result {
   wait_for wait = wait_for::nothing;
   bool drained = false;   // (a read) the socket and OpenSSL had nothing after these bytes
 };
+
+// A client's connection to `host`: SNI, so that a shared front end picks
+// the right certificate, and the name the certificate must hold, so that a
+// valid certificate for another name is refused (SSL_set1_host takes an
+// address as one). False when OpenSSL could not set them.
+bool expect_server(SSL* ssl, const std::string& host);
 
 // The handshake, as far as it can go now: done (ec empty), failed, or what to wait for.
 io_result handshake(SSL* ssl);

@@ -9,6 +9,7 @@
 #include <charconv>
 
 #include "server/drained_read.hpp"
+#include "server/tls_direct.hpp"
 
 namespace tokengate::upstream {
 namespace {
@@ -104,10 +105,7 @@ net::awaitable<acquire_result> pool::connect_new() {
   auto conn = std::make_unique<connection>(
       connection{any_stream(tcp_stream.release_socket(), tls_context_, tls_role::client)});
   SSL* tls = conn->stream.native_tls();
-  // SNI, so that a shared front end picks the right certificate, and a host
-  // name check (SSL_set1_host takes an address as one), so that a valid
-  // certificate for another name is refused.
-  if (!SSL_set_tlsext_host_name(tls, url_.host.c_str()) || SSL_set1_host(tls, url_.host.c_str()) != 1) {
+  if (!tls_direct::expect_server(tls, url_.host)) {
     result.failure = connect_failure::tls;
     result.message = "cannot set TLS server name for " + url_.host;
     co_return result;
