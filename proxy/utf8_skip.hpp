@@ -23,7 +23,9 @@
 namespace tokengate {
 
 #ifdef TOKENGATE_AVX2_UTF8
-namespace utf8_skip_detail {
+// The three tables of the check (also read by string_skip.hpp's AVX-512
+// version), one entry per nibble.
+namespace utf8_skip_tables {
 
 // One bit per rule a byte pair can break. Bit 7 (two continuation bytes in
 // a row) is an error only where no lead byte two or three back asked for
@@ -42,52 +44,56 @@ enum : unsigned char {
 };
 
 // The rules a pair may break, by the high nibble of its first byte.
-__attribute__((target("avx2"))) inline __m256i by_first_high(__m256i nibbles) {
-  const __m256i table = _mm256_setr_epi8(
-      // 0x0_ .. 0x7_: ASCII
-      too_long, too_long, too_long, too_long, too_long, too_long, too_long, too_long,
-      // 0x8_ .. 0xB_: continuation bytes
-      two_continuations, two_continuations, two_continuations, two_continuations,
-      // 0xC_, 0xD_, 0xE_, 0xF_: leads of two, two, three and four bytes
-      too_short | overlong_2, too_short, too_short | overlong_3 | surrogate,
-      static_cast<char>(too_short | too_large | too_large_1000 | overlong_4),
-      // the same again for the upper 128-bit lane
-      too_long, too_long, too_long, too_long, too_long, too_long, too_long, too_long, two_continuations,
-      two_continuations, two_continuations, two_continuations, too_short | overlong_2, too_short,
-      too_short | overlong_3 | surrogate, static_cast<char>(too_short | too_large | too_large_1000 | overlong_4));
-  return _mm256_shuffle_epi8(table, nibbles);
-}
+inline constexpr unsigned char first_high[16] = {
+    // 0x0_ .. 0x7_: ASCII
+    too_long, too_long, too_long, too_long, too_long, too_long, too_long, too_long,
+    // 0x8_ .. 0xB_: continuation bytes
+    two_continuations, two_continuations, two_continuations, two_continuations,
+    // 0xC_, 0xD_, 0xE_, 0xF_: leads of two, two, three and four bytes
+    too_short | overlong_2, too_short, too_short | overlong_3 | surrogate,
+    too_short | too_large | too_large_1000 | overlong_4};
 
 // By the low nibble of its first byte (which lead, among C_, E_ and F_).
-__attribute__((target("avx2"))) inline __m256i by_first_low(__m256i nibbles) {
-  constexpr char pair = static_cast<char>(any_pair);
-  constexpr char large = static_cast<char>(any_pair | too_large | too_large_1000);
-  const __m256i table = _mm256_setr_epi8(
-      static_cast<char>(any_pair | overlong_3 | overlong_2 | overlong_4),  // C0 E0 F0
-      static_cast<char>(any_pair | overlong_2),                           // C1
-      pair, pair,                                                         // F2 F3
-      static_cast<char>(any_pair | too_large),                            // F4
-      large, large, large, large, large, large, large, large,             // F5 .. FC
-      static_cast<char>(any_pair | too_large | too_large_1000 | surrogate),  // ED (FD)
-      large, large,                                                       // FE FF
-      static_cast<char>(any_pair | overlong_3 | overlong_2 | overlong_4), static_cast<char>(any_pair | overlong_2),
-      pair, pair, static_cast<char>(any_pair | too_large), large, large, large, large, large, large, large, large,
-      static_cast<char>(any_pair | too_large | too_large_1000 | surrogate), large, large);
-  return _mm256_shuffle_epi8(table, nibbles);
-}
+inline constexpr unsigned char first_low[16] = {
+    any_pair | overlong_3 | overlong_2 | overlong_4,       // C0 E0 F0
+    any_pair | overlong_2,                                 // C1
+    any_pair, any_pair,                                    // F2 F3
+    any_pair | too_large,                                  // F4
+    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,  // F5 .. FC
+    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000 | surrogate,     // ED (FD)
+    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000};  // FE FF
 
 // By the high nibble of its second byte.
+inline constexpr unsigned char second_high[16] = {
+    // 0x0_ .. 0x7_ and 0xC_ .. 0xF_: ASCII or a lead, where a continuation may be owed
+    too_short, too_short, too_short, too_short, too_short, too_short, too_short, too_short,
+    too_long | overlong_2 | two_continuations | overlong_3 | too_large_1000 | overlong_4,  // 0x8_
+    too_long | overlong_2 | two_continuations | overlong_3 | too_large,                   // 0x9_
+    too_long | overlong_2 | two_continuations | surrogate | too_large,                    // 0xA_
+    too_long | overlong_2 | two_continuations | surrogate | too_large,                    // 0xB_
+    too_short, too_short, too_short, too_short};
+
+}  // namespace utf8_skip_tables
+
+namespace utf8_skip_detail {
+using namespace utf8_skip_tables;
+
+// A 16-byte table in both 128-bit lanes, for _mm256_shuffle_epi8.
+__attribute__((target("avx2"))) inline __m256i both_lanes(const unsigned char (&table)[16]) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+}
+
+__attribute__((target("avx2"))) inline __m256i by_first_high(__m256i nibbles) {
+  return _mm256_shuffle_epi8(both_lanes(first_high), nibbles);
+}
+__attribute__((target("avx2"))) inline __m256i by_first_low(__m256i nibbles) {
+  return _mm256_shuffle_epi8(both_lanes(first_low), nibbles);
+}
 __attribute__((target("avx2"))) inline __m256i by_second_high(__m256i nibbles) {
-  constexpr char ascii_or_lead = too_short;
-  constexpr char c8 = static_cast<char>(too_long | overlong_2 | two_continuations | overlong_3 | too_large_1000 | overlong_4);
-  constexpr char c9 = static_cast<char>(too_long | overlong_2 | two_continuations | overlong_3 | too_large);
-  constexpr char cab = static_cast<char>(too_long | overlong_2 | two_continuations | surrogate | too_large);
-  const __m256i table = _mm256_setr_epi8(
-      ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead,
-      ascii_or_lead, c8, c9, cab, cab, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead,  //
-      ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead,
-      ascii_or_lead, c8, c9, cab, cab, ascii_or_lead, ascii_or_lead, ascii_or_lead, ascii_or_lead);
-  return _mm256_shuffle_epi8(table, nibbles);
+  return _mm256_shuffle_epi8(both_lanes(second_high), nibbles);
 }
 
 // Non-zero bytes where `block` (with `before`, the 32 bytes preceding it)
