@@ -154,13 +154,23 @@ class arrival_stamped_reads {
 // About four bytes per token, as engines estimate English text (the demo
 // engine does exactly that), so --prompt-tokens means what it says. Other
 // scripts take the same bytes (real tokenisers give Cyrillic and Chinese
-// text more tokens per byte; the bytes are what a proxy handles).
+// text more tokens per byte; the bytes are what a proxy handles). `code`
+// is source code, as coding assistants send it: its line ends, tabs,
+// quotes and backslashes are escapes in the JSON text, one every dozen
+// bytes or so.
 std::string synthetic_prompt(int tokens, std::string_view script) {
   static constexpr std::string_view latin[] = {"the ", "cat ", "sat ", "and ", "ran ", "far ", "but ", "not "};
   static constexpr std::string_view cyrillic[] = {"кот ", "сел ", "и ", "убежал ", "далеко ", "но ", "не ", "там "};
   static constexpr std::string_view han[] = {"猫咪", "坐下", "跑远", "但是", "不要", "天气", "很好，", "我们。"};
-  const std::string_view* words = script == "latin" ? latin : script == "cyrillic" ? cyrillic : script == "han" ? han : nullptr;
-  if (!words) throw std::runtime_error("--prompt-script must be latin, cyrillic or han");
+  static constexpr std::string_view code[] = {"if (user.active) {\n", "  return \"ok\";\n", "}\n",
+                                              "\tcount += 1;\n", "path = \"C:\\\\tmp\";\n",
+                                              "// retry once\n", "log(\"%s\\n\", name);\n", "x = f(a, b);\n"};
+  const std::string_view* words = script == "latin"      ? latin
+                                  : script == "cyrillic" ? cyrillic
+                                  : script == "han"      ? han
+                                  : script == "code"     ? code
+                                                         : nullptr;
+  if (!words) throw std::runtime_error("--prompt-script must be latin, cyrillic, han or code");
   std::string out;
   auto bytes = static_cast<std::size_t>(tokens) * 4;
   out.reserve(bytes + 16);

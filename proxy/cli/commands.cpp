@@ -39,7 +39,7 @@ constexpr const char* usage =
     "              [--output-tokens N]       run the simulated LLM on its own\n"
     "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
-    "        [--prompt-script latin|cyrillic|han] [--escape-non-ascii]\n"
+    "        [--prompt-script latin|cyrillic|han|code] [--escape-non-ascii]\n"
     "        [--extra-body JSON] [--header 'NAME: VALUE']... [--key-header NAME]\n"
     "        [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
     "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"

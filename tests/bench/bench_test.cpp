@@ -188,6 +188,21 @@ TEST(Bench, WritesPromptsInOtherScriptsRawOrEscaped) {
   EXPECT_THROW(bench::request_body(o, 10), std::runtime_error);
 }
 
+// Source code as the prompt: the same length, and in the JSON text an
+// escape (a line end, a tab, a quote, a backslash) every dozen bytes or so.
+TEST(Bench, WritesSourceCodePromptsFullOfEscapes) {
+  bench::options o;
+  o.prompt_script = "code";
+  auto body = bench::request_body(o, 1000);
+  auto prompt = boost::json::parse(body).at("messages").at(0).at("content").as_string();
+  EXPECT_GE(prompt.size(), 4000u);
+  EXPECT_LT(prompt.size(), 4030u);
+  EXPECT_NE(prompt.find("return \"ok\";\n"), std::string::npos);
+  EXPECT_NE(prompt.find("C:\\\\tmp"), std::string::npos);
+  auto escapes = std::count(body.begin(), body.end(), '\\');
+  EXPECT_GT(escapes, 4000 / 15) << "escapes in the JSON text";
+}
+
 // The proxy's body scan takes long non-ASCII prompts in either form (runs
 // of 32 bytes, and \u escapes one after another) and forwards the text as
 // it came.

@@ -26,7 +26,7 @@ import { join } from "node:path";
 
 const bin = process.argv[2];
 const rounds = Number(process.argv[3] ?? 3);
-// The TTFT scenarios (1, 1p, 2+5, 2r, 2o, 2t, 6, 6c) take seconds a round, and their p99 rests
+// The TTFT scenarios (1, 1p, 2+5, 2r, 2o, 2t, 6, 6c, 6k) take seconds a round, and their p99 rests
 // on a round's few slowest requests (scenario 6: +-4 ms from round to
 // round), so they run four times the rounds and report the requests of all
 // rounds pooled as well.
@@ -277,6 +277,11 @@ async function main() {
     // since 0.28 send it): every byte of the prompt is non-ASCII.
     "6c long prompts in Chinese (63 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "1024",
       "--concurrency", "63", "--max-tokens", "20", "--prompt-tokens", "50000", "--prompt-script", "han",
+      "--extra-body", fast(20)],
+    // Source code, as coding assistants send it: an escape (\n, \t, \", \\)
+    // every dozen bytes of the JSON text.
+    "6k long prompts of source code (63 x 200 KB, routing + rewrite)": ["--model", "bench", "--requests", "1024",
+      "--concurrency", "63", "--max-tokens", "20", "--prompt-tokens", "50000", "--prompt-script", "code",
       "--extra-body", fast(20)],
   };
   // Loads run at the same time as a scenario's own, measured on their own:
