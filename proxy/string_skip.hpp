@@ -12,14 +12,13 @@
 // once, as bit masks, the way simdjson finds them, and checked with masks
 // too: a block costs the same whatever it holds.
 //
-// Each step starts where a character or escape starts, so nothing is
-// carried from one block to the next: a step judges its 64 bytes and moves
-// on to the last place in them where something starts (an escape or a
-// UTF-8 sequence cut by the block's end is judged again, whole, by the
-// next step). What the masks cannot vouch for (a surrogate pair, whose two
-// escapes must match; anything invalid) is left to the caller's
-// byte-at-a-time code, which is handed the place where that escape or
-// character starts.
+// An escape or a character cut by a block's end is finished by the next
+// block from a few bits carried over (an odd run of backslashes, a \u's
+// digits still owed, UTF-8 continuations owed), so that each block's load
+// and classing need not wait for the last block's answers. What the masks
+// cannot vouch for (a surrogate pair, whose two escapes must match;
+// anything invalid) is left to the caller's byte-at-a-time code, which is
+// handed the place where that escape or character starts.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -190,7 +189,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
       bad_utf8 = utf8_errors(last_bytes, block, next.utf8_owed);
       next.non_ascii_tail = non_ascii >> 61;
     }
-    std::uint64_t continuation = non_ascii & _mm512_cmplt_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xC0)));
+    std::uint64_t continuation =
+        non_ascii ? non_ascii & _mm512_cmplt_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xC0))) : 0;
     std::uint64_t escaped = 0;
     std::uint64_t hex_owed = last.hex_owed;
     std::uint64_t wrong = 0;
