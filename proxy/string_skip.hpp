@@ -225,7 +225,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
       int at = wrong ? __builtin_ctzll(wrong) : 64;
       if (bad_utf8) at = std::min(at, __builtin_ctzll(bad_utf8) - 3);
       if (int here = last_start_at_or_before(next.starts, at); here >= 0) return p + here;
-      if (int there = last_start_at_or_before(last.starts, 64 + at); p != start && there >= 0) return p - 64 + there;
+      // (The first block has no last block: its `starts` are none.)
+      if (int there = last_start_at_or_before(last.starts, 64 + at); there >= 0) return p - 64 + there;
       return start;  // the caller starts over where this skip did
     }
     last = next;

@@ -162,7 +162,7 @@ class scanner {
   // a fault). Elsewhere, or where it could not start, plain bytes and
   // simple escapes are skipped 64 bytes a step (byte_scan.hpp) and
   // non-ASCII text 32 (utf8_skip.hpp), and what stops them comes below.
-  void skip_plain_bytes() {
+  void skip_string_content() {
     const char* here = s_.data() + i_;
     const char* end = s_.data() + s_.size();
     const char* stop = skip_json_string_content(here, end);
@@ -189,7 +189,7 @@ class scanner {
 #endif
     bool vouched_utf8 = true;  // until a run of non-ASCII text was not (then byte at a time)
     while (i_ < s_.size()) {
-      skip_plain_bytes();
+      skip_string_content();
       if (i_ >= s_.size()) break;
       auto c = static_cast<unsigned char>(s_[i_]);
       if (c == '"') {

@@ -100,6 +100,25 @@ std::string random_content(std::mt19937& random) {
   return s;
 }
 
+// The skip on `text` against the byte-at-a-time reading: never past where
+// the reading stops, only where an escape or character starts, exactly at
+// a valid string's closing quote, and close to a fault (back three bytes
+// for UTF-8, then to the start of an escape those may land in; not back to
+// where the skip started). Sets `reached_quote` when the string is valid
+// to its quote.
+void expect_skip_agrees(const std::string& text, bool& reached_quote) {
+  reading expected = read_by_bytes(text);
+  auto at = static_cast<std::size_t>(skip_json_string_content(text.data(), text.data() + text.size()) - text.data());
+  ASSERT_LE(at, expected.stop) << testing::PrintToString(text);
+  ASSERT_TRUE(expected.starts[at]) << "stopped inside an escape or a character at " << at << " of "
+                                   << testing::PrintToString(text);
+  if (expected.at_quote) {
+    ASSERT_EQ(at, expected.stop) << "a valid string's end not reached in " << testing::PrintToString(text);
+  }
+  ASSERT_GE(at + 8, expected.stop) << testing::PrintToString(text);
+  reached_quote = expected.at_quote;
+}
+
 TEST(StringSkip, StopsAtTheQuoteOrBeforeWhatItCannotVouchFor) {
   if (!json_string_skip_available()) GTEST_SKIP() << "this processor lacks AVX-512 BW and VBMI";
   ASSERT_EQ(pieces()[31], "\xF4\x8F\xBF\xBF") << "the valid pieces come first";
@@ -114,27 +133,18 @@ TEST(StringSkip, StopsAtTheQuoteOrBeforeWhatItCannotVouchFor) {
       from = std::uniform_int_distribution<std::size_t>(0, whole.stop)(random);
       while (!whole.starts[from]) --from;
     }
-    std::string text = s.substr(from);
-    reading expected = read_by_bytes(text);
-    const char* got = skip_json_string_content(text.data(), text.data() + text.size());
-    auto at = static_cast<std::size_t>(got - text.data());
-    ASSERT_LE(at, expected.stop) << testing::PrintToString(text);
-    ASSERT_TRUE(expected.starts[at]) << "stopped inside an escape or a character at " << at << " of "
-                                     << testing::PrintToString(text);
-    if (expected.at_quote) {
-      ASSERT_EQ(at, expected.stop) << "a valid string's end not reached in " << testing::PrintToString(text);
-      ++reached_quote;
-    }
-    // Close to a fault: back three bytes for UTF-8, then to the start of
-    // an escape those may land in (not back to the skip's start).
-    ASSERT_GE(at + 8, expected.stop) << testing::PrintToString(text);
+    bool valid = false;
+    expect_skip_agrees(s.substr(from), valid);
+    if (HasFatalFailure()) return;
+    reached_quote += valid;
   }
   EXPECT_GT(reached_quote, 40000u) << "too few strings were valid to their end to test that";
 }
 
 // Long text of one kind, with one piece at every offset across two
 // blocks' edges: the skip must reach the end quote past every valid piece
-// and stop at or before every other.
+// and stop at or before every other, with the closing quote and without
+// it (the text's end is then where it stops, or before).
 TEST(StringSkip, EveryPieceAtEveryOffsetAcrossBlockEdges) {
   if (!json_string_skip_available()) GTEST_SKIP() << "this processor lacks AVX-512 BW and VBMI";
   for (const std::string& filler : {std::string("x"), std::string("\xE4\xBD\xA0"), std::string("\\n"), std::string("\\u00e9")})
@@ -144,23 +154,10 @@ TEST(StringSkip, EveryPieceAtEveryOffsetAcrossBlockEdges) {
         while (text.size() < at) text += filler;
         text += piece;
         while (text.size() < 200) text += filler;
-        text += '"';
-        reading expected = read_by_bytes(text);
-        const char* got = skip_json_string_content(text.data(), text.data() + text.size());
-        auto stop = static_cast<std::size_t>(got - text.data());
-        ASSERT_LE(stop, expected.stop) << testing::PrintToString(text);
-        ASSERT_TRUE(expected.starts[stop]) << stop << " in " << testing::PrintToString(text);
-        if (expected.at_quote) {
-          ASSERT_EQ(stop, expected.stop) << testing::PrintToString(text);
-        }
-        ASSERT_GE(stop + 8, expected.stop) << testing::PrintToString(text);
-        // Without its closing quote, the text's end is where it stops (or before).
-        std::string cut = text.substr(0, text.size() - 1);
-        reading cut_expected = read_by_bytes(cut);
-        const char* cut_got = skip_json_string_content(cut.data(), cut.data() + cut.size());
-        ASSERT_LE(static_cast<std::size_t>(cut_got - cut.data()), cut_expected.stop) << testing::PrintToString(cut);
-        ASSERT_TRUE(cut_expected.starts[static_cast<std::size_t>(cut_got - cut.data())]) << testing::PrintToString(cut);
-        ASSERT_GE(static_cast<std::size_t>(cut_got - cut.data()) + 8, cut_expected.stop) << testing::PrintToString(cut);
+        bool valid = false;
+        expect_skip_agrees(text + '"', valid);
+        expect_skip_agrees(text, valid);
+        if (HasFatalFailure()) return;
       }
 }
 
