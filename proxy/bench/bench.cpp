@@ -25,12 +25,12 @@
 #include <sstream>
 #include <utility>
 
-#include "http_token.hpp"
-#include "server/any_stream.hpp"
-#include "server/drained_read.hpp"
-#include "server/head_bytes.hpp"
-#include "server/tls_context.hpp"
-#include "server/tls_direct.hpp"
+#include "http/token.hpp"
+#include "io/any_stream.hpp"
+#include "io/drained_read.hpp"
+#include "http/head_bytes.hpp"
+#include "io/tls_context.hpp"
+#include "io/tls_direct.hpp"
 #include "stream/observer.hpp"
 #include "upstream/target_url.hpp"
 

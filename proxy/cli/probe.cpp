@@ -11,8 +11,8 @@
 #include <iostream>
 #include <memory>
 
-#include "net.hpp"
-#include "server/head_bytes.hpp"
+#include "io/net.hpp"
+#include "http/head_bytes.hpp"
 
 namespace tokengate::cli {
 

@@ -22,7 +22,7 @@
 #include <variant>
 
 #include "engine/demo_text.hpp"
-#include "server/head_bytes.hpp"
+#include "http/head_bytes.hpp"
 
 namespace tokengate::engine {
 namespace json = boost::json;

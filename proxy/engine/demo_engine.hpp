@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "config/config.hpp"
-#include "net.hpp"
+#include "io/net.hpp"
 
 namespace tokengate::engine {
 

@@ -11,6 +11,12 @@ void shard::count_status(unsigned status) {
   else downstream_rq_2xx.add();
 }
 
+void error_counts::add(std::string_view side, std::string_view code) {
+  std::lock_guard lock(mutex_);
+  auto key = std::make_pair(std::string(side), std::string(code));
+  ++counts_[std::move(key)];
+}
+
 namespace {
 
 struct family {
@@ -76,6 +82,16 @@ std::string render_prometheus(const std::vector<const shard*>& shards) {
                                                         {"5xx", &shard::downstream_rq_5xx}};
   for (auto& [label, member] : classes)
     out << rq << "{status_class=\"" << label << "\"} " << sum(shards, member) << '\n';
+  std::map<std::pair<std::string, std::string>, std::uint64_t> errors;
+  for (auto* s : shards)
+    s->errors.each([&](const std::string& side, const std::string& code, std::uint64_t n) {
+      errors[{side, code}] += n;
+    });
+  const char* err = "tokengate_request_errors_total";
+  out << "# HELP " << err << " Requests that ended in an error, by who was at fault (client, policy, upstream, "
+      << "internal) and the error's code.\n# TYPE " << err << " counter\n";
+  for (const auto& [key, n] : errors)
+    out << err << "{side=\"" << key.first << "\",code=\"" << key.second << "\"} " << n << '\n';
   return out.str();
 }
 

@@ -4,7 +4,11 @@
 // path. The admin endpoint merges all shards when scraped.
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tokengate::metrics {
@@ -17,6 +21,25 @@ class counter {
 
  private:
   std::atomic<std::uint64_t> v_{0};
+};
+
+// Requests that ended in an error, by the error's side and code
+// (http/request_error.hpp). Both come from a fixed set of words, so the
+// label sets stay few. Errors are rare next to events: the lock, which the
+// scrape shares, is taken per error, never per event.
+class error_counts {
+ public:
+  void add(std::string_view side, std::string_view code);
+  // Calls visit(side, code, count) for each pair seen, in order.
+  template <typename Visit>
+  void each(Visit&& visit) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, n] : counts_) visit(key.first, key.second, n);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t, std::less<>> counts_;
 };
 
 struct shard {
@@ -45,6 +68,8 @@ struct shard {
   counter upstream_cx_idle;                 // keep-alive connections waiting in the pools
   counter downstream_bytes_sent;
   counter request_body_buffers_kept_bytes;  // kept for the next long bodies (server/body_pool.hpp)
+
+  error_counts errors;
 
   void count_status(unsigned status);
 };

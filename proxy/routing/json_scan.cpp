@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
-#include "byte_scan.hpp"
-#include "string_skip.hpp"
-#include "utf8.hpp"
-#include "utf8_skip.hpp"
+#include "scan/byte_scan.hpp"
+#include "scan/string_skip.hpp"
+#include "scan/utf8.hpp"
+#include "scan/utf8_skip.hpp"
 
 namespace tokengate::routing {
 namespace {
@@ -351,30 +351,6 @@ std::optional<long long> integer_value(std::string_view text, const json_member&
   auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
   if (ec != std::errc{} || p != raw.data() + raw.size()) return std::nullopt;
   return v;
-}
-
-void sort_splices(std::vector<splice>& edits) {
-  // A request has two or three edits: an insertion sort, stable as the
-  // order of equal positions requires, without the buffer std::stable_sort
-  // allocates for every call.
-  for (std::size_t i = 1; i < edits.size(); ++i)
-    for (std::size_t j = i; j > 0 && edits[j].begin < edits[j - 1].begin; --j) std::swap(edits[j], edits[j - 1]);
-}
-
-std::string apply_splices(std::string_view text, std::vector<splice> edits) {
-  sort_splices(edits);
-  std::string out;
-  std::size_t growth = 0;
-  for (const auto& e : edits) growth += e.replacement.size();
-  out.reserve(text.size() + growth);
-  std::size_t at = 0;
-  for (const auto& e : edits) {
-    out.append(text.substr(at, e.begin - at));
-    out.append(e.replacement);
-    at = e.end;
-  }
-  out.append(text.substr(at));
-  return out;
 }
 
 splice replace_value(const json_member& m, std::string json_value) { return {m.begin, m.end, std::move(json_value)}; }

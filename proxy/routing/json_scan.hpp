@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "upstream/body_edits.hpp"
+
 namespace tokengate::routing {
 
 enum class json_type { object, array, string, number, boolean, null };
@@ -54,13 +56,10 @@ std::optional<std::string> string_value(std::string_view text, const json_member
 // or anything that is not a number.
 std::optional<long long> integer_value(std::string_view text, const json_member& m);
 
-// Edits applied to the original text in one pass.
-struct splice {
-  std::size_t begin, end;  // replaced range
-  std::string replacement;
-};
-std::string apply_splices(std::string_view text, std::vector<splice> edits);
-void sort_splices(std::vector<splice>& edits);  // by position, as apply_splices and senders expect
+// The policy's changes to a body are upstream body edits.
+using upstream::apply_splices;
+using upstream::sort_splices;
+using upstream::splice;
 
 // Edits for common changes.
 splice replace_value(const json_member& m, std::string json_value);

@@ -10,8 +10,14 @@
 namespace tokengate::routing {
 namespace {
 
-policy_error bad_request(std::string code, std::string message) {
-  return {400, "invalid_request_error", std::move(code), std::move(message)};
+// The body itself is at fault (the client's side).
+request_error bad_request(std::string_view code, std::string message) {
+  return request_error::client(400, code, std::move(message));
+}
+
+// A well-formed request the policy refuses to serve as asked.
+request_error over_limit(std::string_view code, std::string message) {
+  return request_error::policy(400, "invalid_request_error", code, std::move(message));
 }
 
 bool is_glob(std::string_view pattern) { return pattern.find_first_of("*?") != std::string_view::npos; }
@@ -72,19 +78,19 @@ std::string_view client_key_from(std::string_view authorization, std::string_vie
   return x_api_key;
 }
 
-std::variant<const config::client_key*, policy_error> authenticate(const config::config& cfg,
+std::variant<const config::client_key*, request_error> authenticate(const config::config& cfg,
                                                                    std::string_view client_key) {
   if (cfg.keys.empty()) return static_cast<const config::client_key*>(nullptr);
   if (client_key.empty())
-    return policy_error{401, "authentication_error", "missing_api_key",
-                        "an API key is required (Authorization: Bearer <key> or x-api-key)"};
+    return request_error::policy(401, "authentication_error", "missing_api_key",
+                        "an API key is required (Authorization: Bearer <key> or x-api-key)");
   auto hash = sha256_hex(client_key);
   for (const auto& k : cfg.keys)
     if (k.sha256 == hash) return &k;
-  return policy_error{401, "authentication_error", "invalid_api_key", "the API key is not valid"};
+  return request_error::policy(401, "authentication_error", "invalid_api_key", "the API key is not valid");
 }
 
-std::variant<routed_request, policy_error> apply_policy(const config::config& cfg, const request_view& request) {
+std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request) {
   routed_request out;
   scan_error error;
   auto scanned = scan_object(request.body, error);
@@ -115,7 +121,7 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
   }
 
   auto auth = authenticate(cfg, request.client_key);
-  if (auto* e = std::get_if<policy_error>(&auth)) return *e;
+  if (auto* e = std::get_if<request_error>(&auth)) return *e;
   out.key = std::get<const config::client_key*>(auth);
 
   for (const auto& r : cfg.routes) {
@@ -128,26 +134,26 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
     }
   }
   if (!out.route)
-    return policy_error{404, "invalid_request_error", "model_not_found",
-                        "The model '" + out.model + "' does not exist or is not served at " + std::string(request.path)};
+    return request_error::policy(404, "invalid_request_error", "model_not_found",
+                        "The model '" + out.model + "' does not exist or is not served at " + std::string(request.path));
   if (!key_allows(out.key, out.model))
-    return policy_error{403, "permission_error", "model_not_allowed",
-                        "this API key may not use the model '" + out.model + "'"};
+    return request_error::policy(403, "permission_error", "model_not_allowed",
+                        "this API key may not use the model '" + out.model + "'");
 
   const auto& route = *out.route;
   const auto body_bytes = std::max(request.body_bytes, body.size());
   if (route.max_prompt_bytes && body_bytes > route.max_prompt_bytes)
-    return policy_error{413, "invalid_request_error", "prompt_too_large",
+    return request_error::policy(413, "invalid_request_error", "prompt_too_large",
                         "the request is " + std::to_string(body_bytes) + " bytes; route '" + route.name +
-                            "' accepts at most " + std::to_string(route.max_prompt_bytes)};
+                            "' accepts at most " + std::to_string(route.max_prompt_bytes));
   if (route.max_prompt_tokens && body_bytes / 4 > route.max_prompt_tokens)
-    return bad_request("context_length_exceeded",
+    return over_limit("context_length_exceeded",
                        "the prompt is about " + std::to_string(body_bytes / 4) + " tokens; route '" + route.name +
                            "' accepts at most " + std::to_string(route.max_prompt_tokens));
 
   // Every spelling the client used must be a positive integer; the
   // smallest one is what it asked for.
-  auto check_limit = [&](const json_member& m, std::string_view name) -> std::optional<policy_error> {
+  auto check_limit = [&](const json_member& m, std::string_view name) -> std::optional<request_error> {
     if (m.type == json_type::null) return std::nullopt;
     auto v = integer_value(body, m);
     if (name == "n_predict" && v && *v == -1) return std::nullopt;  // llama.cpp: "until done"
@@ -177,7 +183,7 @@ std::variant<routed_request, policy_error> apply_policy(const config::config& cf
     out.output_limit = out.requested_limit;
     if (ceiling && *out.requested_limit > *ceiling) {
       if (route.limits.mode == config::limit_mode::reject)
-        return bad_request("max_tokens_exceeded", "the output limit " + std::to_string(*out.requested_limit) +
+        return over_limit("max_tokens_exceeded", "the output limit " + std::to_string(*out.requested_limit) +
                                                       " exceeds the maximum of " + std::to_string(*ceiling) +
                                                       " for model '" + out.model + "'");
       out.output_limit = ceiling;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "http/request_error.hpp"
 #include "routing/json_scan.hpp"
 
 namespace tokengate::routing {
@@ -21,12 +22,6 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // Lower-case hex SHA-256, as stored in `keys[].sha256`.
 std::string sha256_hex(std::string_view data);
 
-struct policy_error {
-  unsigned status;
-  std::string type;  // OpenAI error type, e.g. invalid_request_error
-  std::string code;
-  std::string message;
-};
 
 struct request_view {
   std::string_view path;
@@ -51,7 +46,7 @@ struct routed_request {
   scanned_object scan;                         // top-level members of the body
 };
 
-std::variant<routed_request, policy_error> apply_policy(const config::config& cfg, const request_view& request);
+std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request);
 
 // Whether apply_policy or edits_for_target read the top-level member `key`.
 // A decision made on the start of a body holds for the whole body when
@@ -82,7 +77,7 @@ std::string body_for_target(std::string_view body, std::string_view path, const 
 std::string models_list_json(const config::config& cfg, const config::client_key* key);
 
 // Authenticates a request that carries no model (GET /v1/models).
-std::variant<const config::client_key*, policy_error> authenticate(const config::config& cfg,
+std::variant<const config::client_key*, request_error> authenticate(const config::config& cfg,
                                                                    std::string_view client_key);
 
 }  // namespace tokengate::routing

@@ -56,7 +56,11 @@ void log_access(const request_context& ctx) {
       {"stream_failed", ctx.upstream_failed_midstream},
   };
   if (ctx.limit_enforced) line["limit"] = "enforced";
-  if (!ctx.error.empty()) line["error"] = ctx.error;
+  if (ctx.error) {
+    line["error"] = ctx.error->message;
+    line["error_side"] = side_name(ctx.error->side);
+    line["error_code"] = ctx.error->code;
+  }
   spdlog::info("access {}", boost::json::serialize(line));
 }
 

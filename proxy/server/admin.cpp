@@ -11,8 +11,8 @@
 #include <array>
 #include <stdexcept>
 
-#include "server/head_bytes.hpp"
-#include "server/json_error.hpp"
+#include "http/head_bytes.hpp"
+#include "http/json_error.hpp"
 
 namespace tokengate {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "net.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 

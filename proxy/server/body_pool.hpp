@@ -21,7 +21,7 @@
 #include <map>
 
 #include "metrics/counters.hpp"
-#include "server/client_request.hpp"
+#include "http/client_request.hpp"
 
 namespace tokengate {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "net.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 

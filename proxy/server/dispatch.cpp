@@ -6,10 +6,10 @@
 #include "config/reload.hpp"
 #include "routing/balancer.hpp"
 #include "routing/policy.hpp"
-#include "server/any_stream.hpp"
-#include "server/request_context.hpp"
+#include "io/any_stream.hpp"
 #include "server/worker.hpp"
-#include "stream/relay.hpp"
+#include "http/json_response.hpp"
+#include "server/proxy_exchange.hpp"
 
 namespace tokengate {
 
@@ -31,9 +31,9 @@ void abandon(worker& w, std::unique_ptr<early_forward>& early) {
 }
 
 // The plan for a config without routes: the listener's upstream, body as sent.
-exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
+upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
                                std::unique_ptr<early_forward>& early) {
-  exchange_plan plan;
+  upstream::exchange_plan plan;
   plan.config = std::move(cfg);
   // (the listener as the newest config names its upstream: server::reload
   // refuses a config in which it names none)
@@ -54,13 +54,12 @@ exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const 
 // with the one sent (early_forward::agrees_with): then its target goes
 // first and the plan takes its connection; otherwise the plan is made
 // afresh and the caller closes that connection (abandon).
-std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
+std::variant<upstream::exchange_plan, request_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
                                                                     client_request& request, request_context& ctx,
                                                                     std::string_view client_key,
                                                                     std::unique_ptr<early_forward>& early) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
-  if (auto* e = std::get_if<routing::policy_error>(&decision)) {
-    ctx.error = e->message;
+  if (auto* e = std::get_if<request_error>(&decision)) {
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
     return std::move(*e);
   }
@@ -75,7 +74,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
   if (routed.limit_clamped) w.metrics().limit_clamped.add();
   if (routed.limit_injected) w.metrics().limit_injected.add();
 
-  auto order = routing::attempt_order(*routed.route, w.health(), w.rng());
+  auto order = routing::attempt_order(*routed.route, w.upstreams().health(), w.upstreams().rng());
   // The early target goes first; not in the order (taken out of rotation
   // meanwhile), or a decision that disagrees: the caller abandons it.
   bool take_early = false;
@@ -86,7 +85,7 @@ std::variant<exchange_plan, routing::policy_error> plan_with_policy(worker& w, s
     }
   if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
     order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
-  exchange_plan plan;
+  upstream::exchange_plan plan;
   plan.config = cfg;
   plan.upstreams.reserve(order.size());
   plan.edits.reserve(order.size());
@@ -117,17 +116,19 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
 
   if (target.empty() || target.front() != '/') {
     // Absolute-form targets would let a client pick the upstream: never.
-    co_await send_json_error(stream, 400, "request target must be a path", "invalid_request_error", "invalid_target",
-                             keep_alive, ctx);
+    co_await send_error(stream, request_error::client(400, "invalid_target", "request target must be a path"),
+                        keep_alive, ctx);
     co_return keep_alive;
   }
   if (!is_get_models && !is_post_api) {
     if (is_proxied_post(ctx.path) || ctx.path == "/v1/models")
-      co_await send_json_error(stream, 405, "method " + ctx.method + " not allowed on " + ctx.path,
-                               "invalid_request_error", "method_not_allowed", keep_alive, ctx);
+      co_await send_error(stream,
+                          request_error::client(405, "method_not_allowed",
+                                                "method " + ctx.method + " not allowed on " + ctx.path),
+                          keep_alive, ctx);
     else
-      co_await send_json_error(stream, 404, "unknown path " + ctx.path, "invalid_request_error", "unknown_url",
-                               keep_alive, ctx);
+      co_await send_error(stream, request_error::client(404, "unknown_url", "unknown path " + ctx.path), keep_alive,
+                          ctx);
     co_return keep_alive;
   }
 
@@ -142,8 +143,10 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     routing::scan_error invalid;
     if (is_post_api && !routing::scan_object(body_text(request), invalid)) {
       abandon(w, early);
-      co_await send_json_error(stream, 400, "request body is not a valid JSON object: " + invalid.message,
-                               "invalid_request_error", "invalid_json", keep_alive, ctx);
+      co_await send_error(stream,
+                          request_error::client(400, "invalid_json",
+                                                "request body is not a valid JSON object: " + invalid.message),
+                          keep_alive, ctx);
       co_return keep_alive;
     }
     auto plan = passthrough_plan(cfg, listener, early);
@@ -155,8 +158,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
                                                request.head.value_of(known_field::x_api_key));
   if (is_get_models) {
     auto auth = routing::authenticate(*cfg, client_key);
-    if (auto* e = std::get_if<routing::policy_error>(&auth)) {
-      co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
+    if (auto* e = std::get_if<request_error>(&auth)) {
+      co_await send_error(stream, std::move(*e), keep_alive, ctx);
     } else {
       co_await send_json(stream, routing::models_list_json(*cfg, std::get<const config::client_key*>(auth)),
                          keep_alive, ctx);
@@ -166,11 +169,11 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
 
   auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early);
   abandon(w, early);  // (nothing left when the plan took the connection)
-  if (auto* e = std::get_if<routing::policy_error>(&planned)) {
-    co_await send_json_error(stream, e->status, e->message, e->type, e->code, keep_alive, ctx);
+  if (auto* e = std::get_if<request_error>(&planned)) {
+    co_await send_error(stream, std::move(*e), keep_alive, ctx);
     co_return keep_alive;
   }
-  co_return co_await proxy_exchange(stream, watcher, request, w, std::get<exchange_plan>(planned), ctx) && keep_alive;
+  co_return co_await proxy_exchange(stream, watcher, request, w, std::get<upstream::exchange_plan>(planned), ctx) && keep_alive;
 }
 
 }  // namespace tokengate

@@ -3,9 +3,9 @@
 // through the policy (when the config has routes) to a plan of upstreams,
 // then to the proxy exchange; everything else gets a JSON error.
 #include <boost/beast/http/message.hpp>
-#include "net.hpp"
+#include "io/net.hpp"
 #include "server/early_forward.hpp"
-#include "server/client_request.hpp"
+#include "http/client_request.hpp"
 
 namespace tokengate {
 

@@ -8,12 +8,12 @@
 #include "routing/balancer.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
-#include "server/any_stream.hpp"
+#include "io/any_stream.hpp"
 #include "server/dispatch.hpp"
-#include "server/read_message.hpp"
-#include "server/upstream_request.hpp"
+#include "http/read_message.hpp"
+#include "upstream/request.hpp"
 #include "server/worker.hpp"
-#include "server/write_all.hpp"
+#include "io/write_all.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {
@@ -69,7 +69,7 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   auto decision = routing::apply_policy(*cfg, {path, members, client_key, request.body.size()});
   auto* routed = std::get_if<routing::routed_request>(&decision);
   if (!routed) return std::nullopt;
-  auto order = routing::attempt_order(*routed->route, w.health(), w.rng());
+  auto order = routing::attempt_order(*routed->route, w.upstreams().health(), w.upstreams().rng());
   if (order.empty()) return std::nullopt;
   plan.target = order.front();
   plan.upstream = &cfg->upstreams.at(plan.target->upstream);
@@ -96,7 +96,7 @@ net::awaitable<error_code> forward_while_reading(any_stream& client, client_requ
                                                  request_context& ctx, early_forward& plan,
                                                  const std::vector<routing::splice>& edits, std::size_t& have) {
   const auto& settings = *plan.upstream;
-  auto& pool = w.pool_for(settings);
+  auto& pool = w.upstreams().pool_for(settings);
   auto& body = request.body;
   const std::size_t length = body.size();
   std::string head;
@@ -165,9 +165,9 @@ net::awaitable<error_code> forward_early(any_stream& client, client_request& req
   }
   if (!plan || have == body.size()) co_return error_code{};  // undecided, or nothing left to overlap
   const auto& settings = *plan->upstream;
-  if (settings.max_concurrent_streams && w.active_streams(settings.name) >= settings.max_concurrent_streams)
+  if (settings.max_concurrent_streams && w.upstreams().active_streams(settings.name) >= settings.max_concurrent_streams)
     co_return error_code{};
-  plan->acquired = co_await w.pool_for(settings).acquire();
+  plan->acquired = co_await w.upstreams().pool_for(settings).acquire();
   if (plan->acquired.conn) {
     ctx.upstream_connected = clock::now();
     if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have)) co_return ec;

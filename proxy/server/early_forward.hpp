@@ -20,9 +20,9 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "net.hpp"
-#include "server/client_request.hpp"
-#include "server/request_context.hpp"
+#include "io/net.hpp"
+#include "http/client_request.hpp"
+#include "http/request_context.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {

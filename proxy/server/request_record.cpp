@@ -54,6 +54,7 @@ void record_request(worker& w, const request_context& ctx) {
   auto output = ctx.output_tokens ? *ctx.output_tokens : static_cast<long long>(ctx.content_events);
   if (output > 0) metrics::bump(series.output_tokens, static_cast<std::uint64_t>(output));
 
+  if (ctx.error) w.metrics().errors.add(side_name(ctx.error->side), ctx.error->code);
   log_access(ctx);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "server/request_context.hpp"
+#include "http/request_context.hpp"
 
 namespace tokengate {
 

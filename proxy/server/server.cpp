@@ -11,8 +11,8 @@
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
-#include "server/port_in_use.hpp"
-#include "server/tls_credentials.hpp"
+#include "io/port_in_use.hpp"
+#include "io/tls_credentials.hpp"
 #include "server/worker.hpp"
 
 namespace tokengate {
@@ -126,7 +126,7 @@ void server::release_unused_body_buffers() {
 }
 
 void server::close_stale_pooled_connections() {
-  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->close_stale_pooled_connections(); });
+  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->upstreams().close_stale_connections(); });
 }
 
 std::size_t server::max_connections() const { return gate_->max_total(); }
@@ -143,7 +143,7 @@ std::vector<std::string> server::reload(std::shared_ptr<const config::config> ne
   config::check_bound_listeners_keep_an_upstream(config_->listeners, *next);
   store_->replace(next);
   // Each worker's pools are its own thread's: it adopts the new settings there.
-  for (auto& w : workers_) net::post(w->io(), [w = w.get(), next] { w->adopt_upstream_settings(*next); });
+  for (auto& w : workers_) net::post(w->io(), [w = w.get(), next] { w->upstreams().adopt_settings(*next); });
   ++reloads_ok_;
   return config::changes_needing_restart(*config_, *next);
 }

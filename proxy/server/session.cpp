@@ -7,17 +7,17 @@
 
 #include <random>
 
-#include "server/read_message.hpp"
+#include "http/read_message.hpp"
 #include "server/request_record.hpp"
-#include "server/any_stream.hpp"
+#include "io/any_stream.hpp"
 #include "server/body_pool.hpp"
-#include "server/client_watcher.hpp"
+#include "io/client_watcher.hpp"
 #include "server/connection_gate.hpp"
-#include "server/request_context.hpp"
+#include "http/request_context.hpp"
 #include "server/worker.hpp"
 #include "server/dispatch.hpp"
 #include "server/early_forward.hpp"
-#include "stream/relay.hpp"
+#include "http/json_response.hpp"
 
 namespace tokengate {
 namespace {
@@ -70,26 +70,20 @@ net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& bu
   co_return true;
 }
 
-struct read_failure {
-  unsigned status;
-  const char* code;
-  std::string message;
-};
-
 // Maps a parser error on a client request to the answer it deserves, or
 // nothing when the client simply went away.
-std::optional<read_failure> classify_read_error(const error_code& ec, const config::limit_settings& limits) {
+std::optional<request_error> classify_read_error(const error_code& ec, const config::limit_settings& limits) {
   if (ec == http::error::header_limit)
-    return read_failure{431, "request_header_too_large",
-                        "request head exceeds " + std::to_string(limits.max_head_bytes) + " bytes"};
+    return request_error::client(431, "request_header_too_large",
+                                 "request head exceeds " + std::to_string(limits.max_head_bytes) + " bytes");
   if (ec == http::error::body_limit)
-    return read_failure{413, "request_too_large",
-                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes"};
+    return request_error::client(413, "request_too_large",
+                                 "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes");
   // A head or body that does not arrive in time (slowloris): the stream's
   // deadline has already closed the socket, so the answer is the close.
   if (ec == beast::error::timeout) return std::nullopt;
   if (ec == http::error::end_of_stream || ec == net::error::eof || is_disconnect(ec)) return std::nullopt;
-  return read_failure{400, "invalid_request", "malformed HTTP request: " + ec.message()};
+  return request_error::client(400, "invalid_request", "malformed HTTP request: " + ec.message());
 }
 
 // How long a client that was answered before its request was read whole
@@ -125,26 +119,29 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     // (Too many fields, not too many bytes: the parser stopped with the
     // fields full. A head over the byte limit has none parsed.)
     if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
-      co_await send_json_error(stream, 431, "too many request headers (limit " +
-                                   std::to_string(limits.max_header_count) + ")",
-                               "invalid_request_error", "too_many_headers", false, ctx);
+      co_await send_error(stream,
+                          request_error::client(431, "too_many_headers",
+                                                "too many request headers (limit " +
+                                                    std::to_string(limits.max_header_count) + ")"),
+                          false, ctx);
       co_return true;
     }
     if (hec) {
       auto failure = classify_read_error(hec, limits);
-      if (failure)
-        co_await send_json_error(stream, failure->status, failure->message, "invalid_request_error",
-                                 failure->code, false, ctx);
-      co_return failure.has_value();
+      bool answered = failure.has_value();
+      if (failure) co_await send_error(stream, std::move(*failure), false, ctx);
+      co_return answered;
     }
     ctx.method = std::string(head.method_string);
     ctx.path = std::string(head.target.substr(0, head.target.find('?')));
-    ctx.dialect = stream::dialect_for_path(ctx.path);
+    ctx.dialect = dialect_for_path(ctx.path);
     if (!head.host_fields_allowed()) {
-      co_await send_json_error(stream, 400,
-                               head.version >= 11 ? "an HTTP/1.1 request must have exactly one Host header"
-                                                  : "a request must not have more than one Host header",
-                               "invalid_request_error", "invalid_host", false, ctx);
+      co_await send_error(stream,
+                          request_error::client(400, "invalid_host",
+                                                head.version >= 11
+                                                    ? "an HTTP/1.1 request must have exactly one Host header"
+                                                    : "a request must not have more than one Host header"),
+                          false, ctx);
       co_return true;  // (a body may be on its way)
     }
 
@@ -159,10 +156,9 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     auto bec = co_await read_body(stream, buffer, request, w, listener, ctx, !over_client_limit, early);
     if (bec) {
       auto failure = classify_read_error(bec, limits);
-      if (failure)
-        co_await send_json_error(stream, failure->status, failure->message, "invalid_request_error",
-                                 failure->code, false, ctx);
-      co_return failure.has_value();
+      bool answered = failure.has_value();
+      if (failure) co_await send_error(stream, std::move(*failure), false, ctx);
+      co_return answered;
     }
     ctx.request_read = clock::now();
     watcher.expect_requests_of(head.bytes.size() + request.body.size());
@@ -170,11 +166,12 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
       // Read whole, answered, closed: the client learns why, and the
       // connection is gone as soon as it would have been idle.
       w.metrics().downstream_cx_refused_per_client.add();
-      co_await send_json_error(stream, 429,
-                               "too many connections from your address (limit " +
-                                   std::to_string(limits.max_connections_per_client) +
-                                   "); reuse a keep-alive connection or wait for one to close",
-                               "rate_limit_error", "too_many_connections", false, ctx);
+      co_await send_error(stream,
+                          request_error::policy(429, "rate_limit_error", "too_many_connections",
+                                                "too many connections from your address (limit " +
+                                                    std::to_string(limits.max_connections_per_client) +
+                                                    "); reuse a keep-alive connection or wait for one to close"),
+                          false, ctx);
       w.metrics().count_status(429);
       co_return false;
     }

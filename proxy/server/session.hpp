@@ -1,5 +1,5 @@
 #pragma once
-#include "net.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 

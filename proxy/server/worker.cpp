@@ -11,13 +11,13 @@
 
 #include <stdexcept>
 
-#include "server/accept_now.hpp"
-#include "server/any_stream.hpp"
-#include "server/drained_read.hpp"
+#include "io/accept_now.hpp"
+#include "io/any_stream.hpp"
+#include "io/drained_read.hpp"
 #include "server/connection_gate.hpp"
 #include "server/session.hpp"
-#include "server/tls_context.hpp"
-#include "server/tls_credentials.hpp"
+#include "io/tls_context.hpp"
+#include "io/tls_credentials.hpp"
 
 namespace tokengate {
 namespace {
@@ -32,58 +32,11 @@ any_stream tls_stream_for(tcp::socket plain, std::shared_ptr<net::ssl::context> 
 worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& gate)
     : index_(index), store_(std::move(store)), gate_(gate), config_(store_->snapshot()) {
   // Fail at start-up, not on the first request, on a bad URL or CA file.
-  for (const auto& [name, settings] : config_->upstreams) pool_for(settings);
+  for (const auto& [name, settings] : config_->upstreams) upstreams_.pool_for(settings);
   bodies_.report_kept_bytes_to(metrics_.request_body_buffers_kept_bytes);
 }
 
 worker::~worker() = default;
-
-// What makes a pool: a reload that changes any of these gets a new one.
-// (Spelled into a string kept for it: pool_for is called for every
-// request, and a fresh string would be two allocations each time.)
-const std::string& worker::identity_of(const config::upstream& settings) {
-  return pool_identity_.assign(settings.name).append(1, '|').append(settings.base_url).append(1, '|').append(
-      settings.ca_file);
-}
-
-upstream::pool& worker::pool_for(const config::upstream& settings) {
-  // Pools are never destroyed while the worker runs: a connection in use
-  // goes back to the pool it came from even if a reload replaced it.
-  identity_of(settings);
-  if (auto found = pools_.find(pool_identity_); found != pools_.end() && found->second) return *found->second;
-  auto& slot = pools_[pool_identity_];
-  if (!slot) {
-    auto url = upstream::parse_target_url(settings.base_url);
-    if (!url) throw std::runtime_error("upstream " + settings.name + ": invalid base_url " + settings.base_url);
-    std::shared_ptr<net::ssl::context> tls;
-    if (url->tls) {
-      auto& ctx = upstream_tls_by_ca_[settings.ca_file];
-      if (!ctx) {
-        ctx = make_client_tls_context(settings.ca_file);
-        upstream::enable_resumption(ctx->native_handle());  // (this worker's context: see tls_resumption.hpp)
-      }
-      tls = ctx;
-    }
-    slot = std::make_unique<upstream::pool>(io_.get_executor(), settings, *url, tls, &metrics_);
-  }
-  return *slot;
-}
-
-void worker::adopt_upstream_settings(const config::config& next) {
-  std::map<std::string, const config::upstream*> by_identity;
-  for (const auto& [name, settings] : next.upstreams) by_identity.emplace(identity_of(settings), &settings);
-  for (auto& [identity, pool] : pools_) {
-    if (!pool) continue;
-    if (auto found = by_identity.find(identity); found != by_identity.end()) pool->adopt(*found->second);
-    else pool->retire();
-  }
-}
-
-void worker::close_stale_pooled_connections() {
-  auto now = std::chrono::steady_clock::now();
-  for (auto& [identity, pool] : pools_)
-    if (pool) pool->close_stale(now);
-}
 
 std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
                            std::shared_ptr<tls_credentials> tls) {

@@ -15,11 +15,10 @@
 #include "metrics/counters.hpp"
 #include "metrics/latency.hpp"
 #include "metrics/realtime_estimate.hpp"
-#include "net.hpp"
-#include "routing/balancer.hpp"
+#include "io/net.hpp"
 #include "server/body_pool.hpp"
 #include "server/setup_pacer.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/worker_upstreams.hpp"
 
 namespace tokengate {
 
@@ -65,19 +64,8 @@ class worker {
   const metrics::latency_shard& latency() const { return latency_; }
   metrics::realtime_estimate& realtime() { return realtime_; }
   const metrics::shard& metrics() const { return metrics_; }
-  // The pool for an upstream as the given config describes it; a reload that
-  // changes its address gets a new pool.
-  upstream::pool& pool_for(const config::upstream& settings);
-  // After a reload: each pool the new config keeps takes its upstream's new
-  // settings (upstream::pool::adopt); the pools of upstreams it dropped or
-  // moved keep no connection any more (upstream::pool::retire).
-  void adopt_upstream_settings(const config::config& next);
-  // Every pool's idle connections that their upstream closed or that have
-  // waited their longest (upstream::pool::close_stale), closed.
-  void close_stale_pooled_connections();
-  routing::health_table& health() { return health_; }
-  std::mt19937_64& rng() { return rng_; }
-  std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }
+  // Pools, passive health and streams in flight per upstream, this worker's own.
+  upstream::worker_upstreams& upstreams() { return upstreams_; }
   setup_pacer& setups() { return setups_; }
   body_pool& bodies() { return bodies_; }
 
@@ -128,15 +116,8 @@ class worker {
   metrics::latency_shard latency_;
   metrics::realtime_estimate realtime_;
   std::vector<bound_listener> listeners_;
-  std::map<std::string, std::unique_ptr<upstream::pool>> pools_;
-  std::string pool_identity_;  // pool_for's key, rebuilt in place (identity_of)
-  const std::string& identity_of(const config::upstream& settings);
-  std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store
-  std::map<std::string, std::shared_ptr<net::ssl::context>> upstream_tls_by_ca_;
+  upstream::worker_upstreams upstreams_{io_.get_executor(), metrics_};
   std::unordered_set<any_stream*> idle_;
-  routing::health_table health_;
-  std::mt19937_64 rng_{std::random_device{}()};
-  std::map<std::string, std::size_t> active_streams_;
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections

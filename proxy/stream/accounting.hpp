@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "metrics/latency.hpp"
-#include "server/request_context.hpp"
+#include "http/request_context.hpp"
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 

@@ -2,7 +2,7 @@
 #include <string>
 #include <string_view>
 
-#include "stream/dialect.hpp"
+#include "http/dialect.hpp"
 
 namespace tokengate::stream {
 

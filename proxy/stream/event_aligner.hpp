@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "net.hpp"
+#include "io/net.hpp"
 
 namespace tokengate::stream {
 

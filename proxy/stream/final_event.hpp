@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "stream/dialect.hpp"
+#include "http/dialect.hpp"
 
 namespace tokengate::stream {
 

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <string_view>
 
-#include "byte_scan.hpp"
-#include "utf8.hpp"
+#include "scan/byte_scan.hpp"
+#include "scan/utf8.hpp"
 
 namespace tokengate::stream {
 

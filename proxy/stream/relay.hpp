@@ -1,59 +1,32 @@
 #pragma once
-// The proxy exchange for one request: try the planned upstreams in order
-// (fallback only while nothing has reached the client), relay the response
-// chunk by chunk as it arrives, observe the stream (TTFT, tokens, usage,
-// the output limit), and watch the client so that its disconnect closes the
-// upstream at once.
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/message.hpp>
-
-#include <chrono>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
+// The relay: an upstream's answer passed to the client chunk by chunk as it
+// arrives, never buffered. Each event stream is observed on its way
+// (time to first token, every gap between tokens, usage, the output
+// limit), whole events at a time, and ends well whatever happens: cut at
+// the limit with a proper end in its dialect, an error event when the
+// upstream fails mid-stream, a plain close when nothing honest is left.
 #include "config/config.hpp"
-#include "routing/json_scan.hpp"
-#include "net.hpp"
-#include "server/client_request.hpp"
-#include "upstream/pool.hpp"
+#include "io/net.hpp"
+#include "metrics/counters.hpp"
+#include "metrics/latency.hpp"
+#include "metrics/realtime_estimate.hpp"
+#include "upstream/exchange.hpp"
 
-namespace tokengate {
+namespace tokengate::stream {
 
-class any_stream;
-class client_watcher;
-class worker;
-struct request_context;
-
-struct exchange_plan {
-  std::shared_ptr<const config::config> config;      // the snapshot this request runs on
-  std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
-  // The changes to the request body for each attempt, sorted
-  // (routing::edits_for_target); none means the body goes as the client sent
-  // it. Worked out before the exchange, so that nothing of the policy's
-  // reading of the body stays alive for the length of a stream.
-  std::vector<std::vector<routing::splice>> edits;
-  std::optional<long long> output_limit;             // enforced on the stream
-  std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
-  std::chrono::milliseconds retry_backoff{0};
-  // The first attempt's connection when the body was forwarded while it
-  // arrived (server/early_forward.hpp): it holds all of the request but
-  // the body's last byte. Or the failure to connect met then.
-  std::optional<upstream::acquire_result> first_connection;
+// What the worker lends each relay.
+struct relay_env {
+  const config::limit_settings& limits;
+  metrics::shard& metrics;
+  metrics::latency_shard& latency;
+  metrics::realtime_estimate& realtime;
 };
 
-// Returns whether the client connection may carry another request.
-// `watcher` reads from the client meanwhile (server/client_watcher.hpp).
-net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request,
-                                    worker& w, exchange_plan& plan, request_context& ctx);
+// Relays the answer whose head has been read (upstream::open_answer), on
+// the exchange's upstream connection. Returns whether the client
+// connection may carry another request.
+net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
+                                    const upstream::exchange_plan& plan, const relay_env& env,
+                                    bool client_keep_alive, unsigned client_http_version);
 
-// Writes a complete error response with an OpenAI-style JSON body.
-net::awaitable<void> send_json_error(any_stream& client, unsigned status, std::string_view message,
-                                     std::string_view type, std::string_view code,
-                                     bool keep_alive, request_context& ctx);
-
-// Writes a complete 200 response with a JSON body.
-net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive, request_context& ctx);
-
-}  // namespace tokengate
+}  // namespace tokengate::stream

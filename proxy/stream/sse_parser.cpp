@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "byte_scan.hpp"
+#include "scan/byte_scan.hpp"
 
 namespace tokengate::stream {
 namespace {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "server/drained_read.hpp"
-#include "server/tls_direct.hpp"
+#include "io/drained_read.hpp"
+#include "io/tls_direct.hpp"
 
 namespace tokengate::upstream {
 namespace {

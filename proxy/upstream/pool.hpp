@@ -11,7 +11,7 @@
 
 #include "config/config.hpp"
 #include "metrics/counters.hpp"
-#include "server/any_stream.hpp"
+#include "io/any_stream.hpp"
 #include "upstream/target_url.hpp"
 #include "upstream/tls_resumption.hpp"
 

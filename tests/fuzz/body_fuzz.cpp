@@ -22,7 +22,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "stream/body_decoder.hpp"
+#include "http/body_decoder.hpp"
 
 using namespace tokengate;
 
@@ -65,14 +65,14 @@ reference beast_parse(std::string_view body) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 2 || size > stream::body_decoder::max_line) return 0;
+  if (size < 2 || size > body_decoder::max_line) return 0;
   const std::size_t step_a = data[0] % 64 + 1, step_b = data[1] % 7 + 1;
   std::string input(reinterpret_cast<const char*>(data + 2), size - 2);
   std::replace(input.begin(), input.end(), '"', 'q');
   std::string_view body(input);
   auto expected = beast_parse(body);
 
-  auto decoder = stream::body_decoder::chunked();
+  auto decoder = body_decoder::chunked();
   std::string buffer, payload;
   std::size_t fed = 0, used = 0, turn = 0;
   error_code ec;

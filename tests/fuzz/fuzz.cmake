@@ -6,11 +6,11 @@ set(FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
                -fno-omit-frame-pointer -g -O1)
 add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp
-  proxy/routing/json_scan.cpp proxy/routing/policy.cpp
+  proxy/routing/json_scan.cpp proxy/routing/policy.cpp proxy/upstream/body_edits.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observer.cpp proxy/stream/chat_chunk.cpp proxy/stream/responses_delta.cpp
-  proxy/stream/body_decoder.cpp
-  proxy/server/headers.cpp proxy/server/head_bytes.cpp proxy/server/request_head.cpp proxy/server/chunked_body.cpp
-  proxy/http_head.cpp proxy/upstream/response_head.cpp
+  proxy/http/body_decoder.cpp
+  proxy/http/headers.cpp proxy/http/head_bytes.cpp proxy/http/request_head.cpp proxy/http/chunked_body.cpp
+  proxy/http/message_head.cpp proxy/http/response_head.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)

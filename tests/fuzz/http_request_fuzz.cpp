@@ -32,9 +32,9 @@
 #include "fuzz_check.hpp"
 #include "same_head.hpp"
 #include "routing/policy.hpp"
-#include "server/headers.hpp"
-#include "server/chunked_body.hpp"
-#include "server/request_head.hpp"
+#include "http/headers.hpp"
+#include "http/chunked_body.hpp"
+#include "http/request_head.hpp"
 
 using namespace tokengate;
 
@@ -112,7 +112,7 @@ void through_the_proxy(std::string input) {
   check(head.fields.size() <= limits.max_header_count);
   std::span<char> rest(input.data() + used, input.size() - used);
   if (head.chunked) {
-    auto decoder = stream::body_decoder::chunked();
+    auto decoder = body_decoder::chunked();
     take_chunks(decoder, rest, request.body, limits.max_body_bytes, ec);
     if (ec || !decoder.done()) return;
   } else {

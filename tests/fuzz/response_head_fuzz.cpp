@@ -20,7 +20,7 @@
 
 #include "fuzz_check.hpp"
 #include "same_head.hpp"
-#include "upstream/response_head.hpp"
+#include "http/response_head.hpp"
 
 using namespace tokengate;
 
@@ -28,10 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string input(reinterpret_cast<const char*>(data), size);
 
   std::string ours_text = input;  // (our parser blanks folds in place)
-  upstream::response_head head;
+  response_head head;
   std::size_t used = 0;
   error_code ours_ec;
-  auto progress = upstream::parse_response_head(ours_text, head, used, ours_ec);
+  auto progress = parse_response_head(ours_text, head, used, ours_ec);
 
   http::response_parser<http::empty_body> beast;
   beast.eager(false);

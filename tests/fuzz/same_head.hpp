@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "http_head.hpp"
+#include "http/message_head.hpp"
 
 namespace tokengate::fuzz {
 

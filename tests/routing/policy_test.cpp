@@ -27,19 +27,19 @@ std::shared_ptr<const config::config> policy(const std::string& extra) {
       "policy.yaml");
 }
 
-std::variant<routed_request, policy_error> run(const config::config& c, std::string_view path, std::string_view body,
+std::variant<routed_request, request_error> run(const config::config& c, std::string_view path, std::string_view body,
                                                std::string_view key = "") {
   return apply_policy(c, {path, body, key});
 }
 
-const routed_request& ok(const std::variant<routed_request, policy_error>& v) {
-  if (auto* e = std::get_if<policy_error>(&v)) ADD_FAILURE() << e->status << " " << e->message;
+const routed_request& ok(const std::variant<routed_request, request_error>& v) {
+  if (auto* e = std::get_if<request_error>(&v)) ADD_FAILURE() << e->status << " " << e->message;
   return std::get<routed_request>(v);
 }
 
-policy_error err(const std::variant<routed_request, policy_error>& v) {
-  EXPECT_TRUE(std::holds_alternative<policy_error>(v));
-  return std::holds_alternative<policy_error>(v) ? std::get<policy_error>(v) : policy_error{};
+request_error err(const std::variant<routed_request, request_error>& v) {
+  EXPECT_TRUE(std::holds_alternative<request_error>(v));
+  return std::holds_alternative<request_error>(v) ? std::get<request_error>(v) : request_error{};
 }
 
 TEST(Glob, MatchesLikeAShell) {
@@ -195,7 +195,7 @@ TEST(Balancer, WeightsAndHealth) {
       "upstreams: {a: {base_url: 'http://a/v1'}, b: {base_url: 'http://b/v1'}}\n"
       "routes: [{models: [m], targets: [{upstream: a, weight: 3}, {upstream: b, weight: 1}]}]\n",
       "t");
-  health_table health;
+  upstream::health_table health;
   std::mt19937_64 rng(42);
   int a_first = 0;
   for (int i = 0; i < 4000; ++i) {
@@ -205,13 +205,13 @@ TEST(Balancer, WeightsAndHealth) {
   }
   EXPECT_NEAR(a_first / 4000.0, 0.75, 0.03);
   config::health_settings settings{2, std::chrono::seconds(30)};
-  auto now = health_table::clock::now();
+  auto now = upstream::health_table::clock::now();
   EXPECT_FALSE(health.record_failure("a", settings, now));
   EXPECT_TRUE(health.record_failure("a", settings, now));
   EXPECT_TRUE(health.ejected("a", now + std::chrono::seconds(1)));
   EXPECT_FALSE(health.ejected("a", now + std::chrono::seconds(31)));
   for (int i = 0; i < 50; ++i) EXPECT_EQ(attempt_order(c->routes[0], health, rng)[0]->upstream, "b");
-  auto backoff = backoff_for(3, std::chrono::milliseconds(100), rng);
+  auto backoff = upstream::backoff_for(3, std::chrono::milliseconds(100), rng);
   EXPECT_GE(backoff.count(), 200);
   EXPECT_LE(backoff.count(), 600);
 }

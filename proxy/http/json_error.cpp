@@ -1,0 +1,14 @@
+#include "http/json_error.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+namespace tokengate {
+
+std::string json_error_body(std::string_view message, std::string_view type, std::string_view code) {
+  namespace json = boost::json;
+  json::object error{{"message", message}, {"type", type}, {"code", code}};
+  return json::serialize(json::object{{"error", std::move(error)}});
+}
+
+}  // namespace tokengate

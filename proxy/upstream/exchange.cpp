@@ -1,0 +1,205 @@
+#include "upstream/exchange.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <span>
+
+#include "http/read_message.hpp"
+#include "io/write_all.hpp"
+#include "upstream/health.hpp"
+#include "upstream/request.hpp"
+
+namespace tokengate::upstream {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// What every attempt of one exchange works with.
+struct attempts {
+  exchange_state& s;
+  const client_request& request;
+  exchange_plan& plan;
+  worker_upstreams& upstreams;
+  metrics::shard& metrics;
+};
+
+config::duration until(clock::time_point deadline, config::duration phase_limit) {
+  auto left = std::chrono::duration_cast<config::duration>(deadline - clock::now());
+  if (left < config::duration(1)) left = config::duration(1);
+  return std::min(left, phase_limit);
+}
+
+// Passive health: a connect error, timeout or 5xx counts against the
+// upstream; the failure that ejects it is counted and logged once.
+void note_upstream_failure(attempts& a, const config::upstream& u) {
+  const auto& policy = *a.plan.config;
+  if (!a.upstreams.health().record_failure(u.name, policy.health, clock::now())) return;
+  a.metrics.upstream_ejections.add();
+  spdlog::warn("upstream '{}' ejected for {} ms after {} consecutive failures (this worker)", u.name,
+               std::chrono::duration_cast<std::chrono::milliseconds>(policy.health.cooldown).count(),
+               policy.health.eject_after);
+}
+
+// Before a fallback: a jittered backoff, counted and logged.
+net::awaitable<void> pause_before_fallback(attempts& a, std::size_t attempt, const config::upstream& next,
+                                           const std::optional<request_error>& last_failure) {
+  auto pause = backoff_for(static_cast<int>(attempt), a.plan.retry_backoff, a.upstreams.rng());
+  if (pause.count() > 0) {
+    net::steady_timer timer(a.s.client.get_executor(), pause);
+    co_await timer.async_wait(use_tuple);
+  }
+  if (a.s.ctx.client_gone) co_return;
+  a.metrics.upstream_rq_fallback.add();
+  spdlog::info("request {}: falling back to upstream {} ({})", a.s.ctx.request_id, next.name,
+               last_failure ? last_failure->message : "");
+}
+
+// One way to a connection: the one the body went on while it arrived, a
+// pooled one, or (after a stale one) a new one.
+net::awaitable<acquire_result> take_connection(pool& p, std::optional<acquire_result>& forwarded, int stale_retry) {
+  acquire_result acquired;
+  // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
+  if (stale_retry == 0 && forwarded) acquired = std::move(*forwarded);
+  else if (stale_retry == 0) acquired = co_await p.acquire();
+  else acquired = co_await p.connect_new();
+  co_return acquired;
+}
+
+request_error connect_error(const acquire_result& acquired) {
+  bool timeout = acquired.failure == connect_failure::timeout;
+  return request_error::upstream(timeout ? 504u : 502u, timeout ? "upstream_timeout" : "upstream_unavailable",
+                                 acquired.message);
+}
+
+// The request written on the connection in s.upstream (head and body in
+// one scatter write, or the last byte of a body forwarded early), then
+// the answer's head read.
+net::awaitable<error_code> send_and_read_head(attempts& a, std::span<const net::const_buffer> to_send,
+                                              std::size_t& in_flight_count, response_head& head,
+                                              beast::flat_buffer& buffer) {
+  auto& up_stream = a.s.upstream->stream;
+  auto [write_failed, n] = co_await write_all(up_stream, to_send);
+  a.s.ctx.request_sent = clock::now();
+  if (write_failed) co_return write_failed;
+  in_flight busy(in_flight_count);
+  up_stream.nothing_to_read_yet();  // (the answer cannot be there yet)
+  constexpr std::size_t head_limit = 64 * 1024;
+  error_code ec = co_await read_response_head(up_stream, buffer, head, head_limit);
+  co_return ec;
+}
+
+// One target: a connection, the request, the answer's head; a stale
+// pooled connection is retried once on a new one.
+net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::size_t attempt, bool last,
+                                                             answer& got) {
+  auto& ctx = a.s.ctx;
+  const auto& settings = *a.plan.upstreams[attempt];
+  auto& pool = a.upstreams.pool_for(settings);
+  got.from = &pool;
+  got.settings = &settings;
+  got.deadline = ctx.request_read + settings.timeouts.total;
+  got.in_flight = &a.upstreams.active_streams(settings.name);
+  std::string up_head;
+  std::vector<net::const_buffer> up_pieces;  // made when first needed: a forwarded body needs none
+  // The connection the body went on while it arrived (attempt 0 only): only
+  // the body's last byte is left to send on it. Let go unused (this attempt
+  // skipped), it closes before that byte.
+  auto forwarded = attempt == 0 ? std::exchange(a.plan.first_connection, std::nullopt) : std::nullopt;
+  // (No edit reaches the body's last byte: they end at or before its closing brace.)
+  const auto body = body_text(a.request);
+  const auto last_byte = body.empty() ? net::const_buffer() : net::const_buffer(&body.back(), 1);
+
+  for (int stale_retry = 0;; ++stale_retry) {
+    const bool early = stale_retry == 0 && forwarded;
+    auto acquired = co_await take_connection(pool, forwarded, stale_retry);
+    if (ctx.client_gone) co_return request_error::disconnected();
+    if (!acquired.conn) {
+      a.metrics.upstream_cx_connect_fail.add();
+      note_upstream_failure(a, settings);
+      spdlog::warn("request {}: {}", ctx.request_id, acquired.message);
+      co_return connect_error(acquired);
+    }
+    a.s.upstream = std::move(acquired.conn);
+    if (!early) ctx.upstream_connected = clock::now();  // (forwarded: when the body began to go)
+    ctx.forwarded_early = early;
+    if (a.s.upstream->reused) a.metrics.upstream_cx_reused.add();
+    a.s.upstream->stream.expires_after(until(got.deadline, settings.timeouts.first_byte));
+    if (!early && up_pieces.empty())
+      up_pieces = upstream_request(a.request, pool, settings, ctx, a.plan.edits[attempt], up_head);
+    std::span<const net::const_buffer> to_send = up_pieces;
+    if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
+    got.head = {};
+    got.buffer.clear();
+    auto ec = co_await send_and_read_head(a, to_send, *got.in_flight, got.head, got.buffer);
+    if (ctx.client_gone) co_return request_error::disconnected();
+    if (ec) {
+      bool stale = a.s.upstream->reused && stale_retry == 0 && ec != beast::error::timeout;
+      a.s.upstream->stream.close();
+      a.s.upstream.reset();
+      if (stale) continue;
+      if (ec == beast::error::timeout) a.metrics.upstream_rq_timeout.add();
+      note_upstream_failure(a, settings);
+      auto failure = upstream_error_for(ec, settings, true);
+      spdlog::warn("request {}: {}", ctx.request_id, failure.message);
+      co_return failure;
+    }
+    unsigned status = got.head.status;
+    if (status >= 500) note_upstream_failure(a, settings);
+    else a.upstreams.health().record_success(settings.name);
+    if ((status >= 500 || status == 429) && !last) {
+      // Nothing was sent to the client yet: this answer can be replaced.
+      a.s.upstream->stream.close();
+      a.s.upstream.reset();
+      co_return request_error::upstream(status, "upstream_status",
+                                        "upstream '" + settings.name + "' answered " + std::to_string(status));
+    }
+    co_return std::nullopt;
+  }
+}
+
+}  // namespace
+
+request_error upstream_error_for(const error_code& ec, const config::upstream& u, bool waiting_first_byte) {
+  if (ec == beast::error::timeout) {
+    if (waiting_first_byte)
+      return request_error::upstream(504, "upstream_timeout",
+                                     "upstream '" + u.name + "' sent no response within " +
+                                         std::to_string(u.timeouts.first_byte.count()) + " ms");
+    return request_error::upstream(504, "upstream_timeout", "upstream '" + u.name + "' stalled");
+  }
+  if (ec == http::error::bad_status)  // (also a 101, or interim answers without end: read_message.hpp)
+    return request_error::upstream(502, "upstream_error",
+                                   "upstream '" + u.name + "' sent a status the proxy cannot relay", false);
+  return request_error::upstream(502, "upstream_error", "upstream '" + u.name + "' failed: " + ec.message());
+}
+
+net::awaitable<std::optional<request_error>> open_answer(exchange_state& s, const client_request& request,
+                                                         exchange_plan& plan, worker_upstreams& upstreams,
+                                                         metrics::shard& metrics, answer& got) {
+  attempts a{s, request, plan, upstreams, metrics};
+  auto& ctx = s.ctx;
+  std::optional<request_error> last_failure;
+  for (std::size_t attempt = 0; attempt < plan.upstreams.size(); ++attempt) {
+    const auto& settings = *plan.upstreams[attempt];
+    if (attempt > 0) {
+      co_await pause_before_fallback(a, attempt, settings, last_failure);
+      if (ctx.client_gone) co_return request_error::disconnected();
+    }
+    ctx.attempts = static_cast<unsigned>(attempt + 1);
+    ctx.upstream = settings.name;
+    auto active = upstreams.active_streams(settings.name);
+    if (settings.max_concurrent_streams && active >= settings.max_concurrent_streams) {
+      last_failure = request_error::upstream(503, "upstream_overloaded",
+                                             "upstream '" + settings.name + "' is at its concurrent stream limit");
+      continue;
+    }
+    auto failure = co_await attempt_upstream(a, attempt, attempt + 1 == plan.upstreams.size(), got);
+    if (ctx.client_gone || !failure) co_return failure;
+    last_failure = std::move(failure);
+  }
+  co_return last_failure.value_or(request_error::upstream(502, "upstream_unavailable", "no upstream to try"));
+}
+
+}  // namespace tokengate::upstream

@@ -1,0 +1,110 @@
+#pragma once
+// One request's exchange with its upstreams, up to an answer that may reach
+// the client: the planned targets tried in order, falling back (with a
+// jittered backoff) only while nothing has reached the client, and a
+// pooled connection that turns out stale retried once on a new one. It
+// ends with an answer's head read, for the relay (stream/relay.hpp), or
+// with the error to answer the client with.
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+#include "http/client_request.hpp"
+#include "http/request_context.hpp"
+#include "http/request_error.hpp"
+#include "http/response_head.hpp"
+#include "io/any_stream.hpp"
+#include "io/client_watcher.hpp"
+#include "io/net.hpp"
+#include "metrics/counters.hpp"
+#include "upstream/body_edits.hpp"
+#include "upstream/pool.hpp"
+#include "upstream/worker_upstreams.hpp"
+
+namespace tokengate::upstream {
+
+struct exchange_plan {
+  std::shared_ptr<const config::config> config;      // the snapshot this request runs on
+  std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
+  // The changes to the request body for each attempt, sorted
+  // (routing::edits_for_target); none means the body goes as the client sent
+  // it. Worked out before the exchange, so that nothing of the policy's
+  // reading of the body stays alive for the length of a stream.
+  std::vector<std::vector<splice>> edits;
+  std::optional<long long> output_limit;             // enforced on the stream
+  std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
+  std::chrono::milliseconds retry_backoff{0};
+  // The first attempt's connection when the body was forwarded while it
+  // arrived (server/early_forward.hpp): it holds all of the request but
+  // the body's last byte. Or the failure to connect met then.
+  std::optional<acquire_result> first_connection;
+};
+
+// What one exchange shares with the client watcher (io/client_watcher.hpp),
+// which runs beside it on the same thread and calls client_gone.
+struct exchange_state final : client_gone_hook {
+  exchange_state(any_stream& c, request_context& context) : client(c), ctx(context) {}
+
+  any_stream& client;
+  request_context& ctx;
+  std::unique_ptr<connection> upstream;
+  bool finished = false;  // the exchange is over: the watcher must stop
+
+  // Close the upstream now, so that the engine stops generating. Not once
+  // the exchange is over: the connection may be back in the pool.
+  void client_gone() override {
+    if (finished) return;
+    ctx.client_gone = true;
+    if (upstream) upstream->stream.close();
+  }
+  // A write to the client failed: it is gone, and so must the upstream be,
+  // so that the engine stops generating.
+  void client_write_failed() {
+    ctx.client_gone = true;
+    if (upstream) upstream->stream.close();
+  }
+};
+
+// An upstream's answer whose head has been read, and that may reach the
+// client (a 5xx or 429 reaches it only from the last target). Its
+// connection is the exchange_state's.
+struct answer {
+  pool* from = nullptr;
+  const config::upstream* settings = nullptr;
+  response_head head;
+  beast::flat_buffer buffer;  // the head's read: it may hold the first events
+  std::chrono::steady_clock::time_point deadline;  // the request's total on this upstream
+  std::size_t* in_flight = nullptr;  // this worker's streams on the upstream (max_concurrent_streams)
+};
+
+// A stream counted in flight on its upstream while it lives.
+class in_flight {
+ public:
+  explicit in_flight(std::size_t& count) : count_(count) { ++count_; }
+  ~in_flight() { --count_; }
+  in_flight(const in_flight&) = delete;
+  in_flight& operator=(const in_flight&) = delete;
+
+ private:
+  std::size_t& count_;
+};
+
+// Tries the plan's upstreams until one answers: then `got` holds the answer
+// (filled in place: its head's views point into its own bytes) and nothing
+// is returned; else the error to answer the client with. When the client
+// went away meanwhile (ctx.client_gone), neither is to be used.
+net::awaitable<std::optional<request_error>> open_answer(exchange_state& s, const client_request& request,
+                                                         exchange_plan& plan, worker_upstreams& upstreams,
+                                                         metrics::shard& metrics, answer& got);
+
+// The error an upstream's failure is to the client: 504 for a timeout,
+// 502 for the rest.
+request_error upstream_error_for(const error_code& ec, const config::upstream& u, bool waiting_first_byte);
+
+}  // namespace tokengate::upstream
