@@ -63,7 +63,7 @@ struct read_arrival {
 // Timestamps token events as the observer recognises them.
 class token_clock final : public stream::sse_sink {
  public:
-  explicit token_clock(sample& s) : s_(s) {}
+  token_clock(sample& s, dialect d) : s_(s), observer_(d) {}
   // A read's bytes, about to be parsed, and when they arrived.
   void at(clock::time_point now, read_arrival arrival) {
     now_ = now;
@@ -330,7 +330,7 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
   constexpr std::size_t detail_bytes = 300;  // (an error body's message, not a whole page)
   stream::sse_parser sse;
-  token_clock tokens(s);
+  token_clock tokens(s, dialect_for_path(api_path(st.o.api)));
   std::array<char, 16384> chunk;
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();

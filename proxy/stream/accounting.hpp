@@ -21,7 +21,7 @@ class stream_accounting final : public sse_sink {
  public:
   stream_accounting(request_context& ctx, const sse_parser& parser, std::optional<long long> limit,
                     metrics::series& series, metrics::route_windows& windows)
-      : ctx_(ctx), parser_(parser), limit_(limit), series_(series), windows_(windows) {
+      : ctx_(ctx), parser_(parser), limit_(limit), series_(series), windows_(windows), observer_(ctx.dialect) {
     drops_.reserve(4);
   }
 

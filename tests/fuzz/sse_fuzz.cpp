@@ -1,11 +1,13 @@
 // libFuzzer target: the SSE parser and the dialect observer.
 // Oracles: the bytes split at an arbitrary point (taken from the input) must
 // give exactly the events, and the facts, that one whole feed gives; the
-// parser's offsets stay within what was fed; the lean chat-chunk reader
-// (stream/chat_chunk.hpp) gives every event the kinds the full parse gives;
+// parser's offsets stay within what was fed; in every dialect, the lean
+// reading (stream/*_dialect.hpp) gives every event the kinds the full one
+// gives;
 // fed a byte at a time (CRLF pairs kept together), where no event is ever
 // whole in one feed, the parser reports the same events at the same
 // offsets as fed whole, where single-line events take its shortcut.
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,19 +25,32 @@ using namespace tokengate::stream;
 
 namespace {
 
-struct recorder final : sse_sink {
-  const sse_parser* parser = nullptr;
-  std::vector<std::string> events;
-  stream_observer observer{true};
-  stream_observer lean{false, true}, full{false, false};
-  void on_event(const sse_event& e) override {
-    if (parser->boundary() > parser->position()) std::abort();
-    events.push_back(std::string(e.type) + '\0' + std::string(e.data));
+constexpr std::array<tokengate::dialect, 4> dialects{tokengate::dialect::openai_chat,
+                                                     tokengate::dialect::openai_responses,
+                                                     tokengate::dialect::anthropic_messages, tokengate::dialect::other};
+
+// One dialect's three readers: recording (always in full), lean, full.
+struct readers {
+  explicit readers(tokengate::dialect d) : observer(d, true), lean(d, false, true), full(d, false, false) {}
+  stream_observer observer, lean, full;
+  void on_event(const sse_event& e) {
     observer.on_event(e);
     lean.on_event(e);
     full.on_event(e);
     check(lean.last_kinds() == full.last_kinds());
     check(lean.last_kinds() == observer.last_kinds());
+  }
+};
+
+struct recorder final : sse_sink {
+  const sse_parser* parser = nullptr;
+  std::vector<std::string> events;
+  std::array<readers, dialects.size()> by_dialect{readers(dialects[0]), readers(dialects[1]), readers(dialects[2]),
+                                                  readers(dialects[3])};
+  void on_event(const sse_event& e) override {
+    if (parser->boundary() > parser->position()) std::abort();
+    events.push_back(std::string(e.type) + '\0' + std::string(e.data));
+    for (auto& r : by_dialect) r.on_event(e);
   }
 };
 
@@ -89,20 +104,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(whole_parser.boundary() == split_parser.boundary());
   check(whole_parser.boundary() <= body.size());
   check(whole_parser.at_event_boundary() == split_parser.at_event_boundary());
-  const auto& a = whole.observer.facts();
-  const auto& b = pieces.observer.facts();
-  check(a.events == b.events && a.content_events == b.content_events && a.finish_reason == b.finish_reason &&
-        a.output_tokens == b.output_tokens && a.error == b.error && a.text_by_choice == b.text_by_choice);
-  const auto& lean = whole.lean.facts();
-  const auto& full = whole.full.facts();
-  check(lean.input_tokens == full.input_tokens && lean.output_tokens == full.output_tokens &&
-        lean.finish_by_choice == full.finish_by_choice && lean.finish_reason == full.finish_reason &&
-        lean.usage_events == full.usage_events && lean.content_events == full.content_events);
+  for (std::size_t d = 0; d < dialects.size(); ++d) {
+    const auto& a = whole.by_dialect[d].observer.facts();
+    const auto& b = pieces.by_dialect[d].observer.facts();
+    check(a.events == b.events && a.content_events == b.content_events && a.finish_reason == b.finish_reason &&
+          a.output_tokens == b.output_tokens && a.error == b.error && a.text_by_choice == b.text_by_choice);
+    const auto& lean = whole.by_dialect[d].lean.facts();
+    const auto& full = whole.by_dialect[d].full.facts();
+    check(lean.input_tokens == full.input_tokens && lean.output_tokens == full.output_tokens &&
+          lean.finish_by_choice == full.finish_by_choice && lean.finish_reason == full.finish_reason &&
+          lean.usage_events == full.usage_events && lean.content_events == full.content_events);
+  }
 
   whole_and_bytewise_agree(body);
 
   // Ollama's NDJSON path, split the same way.
-  stream_observer nd_whole, nd_split;
+  stream_observer nd_whole(tokengate::dialect::other), nd_split(tokengate::dialect::other);
   nd_whole.feed_ndjson(body);
   nd_split.feed_ndjson(body.substr(0, split));
   nd_split.feed_ndjson(body.substr(split));

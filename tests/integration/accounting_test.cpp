@@ -21,8 +21,8 @@ fixture_options routed() {
   return o;
 }
 
-stream::stream_facts observe(const std::string& body) {
-  stream::stream_observer o(true);
+stream::stream_facts observe(const std::string& body, dialect d = dialect::openai_chat) {
+  stream::stream_observer o(d, true);
   stream::sse_parser p;
   p.feed(body, o);
   return o.facts();
@@ -35,7 +35,7 @@ stream::stream_facts streamed(const proxy_fixture& f, const std::string& path, c
   c.send(post_json(path, body));
   auto r = read_response(c);
   EXPECT_TRUE(r.complete) << path;
-  return observe(r.body);
+  return observe(r.body, dialect_for_path(path));
 }
 
 // The value of one sample line in the exposition, or -1.
@@ -125,7 +125,7 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
                                knobs + "}"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << path;
-    auto facts = observe(r.body);
+    auto facts = observe(r.body, dialect_for_path(path));
     ASSERT_EQ(facts.tool_calls.size(), 1u) << path;
     EXPECT_EQ(facts.tool_calls[0].name, "demo_tool") << path;
     auto arguments = json::parse(facts.tool_calls[0].arguments);

@@ -25,8 +25,8 @@ struct collected final : stream::sse_sink {
   std::vector<std::pair<std::string, std::string>> events;
 };
 
-stream::stream_facts observe_body(const std::string& body) {
-  stream::stream_observer o(true);
+stream::stream_facts observe_body(const std::string& body, dialect d = dialect::openai_chat) {
+  stream::stream_observer o(d, true);
   stream::sse_parser p;
   p.feed(body, o);
   return o.facts();

@@ -51,8 +51,8 @@ std::string code_of(const http_response& r) {
   return std::string(json::parse(r.body).at("error").at("code").as_string());
 }
 
-stream::stream_facts observe(const std::string& body) {
-  stream::stream_observer o(true);
+stream::stream_facts observe(const std::string& body, dialect d = dialect::openai_chat) {
+  stream::stream_observer o(d, true);
   stream::sse_parser p;
   p.feed(body, o);
   return o.facts();
@@ -158,7 +158,7 @@ stream::stream_facts cut_off_stream(const std::string& path, const std::string& 
   auto r = read_response(c);
   EXPECT_TRUE(r.complete);
   EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
-  return observe(r.body);
+  return observe(r.body, dialect_for_path(path));
 }
 
 TEST(Policy, StreamIsCutWhenTheUpstreamIgnoresTheLimit) {

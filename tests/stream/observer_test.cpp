@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/fixtures.hpp"
 #include "support/read_file.hpp"
 #include "stream/observer.hpp"
 
@@ -29,8 +30,8 @@ std::string kinds_string(unsigned k) {
   return out.empty() ? "other" : out;
 }
 
-stream_facts observe(const std::string& body, bool ndjson, std::size_t piece) {
-  stream_observer observer(true);
+stream_facts observe(const std::string& body, dialect d, bool ndjson, std::size_t piece) {
+  stream_observer observer(d, true);
   sse_parser parser;
   for (std::size_t i = 0; i < body.size(); i += piece) {
     auto part = std::string_view(body).substr(i, piece);
@@ -47,7 +48,7 @@ void check_fixture(const fs::path& body_path, std::size_t piece) {
   expect_path.replace_extension(".expect.json");
   auto expect = json::parse(read_file(expect_path)).as_object();
   bool ndjson = expect.at("framing").as_string() == "ndjson";
-  auto facts = observe(read_file(body_path), ndjson, piece);
+  auto facts = observe(read_file(body_path), test::fixture_dialect(body_path), ndjson, piece);
 
   std::vector<std::string> kinds;
   for (auto k : facts.kinds) kinds.push_back(kinds_string(k));
@@ -114,7 +115,7 @@ TEST(StreamObserver, EveryFixtureWholeAndInSmallPieces) {
 }
 
 TEST(StreamObserver, DoneAfterErrorIsNotAProperEnd) {
-  stream_observer o;
+  stream_observer o(dialect::openai_chat);
   sse_parser p;
   p.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n"
          "data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n", o);
@@ -125,7 +126,7 @@ TEST(StreamObserver, DoneAfterErrorIsNotAProperEnd) {
 // Found by tests/fuzz/sse_fuzz under UBSan: usage numbers beyond int64 (or
 // fractional giants) are no token count, and reading them is not UB.
 TEST(StreamObserver, AbsurdUsageNumbersAreIgnored) {
-  stream_observer o;
+  stream_observer o(dialect::openai_chat);
   sse_parser p;
   p.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1.9e103,\"completion_tokens\":-1e300}}\n\n", o);
   EXPECT_FALSE(o.facts().input_tokens.has_value());

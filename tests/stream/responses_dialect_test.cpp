@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stream/observer.hpp"
-#include "stream/responses_delta.hpp"
+#include "stream/responses_dialect.hpp"
 #include "support/read_file.hpp"
 
 namespace tokengate::stream {
@@ -23,7 +23,7 @@ struct both_ways {
   bool lean_read;
 };
 both_ways observe(std::string_view type, const std::string& data) {
-  stream_observer lean{false, true}, full{false, false};
+  stream_observer lean{dialect::openai_responses, false, true}, full{dialect::openai_responses, false, false};
   lean.on_event(sse_event{type, data});
   full.on_event(sse_event{type, data});
   return {lean.last_kinds(), full.last_kinds(), lean.fast_path_events() == 1};
@@ -49,7 +49,7 @@ std::string openai(int sequence, std::string_view delta, std::string_view type =
 }
 
 TEST(ResponsesDelta, TheFixturesDeltasAreReadFromMemoryAfterTheFirst) {
-  stream_observer lean{false, true}, full{false, false};
+  stream_observer lean{dialect::openai_responses, false, true}, full{dialect::openai_responses, false, false};
   sse_parser a, b;
   auto bytes = test::read_file(std::filesystem::path(TOKENGATE_FIXTURES) / "sse" / "openai-responses.sse");
   a.feed(bytes, lean);
@@ -176,7 +176,7 @@ TEST(ResponsesDelta, LeavesEverythingUnusualToTheFullParse) {
     EXPECT_EQ(r.lean_kinds, r.full_kinds) << data;
   }
   // An error event is never read the lean way, whatever its data.
-  stream_observer lean{false, true};
+  stream_observer lean{dialect::openai_responses, false, true};
   lean.on_event(sse_event{"error", openai(1, "x")});
   EXPECT_EQ(lean.fast_path_events(), 0u);
 }

@@ -1,5 +1,12 @@
 #pragma once
-// A lean reader for the events that carry the tokens of OpenAI's Responses
+// OpenAI's Responses stream: typed events (response.created, ….delta,
+// response.output_item.added, response.completed / incomplete / failed
+// with the usage). responses_reading reads the deltas that carry the
+// tokens the lean way when it can vouch for them (responses_delta_reader,
+// below), anything else in full from the parsed document; the two give the
+// same facts.
+//
+// The lean reader: the events that carry the tokens of OpenAI's Responses
 // API, as OpenAI writes them
 //   {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_…",
 //    "output_index":0,"content_index":0,"delta":"Blue","logprobs":[]}
@@ -27,6 +34,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "stream/observation.hpp"
 
 namespace tokengate::stream {
 
@@ -59,6 +68,20 @@ class responses_delta_reader {
   std::string learned_;  // the event learned, until the next one shows which values vary
   unsigned kind_ = 0;  // what a non-empty delta of the remembered type is
   std::size_t remembered_reads_ = 0;
+};
+
+// The Responses dialect's reading of one event (not [DONE], not an error).
+class responses_reading {
+ public:
+  // `event_type`: the event's `event:` line, a quick sign of a delta (the
+  // engines name every event twice, there and in its `type`).
+  bool read_lean(std::string_view event_type, std::string_view data, observation& o);
+  void read_full(const boost::json::value& event, observation& o);
+
+  const responses_delta_reader& lean_reader() const { return deltas_; }
+
+ private:
+  responses_delta_reader deltas_;  // remembers this stream's delta shape
 };
 
 }  // namespace tokengate::stream

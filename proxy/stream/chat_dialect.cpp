@@ -1,6 +1,6 @@
-#include "stream/chat_chunk.hpp"
+#include "stream/chat_dialect.hpp"
 
-#include "stream/observer.hpp"  // (the event kinds)
+#include "stream/json_fields.hpp"
 
 #include "stream/json_pieces.hpp"
 
@@ -391,49 +391,6 @@ bool read_chat_chunk(std::string_view data, chat_chunk& out) {
   return r.object(out) && r.at_end();
 }
 
-bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
-  constexpr std::string_view head = R"({"type":"content_block_delta","index":)";
-  constexpr std::string_view text_delta = R"(,"delta":{"type":"text_delta","text":")";
-  constexpr std::string_view thinking_delta = R"(,"delta":{"type":"thinking_delta","thinking":")";
-  // A tool call's arguments, streamed as fragments of JSON text (agents'
-  // streams are mostly these): their content is not looked at.
-  constexpr std::string_view input_json_delta = R"(,"delta":{"type":"input_json_delta","partial_json":")";
-  constexpr std::string_view tail = R"("})";  // the string's quote and the delta's brace; then the event's
-  // (The first test is a quick no for the other shapes, whose first member
-  // is not `type`: an OpenAI chunk starts with {"id".)
-  if (data.size() < head.size() + tail.size() + 1 || data[2] != head[2] || data.back() != '}') return false;
-  // Blanks before the event's brace, as Anthropic pads thinking deltas
-  // (JSON allows them there), are stepped over.
-  auto inner = data.substr(0, data.size() - 1);
-  while (inner.size() > head.size() && is_json_blank(inner.back())) inner.remove_suffix(1);
-  if (inner.size() < head.size() + tail.size() || !inner.starts_with(head) || !inner.ends_with(tail)) return false;
-  // The index: a plain integer, as the full parser reads one (nothing here
-  // depends on its value).
-  auto rest = data.substr(head.size(), inner.size() - head.size() - tail.size());
-  auto digits = plain_integer_length(rest.data(), rest.data() + rest.size());
-  if (digits == 0) return false;
-  rest.remove_prefix(digits);
-  unsigned kind;
-  if (rest.starts_with(text_delta)) {
-    rest.remove_prefix(text_delta.size());
-    kind = kind_text;
-  } else if (rest.starts_with(thinking_delta)) {
-    rest.remove_prefix(thinking_delta.size());
-    kind = kind_reasoning;
-  } else if (rest.starts_with(input_json_delta)) {
-    rest.remove_prefix(input_json_delta.size());
-    kind = kind_tool_call;
-  } else {
-    return false;
-  }
-  // The string runs exactly to the tail (which begins with its closing quote).
-  bool escaped = false;
-  const char* end = rest.data() + rest.size();
-  if (string_end(rest.data(), end, escaped) != end) return false;
-  kinds = rest.empty() ? 0 : kind;  // (an escape decodes to at least one character)
-  return true;
-}
-
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -701,6 +658,64 @@ void chat_chunk_reader::remember_tail_holes() {
     if (found[i].at == completion_at) completion_hole_ = static_cast<std::uint8_t>(i);
   }
   tail_hole_count_ = static_cast<std::uint8_t>(count);
+}
+
+namespace {
+
+// What the lean reader found in the event at hand, reused by every event on
+// this thread: built afresh for each event, its eight choices cost as much
+// as the reading.
+thread_local chat_chunk chunk_scratch;
+
+}  // namespace
+
+bool chat_reading::read_lean(std::string_view data, observation& o) {
+  chat_chunk& chunk = chunk_scratch;
+  if (!chunks_.read(data, chunk)) return false;
+  for (std::size_t i = 0; i < chunk.choice_count; ++i) {
+    const auto& c = chunk.choices[i];
+    o.add_kinds((c.text ? kind_text : 0u) | (c.reasoning ? kind_reasoning : 0u) | (c.tool_call ? kind_tool_call : 0u));
+    o.finish(c.index, c.finish_reason);
+  }
+  if (chunk.usage) o.usage(chunk.prompt_tokens, chunk.completion_tokens);
+  return true;
+}
+
+namespace {
+
+void read_tool_calls(const json_fields::json::array& calls, std::int64_t choice, observation& o) {
+  using namespace json_fields;
+  for (const auto& call : calls) {
+    if (!call.is_object()) continue;
+    auto key = observation::tool_key(choice, integer(&call.get_object(), "index").value_or(0));
+    auto* function = obj(call.get_object(), "function");
+    if (!function) continue;
+    if (auto name = str(*function, "name"); !name.empty()) o.open_tool_call(key, name);
+    o.tool_arguments(key, str(*function, "arguments"));
+  }
+}
+
+}  // namespace
+
+void chat_reading::read_full(const boost::json::value& event, observation& o) {
+  using namespace json_fields;
+  const auto& e = event.get_object();
+  auto* choices = arr(e, "choices");
+  if (!choices) return;
+  for (const auto& c : *choices) {
+    if (!c.is_object()) continue;
+    const auto& choice = c.get_object();
+    auto n = integer(&choice, "index").value_or(0);
+    if (auto* delta = obj(choice, "delta")) {
+      o.text(n, str(*delta, "content"));
+      o.reasoning(str(*delta, "reasoning_content"));  // DeepSeek's and llama.cpp's spelling
+      o.reasoning(str(*delta, "reasoning"));          // vLLM's and OpenRouter's
+      if (auto* calls = arr(*delta, "tool_calls")) read_tool_calls(*calls, n, o);
+    }
+    o.text(n, str(choice, "text"));  // completions
+    o.finish(n, str(choice, "finish_reason"));
+  }
+  if (auto* usage = obj(e, "usage")) o.usage(integer(usage, "prompt_tokens"), integer(usage, "completion_tokens"));
 }
 
 }  // namespace tokengate::stream

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/fixtures.hpp"
 #include "support/read_file.hpp"
-#include "stream/chat_chunk.hpp"
+#include "stream/anthropic_dialect.hpp"
+#include "stream/chat_dialect.hpp"
 #include "stream/observer.hpp"
 
 namespace tokengate::stream {
@@ -21,8 +23,9 @@ using test::read_file;
 // Feeds each event to an observer with the lean reader and one without,
 // comparing the kinds they give it as they go.
 struct side_by_side final : sse_sink {
-  stream_observer lean{false, true};
-  stream_observer full{false, false};
+  explicit side_by_side(dialect d) : lean(d, false, true), full(d, false, false) {}
+  stream_observer lean;
+  stream_observer full;
   std::size_t events = 0;
   void on_event(const sse_event& e) override {
     lean.on_event(e);
@@ -54,7 +57,7 @@ TEST(ChatChunk, EveryFixtureGivesTheSameFactsWithOrWithoutTheLeanReader) {
   for (const auto& e : fs::directory_iterator(fs::path(TOKENGATE_FIXTURES) / "sse")) {
     if (e.path().extension() != ".sse") continue;
     SCOPED_TRACE(e.path().filename().string());
-    side_by_side both;
+    side_by_side both(test::fixture_dialect(e.path()));
     sse_parser parser;
     parser.feed(read_file(e.path()), both);
     expect_same_facts(both.lean.facts(), both.full.facts());
@@ -476,7 +479,7 @@ TEST(ChatChunk, ReadsToolCallsAsTheFullParseDoes) {
   };
   for (const auto& v : variants) {
     const auto data = demo_chunk(v.delta);
-    stream_observer lean{false, true}, full{false, false};
+    stream_observer lean{dialect::openai_chat, false, true}, full{dialect::openai_chat, false, false};
     lean.on_event(sse_event{"message", data});
     full.on_event(sse_event{"message", data});
     EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << data;
@@ -596,7 +599,7 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
   for (const auto& v : variants) {
     unsigned lean_kinds = 999;
     EXPECT_EQ(read_anthropic_delta(v.data, lean_kinds), v.lean) << v.data;
-    stream_observer lean{false, true}, full{false, false};
+    stream_observer lean{dialect::anthropic_messages, false, true}, full{dialect::anthropic_messages, false, false};
     lean.on_event(sse_event{"content_block_delta", v.data});
     full.on_event(sse_event{"content_block_delta", v.data});
     EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << v.data;
@@ -606,7 +609,7 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
     }
   }
   // An error event is never read the lean way, whatever its data.
-  stream_observer lean{false, true};
+  stream_observer lean{dialect::anthropic_messages, false, true};
   lean.on_event(sse_event{"error", text + R"(x"}})"});
   EXPECT_EQ(lean.fast_path_events(), 0u);
   EXPECT_TRUE(lean.facts().error);

@@ -1,10 +1,10 @@
-#include "stream/responses_delta.hpp"
+#include "stream/responses_dialect.hpp"
 
 #include <array>
 #include <cstring>
 
 #include "stream/json_pieces.hpp"
-#include "stream/observer.hpp"  // (the event kinds)
+#include "stream/json_fields.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -194,6 +194,54 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
   kind_ = kind;
   kinds = delta_empty ? 0 : kind;
   return true;
+}
+
+bool responses_reading::read_lean(std::string_view event_type, std::string_view data, observation& o) {
+  if (!event_type.starts_with("response.") || !event_type.ends_with(".delta")) return false;
+  unsigned kinds = 0;
+  if (!deltas_.read(data, kinds)) return false;
+  o.add_kinds(kinds);
+  return true;
+}
+
+namespace {
+
+// response.completed, .incomplete or .failed: the end, its status or error, the usage.
+void read_response_end(const boost::json::value& event, std::string_view type, observation& o) {
+  using namespace json_fields;
+  if (auto* response = obj(event.get_object(), "response")) {
+    if (type == "response.failed") {
+      auto* detail = response->if_contains("error");
+      o.error(detail ? *detail : event);
+    } else {
+      o.finish(0, str(*response, "status"));
+    }
+    if (auto* usage = obj(*response, "usage")) o.usage(integer(usage, "input_tokens"), integer(usage, "output_tokens"));
+  }
+  std::string terminator = "event: ";
+  terminator += type;
+  o.done(terminator);
+}
+
+}  // namespace
+
+void responses_reading::read_full(const boost::json::value& event, observation& o) {
+  using namespace json_fields;
+  const auto& e = event.get_object();
+  auto type = str(e, "type");
+  auto output_index = [&] { return observation::tool_key(0, integer(&e, "output_index").value_or(0)); };
+  if (type == "response.output_text.delta") {
+    o.text(0, str(e, "delta"));
+  } else if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") {
+    o.reasoning(str(e, "delta"));
+  } else if (type == "response.function_call_arguments.delta") {
+    o.tool_arguments(output_index(), str(e, "delta"));
+  } else if (type == "response.output_item.added") {
+    if (auto* item = obj(e, "item"); item && str(*item, "type") == "function_call")
+      o.open_tool_call(output_index(), str(*item, "name"));
+  } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+    read_response_end(event, type, o);
+  }
 }
 
 }  // namespace tokengate::stream

@@ -1,5 +1,11 @@
 #pragma once
-// A fast reader for the one event shape that carries almost every token in
+// OpenAI's chat and completions streams, and every engine that speaks them
+// (vLLM, llama.cpp, Ollama /v1, TGI, SGLang, DeepSeek): chat_reading reads
+// each event the lean way (chat_chunk_reader, below) when it can vouch
+// for it, else in full from the parsed document; the two give the same
+// facts (tests/stream/chat_dialect_test.cpp, tests/fuzz/sse_fuzz).
+//
+// The lean reader: a fast reader for the one event shape that carries almost every token in
 // practice: an OpenAI-style chat or completions chunk,
 //   {"id":…,"object":"chat.completion.chunk",…,"choices":[{"index":0,
 //    "delta":{"content":"…"},"finish_reason":null}]}
@@ -18,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "stream/observation.hpp"
 
 namespace tokengate::stream {
 
@@ -50,19 +58,6 @@ struct chat_chunk {
 // True when `data` is certainly a chat/completions chunk and `out` holds
 // what it says; false means "parse it the general way".
 bool read_chat_chunk(std::string_view data, chat_chunk& out);
-
-// The other shape that carries almost every token: an Anthropic text,
-// thinking or tool-argument delta, exactly as the API writes it (no blanks
-// but those it pads some events with before the last brace),
-//   {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"…"}}
-// (or "thinking_delta","thinking" / "input_json_delta","partial_json").
-// True when `data` is certainly that, with `kinds` what the full parse
-// would find (kind_text, kind_reasoning or kind_tool_call when the string
-// is not empty, else none); false means "parse it the general way". A full parse of each such
-// event was three quarters of the proxy's instructions on an Anthropic
-// stream (callgrind, 256 tokens: 1.5 million instructions a request
-// against 0.32 million for an OpenAI one).
-bool read_anthropic_delta(std::string_view data, unsigned& kinds);
 
 // Which of a choice's flags a chunk's one variable string decides.
 enum class string_role : unsigned char { text, reasoning, arguments };
@@ -134,6 +129,22 @@ class chat_chunk_reader {
   string_role remembered_role_ = string_role::text;  // which flag the string between decides
   std::size_t remembered_reads_ = 0;
   std::size_t resumed_reads_ = 0;
+};
+
+// The chat dialect's reading of one event (not [DONE], not an error).
+class chat_reading {
+ public:
+  // True when the lean reader vouched for the event and `o` holds what it
+  // carried; false means "read it in full".
+  bool read_lean(std::string_view data, observation& o);
+  // The parsed event, an object: its choices' deltas (or completions'
+  // text), finish reasons and usage.
+  void read_full(const boost::json::value& event, observation& o);
+
+  const chat_chunk_reader& lean_reader() const { return chunks_; }
+
+ private:
+  chat_chunk_reader chunks_;  // remembers this stream's chunk shape
 };
 
 }  // namespace tokengate::stream
