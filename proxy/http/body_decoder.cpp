@@ -75,16 +75,18 @@ std::size_t whole_chunk(const char* p, std::size_t n, std::uint64_t& size) {
 
 }  // namespace
 
-body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec) {
-  char* const base = bytes.data();
-  const std::size_t end = bytes.size();
+struct body_decoder::cursor {
+  char* const base;
+  const std::size_t end;
+  error_code& ec;
   std::size_t at = 0;   // the next byte to decode
   std::size_t out = 0;  // where the payload so far ends
   result r;
   bool any_payload = false;
+
   // The payload's first piece stays where it is; later pieces (the next
   // chunks of the same read) move up behind it, over the framing between.
-  auto take_payload = [&](std::size_t n) {
+  void take_payload(std::size_t n) {
     if (!any_payload) {
       any_payload = true;
       r.begin = out = at;
@@ -93,12 +95,13 @@ body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec)
     }
     out += n;
     at += n;
-  };
+  }
+
   // The next line, without its CRLF; false when it has not all arrived
   // (or, with `ec` set, has no CRLF within the bound). As in Beast, a line
   // ends at a CRLF: a bare LF is part of it (and refused by what reads it,
   // unless inside an extension's quoted string, which Beast allows).
-  auto next_line = [&](std::string_view& line) {
+  bool next_line(std::string_view& line) {
     auto window = std::min(end - at, max_line);
     for (std::size_t from = 0; from < window;) {
       auto* nl = static_cast<const char*>(std::memchr(base + at + from, '\n', window - from));
@@ -113,70 +116,91 @@ body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec)
     }
     if (window == max_line) ec = http::error::bad_chunk;
     return false;
-  };
-  auto finish = [&] {
+  }
+
+  result finish() {
     r.size = any_payload ? out - r.begin : 0;
     r.used = at;
     return r;
-  };
+  }
+};
 
-  while (at < end && state_ != state::done && !ec) {
+void body_decoder::take_counted(cursor& c) {
+  auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, c.end - c.at));
+  c.take_payload(n);
+  left_ -= n;
+  if (left_ == 0) state_ = state_ == state::length ? state::done : state::payload_end;
+}
+
+bool body_decoder::read_size_line(cursor& c) {
+  std::uint64_t whole_size;
+  if (auto line_length = whole_chunk(c.base + c.at, c.end - c.at, whole_size)) {
+    c.at += line_length;
+    c.take_payload(static_cast<std::size_t>(whole_size));
+    c.at += 2;  // its CRLF
+    return true;
+  }
+  std::string_view line;
+  if (!c.next_line(line)) return false;
+  std::uint64_t size;
+  if (!parse_size_line(line, size)) {
+    c.ec = http::error::bad_chunk;
+    return false;
+  }
+  if (size == 0) {
+    state_ = state::trailers;
+  } else {
+    left_ = size;
+    state_ = state::payload;
+  }
+  return true;
+}
+
+bool body_decoder::read_payload_end(cursor& c) {
+  if (c.base[c.at] != '\r' || (c.end - c.at >= 2 && c.base[c.at + 1] != '\n')) {
+    c.ec = http::error::bad_chunk;
+    return false;
+  }
+  if (c.end - c.at < 2) return false;  // the LF is still to come
+  c.at += 2;
+  state_ = state::size_line;
+  return true;
+}
+
+// Trailer fields, passed over, until the empty line that ends the body.
+bool body_decoder::read_trailer(cursor& c) {
+  std::string_view line;
+  if (!c.next_line(line)) return false;
+  if (line.empty()) state_ = state::done;
+  return true;
+}
+
+body_decoder::result body_decoder::decode(std::span<char> bytes, error_code& ec) {
+  cursor c{bytes.data(), bytes.size(), ec};
+  bool more = true;
+  while (more && c.at < c.end && state_ != state::done && !ec) {
     switch (state_) {
       case state::length:
-      case state::payload: {
-        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, end - at));
-        take_payload(n);
-        left_ -= n;
-        if (left_ == 0) state_ = state_ == state::length ? state::done : state::payload_end;
+      case state::payload:
+        take_counted(c);
         break;
-      }
       case state::until_close:
-        take_payload(end - at);
+        c.take_payload(c.end - c.at);
         break;
-      case state::size_line: {
-        std::uint64_t whole_size;
-        if (auto line_length = whole_chunk(base + at, end - at, whole_size)) {
-          at += line_length;
-          take_payload(static_cast<std::size_t>(whole_size));
-          at += 2;  // its CRLF
-          break;
-        }
-        std::string_view line;
-        if (!next_line(line)) return finish();
-        std::uint64_t size;
-        if (!parse_size_line(line, size)) {
-          ec = http::error::bad_chunk;
-          return finish();
-        }
-        if (size == 0) {
-          state_ = state::trailers;
-        } else {
-          left_ = size;
-          state_ = state::payload;
-        }
+      case state::size_line:
+        more = read_size_line(c);
         break;
-      }
       case state::payload_end:
-        if (base[at] != '\r' || (end - at >= 2 && base[at + 1] != '\n')) {
-          ec = http::error::bad_chunk;
-          return finish();
-        }
-        if (end - at < 2) return finish();  // the LF is still to come
-        at += 2;
-        state_ = state::size_line;
+        more = read_payload_end(c);
         break;
-      case state::trailers: {
-        // Trailer fields, passed over, until the empty line that ends the body.
-        std::string_view line;
-        if (!next_line(line)) return finish();
-        if (line.empty()) state_ = state::done;
+      case state::trailers:
+        more = read_trailer(c);
         break;
-      }
       case state::done:
         break;
     }
   }
-  return finish();
+  return c.finish();
 }
 
 void body_decoder::end_of_input(error_code& ec) {

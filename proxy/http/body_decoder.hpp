@@ -53,6 +53,15 @@ class body_decoder {
   enum class state { length, until_close, size_line, payload, payload_end, trailers, done };
   explicit body_decoder(state s, std::uint64_t left = 0) : state_(s), left_(left) {}
 
+  // One decode's position in the bytes in hand (body_decoder.cpp). Each
+  // step below decodes what its state expects; false: wait for more bytes
+  // (or `ec` says the framing is bad).
+  struct cursor;
+  void take_counted(cursor& c);
+  bool read_size_line(cursor& c);
+  bool read_payload_end(cursor& c);
+  bool read_trailer(cursor& c);
+
   state state_;
   std::uint64_t left_;  // payload bytes still to come (length, payload)
 };

@@ -90,42 +90,78 @@ std::variant<const config::client_key*, request_error> authenticate(const config
   return request_error::policy(401, "authentication_error", "invalid_api_key", "the API key is not valid");
 }
 
-std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request) {
-  routed_request out;
+namespace {
+
+using refusal = std::optional<request_error>;
+
+// The members of `object` (whose text starts at `at` in the body) that the
+// policy reads: each may appear once. With a key twice, parsers disagree
+// on which one counts (most take the last, some the first), and the
+// upstream might honour the one the policy did not read.
+refusal named_once(const scanned_object& object, std::string_view prefix, bool (*reads)(std::string_view)) {
+  std::vector<std::string_view> seen;
+  for (const auto& m : object.members) {
+    if (!reads(m.key)) continue;
+    if (std::find(seen.begin(), seen.end(), m.key) != seen.end())
+      return bad_request("duplicate_member", "the member '" + std::string(prefix) + m.key +
+                                                 "' appears more than once; a request must name it once");
+    seen.push_back(m.key);
+  }
+  return std::nullopt;
+}
+
+bool is_include_usage(std::string_view key) { return key == "include_usage"; }
+bool is_num_predict(std::string_view key) { return key == "num_predict"; }
+
+// An object member's own members, or nothing when it is not an object.
+std::optional<scanned_object> inner_object(std::string_view body, const json_member* m) {
+  if (!m || m->type != json_type::object) return std::nullopt;
+  scan_error ignored;
+  return scan_object(body.substr(m->begin, m->end - m->begin), ignored);
+}
+
+// The body scanned: a JSON object whose policy members appear once each.
+refusal scan_body(std::string_view body, routed_request& out) {
   scan_error error;
-  auto scanned = scan_object(request.body, error);
+  auto scanned = scan_object(body, error);
   if (!scanned) {
     if (error.message == "the body must be a JSON object")
       return bad_request("invalid_body", "the request body must be a JSON object");
     return bad_request("invalid_json", "malformed JSON at byte " + std::to_string(error.offset) + ": " + error.message);
   }
   out.scan = std::move(*scanned);
-  const auto& body = request.body;
+  if (auto e = named_once(out.scan, "", policy_reads)) return e;
+  if (auto options = inner_object(body, out.scan.find("stream_options")))
+    if (auto e = named_once(*options, "stream_options.", is_include_usage)) return e;
+  if (auto options = inner_object(body, out.scan.find("options")))
+    if (auto e = named_once(*options, "options.", is_num_predict)) return e;
+  return std::nullopt;
+}
 
+// `model`, `stream` and whether the client asked for usage itself.
+refusal read_model_and_stream(std::string_view body, routed_request& out) {
   const auto* model = out.scan.find("model");
   if (!model) return bad_request("missing_model", "the request needs a 'model'");
   auto model_name = string_value(body, *model);
-  if (!model_name || model_name->empty())
-    return bad_request("invalid_model", "'model' must be a non-empty string");
+  if (!model_name || model_name->empty()) return bad_request("invalid_model", "'model' must be a non-empty string");
   out.model = *model_name;
   if (const auto* stream = out.scan.find("stream")) {
     if (stream->type == json_type::boolean) out.stream = body.substr(stream->begin, 4) == "true";
     else if (stream->type != json_type::null) return bad_request("invalid_stream", "'stream' must be a boolean");
   }
-  if (const auto* options = out.scan.find("stream_options"); options && options->type == json_type::object) {
-    scan_error ignored;
-    if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
-      if (const auto* usage = inner->find("include_usage"))
-        out.client_asked_usage = usage->type == json_type::boolean &&
-                                 body.substr(options->begin + usage->begin, 4) == "true";
-  }
+  const auto* options = out.scan.find("stream_options");
+  if (auto inner = inner_object(body, options))
+    if (const auto* usage = inner->find("include_usage"))
+      out.client_asked_usage =
+          usage->type == json_type::boolean && body.substr(options->begin + usage->begin, 4) == "true";
+  return std::nullopt;
+}
 
-  auto auth = authenticate(cfg, request.client_key);
-  if (auto* e = std::get_if<request_error>(&auth)) return *e;
-  out.key = std::get<const config::client_key*>(auth);
-
+// The first route that serves the path and a pattern of it the model
+// matches; then whether the key may use the model.
+refusal find_route(const config::config& cfg, std::string_view path, routed_request& out) {
   for (const auto& r : cfg.routes) {
-    if (!serves_path(r, request.path)) continue;
+    if (!serves_path(r, path)) continue;
     auto hit = std::find_if(r.models.begin(), r.models.end(), [&](const auto& p) { return glob_match(p, out.model); });
     if (hit != r.models.end()) {
       out.route = &r;
@@ -135,47 +171,55 @@ std::variant<routed_request, request_error> apply_policy(const config::config& c
   }
   if (!out.route)
     return request_error::policy(404, "invalid_request_error", "model_not_found",
-                        "The model '" + out.model + "' does not exist or is not served at " + std::string(request.path));
+                                 "The model '" + out.model + "' does not exist or is not served at " +
+                                     std::string(path));
   if (!key_allows(out.key, out.model))
     return request_error::policy(403, "permission_error", "model_not_allowed",
-                        "this API key may not use the model '" + out.model + "'");
+                                 "this API key may not use the model '" + out.model + "'");
+  return std::nullopt;
+}
 
-  const auto& route = *out.route;
-  const auto body_bytes = std::max(request.body_bytes, body.size());
+refusal check_prompt_size(const config::route& route, std::size_t body_bytes) {
   if (route.max_prompt_bytes && body_bytes > route.max_prompt_bytes)
     return request_error::policy(413, "invalid_request_error", "prompt_too_large",
-                        "the request is " + std::to_string(body_bytes) + " bytes; route '" + route.name +
-                            "' accepts at most " + std::to_string(route.max_prompt_bytes));
+                                 "the request is " + std::to_string(body_bytes) + " bytes; route '" + route.name +
+                                     "' accepts at most " + std::to_string(route.max_prompt_bytes));
   if (route.max_prompt_tokens && body_bytes / 4 > route.max_prompt_tokens)
-    return over_limit("context_length_exceeded",
-                       "the prompt is about " + std::to_string(body_bytes / 4) + " tokens; route '" + route.name +
-                           "' accepts at most " + std::to_string(route.max_prompt_tokens));
+    return over_limit("context_length_exceeded", "the prompt is about " + std::to_string(body_bytes / 4) +
+                                                     " tokens; route '" + route.name + "' accepts at most " +
+                                                     std::to_string(route.max_prompt_tokens));
+  return std::nullopt;
+}
 
-  // Every spelling the client used must be a positive integer; the
-  // smallest one is what it asked for.
-  auto check_limit = [&](const json_member& m, std::string_view name) -> std::optional<request_error> {
+// Every spelling of the output limit the client used must be a positive
+// integer; the smallest one is what it asked for.
+refusal read_requested_limit(std::string_view body, routed_request& out) {
+  auto check_limit = [&](const json_member& m, std::string_view name) -> refusal {
     if (m.type == json_type::null) return std::nullopt;
     auto v = integer_value(body, m);
     if (name == "n_predict" && v && *v == -1) return std::nullopt;  // llama.cpp: "until done"
-    if (!v || *v < 1)
-      return bad_request("invalid_max_tokens", "'" + std::string(name) + "' must be a positive integer");
+    if (!v || *v < 1) return bad_request("invalid_max_tokens", "'" + std::string(name) + "' must be a positive integer");
     if (!out.requested_limit || *v < *out.requested_limit) out.requested_limit = *v;
     return std::nullopt;
   };
   for (auto name : top_level_limit_fields)
     if (const auto* m = out.scan.find(name))
-      if (auto e = check_limit(*m, name)) return *e;
-  if (const auto* options = out.scan.find("options"); options && options->type == json_type::object) {
-    scan_error ignored;
-    if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
-      if (const auto* m = inner->find("num_predict")) {
-        json_member shifted = *m;
-        shifted.begin += options->begin;
-        shifted.end += options->begin;
-        if (auto e = check_limit(shifted, "options.num_predict")) return *e;
-      }
-  }
+      if (auto e = check_limit(*m, name)) return e;
+  const auto* options = out.scan.find("options");
+  if (auto inner = inner_object(body, options))
+    if (const auto* m = inner->find("num_predict")) {
+      json_member shifted = *m;
+      shifted.begin += options->begin;
+      shifted.end += options->begin;
+      if (auto e = check_limit(shifted, "options.num_predict")) return e;
+    }
+  return std::nullopt;
+}
 
+// The limit sent and enforced: the client's, clamped to the ceiling (the
+// route's, or the key's if lower) or refused over it; without one, the
+// route's default (embeddings have no output).
+refusal decide_output_limit(const config::route& route, std::string_view path, routed_request& out) {
   std::optional<long long> ceiling = route.limits.ceiling;
   if (out.key && out.key->max_output_tokens && (!ceiling || *out.key->max_output_tokens < *ceiling))
     ceiling = out.key->max_output_tokens;
@@ -189,7 +233,7 @@ std::variant<routed_request, request_error> apply_policy(const config::config& c
       out.output_limit = ceiling;
       out.limit_clamped = true;
     }
-  } else if (request.path != "/v1/embeddings") {
+  } else if (path != "/v1/embeddings") {
     auto inject = route.limits.default_output ? route.limits.default_output : ceiling;
     if (inject && ceiling && *inject > *ceiling) inject = ceiling;
     if (inject) {
@@ -197,6 +241,22 @@ std::variant<routed_request, request_error> apply_policy(const config::config& c
       out.limit_injected = true;
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request) {
+  routed_request out;
+  if (auto e = scan_body(request.body, out)) return std::move(*e);
+  if (auto e = read_model_and_stream(request.body, out)) return std::move(*e);
+  auto auth = authenticate(cfg, request.client_key);
+  if (auto* e = std::get_if<request_error>(&auth)) return std::move(*e);
+  out.key = std::get<const config::client_key*>(auth);
+  if (auto e = find_route(cfg, request.path, out)) return std::move(*e);
+  if (auto e = check_prompt_size(*out.route, std::max(request.body_bytes, request.body.size()))) return std::move(*e);
+  if (auto e = read_requested_limit(request.body, out)) return std::move(*e);
+  if (auto e = decide_output_limit(*out.route, request.path, out)) return std::move(*e);
   return out;
 }
 

@@ -92,11 +92,118 @@ std::optional<request_error> classify_read_error(const error_code& ec, const con
 // below ~30 Mbit/s.
 constexpr std::chrono::seconds linger_after_early_answer{5};
 
+// A request that could not be read answered when it deserves an answer;
+// returns whether it did (the client may then still be sending).
+net::awaitable<bool> answer_read_error(any_stream& stream, const error_code& ec, const config::limit_settings& limits,
+                                       request_context& ctx) {
+  auto failure = classify_read_error(ec, limits);
+  if (!failure) co_return false;
+  co_await send_error(stream, std::move(*failure), false, ctx);
+  co_return true;
+}
+
+// What reading a request came to: nothing when it is ready for dispatch,
+// else the connection ends, with whether the client may still be sending.
+using read_outcome = std::optional<bool>;
+
+// The request's head, read and checked; its identity in `ctx`.
+net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
+                                       request_context& ctx, const config::limit_settings& limits) {
+  stream.expires_after(limits.head_timeout);
+  auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);
+  ctx.received = clock::now();
+  // (A refused head's views point into the buffer, and may be part of a field.)
+  ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
+  // (Too many fields, not too many bytes: the parser stopped with the
+  // fields full. A head over the byte limit has none parsed.)
+  if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
+    co_await send_error(stream,
+                        request_error::client(431, "too_many_headers",
+                                              "too many request headers (limit " +
+                                                  std::to_string(limits.max_header_count) + ")"),
+                        false, ctx);
+    co_return true;
+  }
+  if (hec) {
+    bool answered = co_await answer_read_error(stream, hec, limits, ctx);
+    co_return answered;
+  }
+  ctx.method = std::string(head.method_string);
+  ctx.path = std::string(head.target.substr(0, head.target.find('?')));
+  ctx.dialect = dialect_for_path(ctx.path);
+  if (!head.host_fields_allowed()) {
+    co_await send_error(stream,
+                        request_error::client(400, "invalid_host",
+                                              head.version >= 11
+                                                  ? "an HTTP/1.1 request must have exactly one Host header"
+                                                  : "a request must not have more than one Host header"),
+                        false, ctx);
+    co_return true;  // (a body may be on its way)
+  }
+  co_return std::nullopt;
+}
+
+// The request whole: its head, then its body (forwarded while it arrives
+// where it is long, server/early_forward.hpp).
+net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer& buffer, client_request& request,
+                                          request_context& ctx, worker& w, const config::listener& listener,
+                                          bool may_forward, std::unique_ptr<early_forward>& early) {
+  const auto& limits = w.config().limits;
+  auto& head = request.head;
+  if (auto ended = co_await read_head(stream, buffer, head, ctx, limits)) co_return ended;
+  if (head.expects_continue() && head.has_body()) {
+    static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream.expires_after(limits.body_timeout);
+    auto [cec, cn] = co_await net::async_write(stream, net::buffer(continue_line), use_tuple);
+    if (cec) co_return false;
+  }
+  stream.expires_after(limits.body_timeout);
+  auto bec = co_await read_body(stream, buffer, request, w, listener, ctx, may_forward, early);
+  if (bec) {
+    bool answered = co_await answer_read_error(stream, bec, limits, ctx);
+    co_return answered;
+  }
+  ctx.request_read = clock::now();
+  co_return std::nullopt;
+}
+
+// A request read whole, answered and recorded; returns whether the
+// connection may carry another.
+net::awaitable<bool> serve_request(any_stream& stream, client_watcher& watcher, client_request& request,
+                                   request_context& ctx, worker& w, const config::listener& listener,
+                                   std::unique_ptr<early_forward>& early) {
+  w.metrics().downstream_rq_total.add();
+  w.metrics().downstream_rq_active.add();
+  bool keep_alive = request.head.keep_alive() && !w.draining();
+  if (!w.setups().try_start()) {  // a burst: open streams' events first (server/setup_pacer.hpp)
+    w.metrics().downstream_rq_paced.add();
+    co_await w.setups().wait_turn(net::use_awaitable);
+  }
+  keep_alive = co_await dispatch_request(stream, watcher, request, w, listener, ctx, keep_alive, early);
+  w.metrics().downstream_rq_active.sub();
+  if (ctx.status) w.metrics().count_status(ctx.status);
+  ctx.finished = clock::now();
+  record_request(w, ctx);
+  co_return keep_alive;
+}
+
+// Read whole, answered, closed: a client over its share of connections
+// learns why, and the connection is gone as soon as it would have been idle.
+net::awaitable<void> refuse_over_client_limit(any_stream& stream, request_context& ctx, worker& w) {
+  w.metrics().downstream_cx_refused_per_client.add();
+  co_await send_error(stream,
+                      request_error::policy(429, "rate_limit_error", "too_many_connections",
+                                            "too many connections from your address (limit " +
+                                                std::to_string(w.config().limits.max_connections_per_client) +
+                                                "); reuse a keep-alive connection or wait for one to close"),
+                      false, ctx);
+  w.metrics().count_status(429);
+}
+
 // Serves requests until the connection is to end; returns whether the
 // client may still be sending (answered before its request was read whole).
 net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
                                     worker& w, const config::listener& listener, bool over_client_limit) {
-  const auto& limits = w.config().limits;
   bool first = true;
   for (;;) {
     // In a drain a kept-alive connection ends here; a new one's first
@@ -110,84 +217,15 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     request_context ctx;
     client_request request;
     body_given_back keep_body_buffer(w.bodies(), request.body);
-    auto& head = request.head;
-    stream.expires_after(limits.head_timeout);
-    auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);
-    ctx.received = clock::now();
-    // (A refused head's views point into the buffer, and may be part of a field.)
-    ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
-    // (Too many fields, not too many bytes: the parser stopped with the
-    // fields full. A head over the byte limit has none parsed.)
-    if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
-      co_await send_error(stream,
-                          request_error::client(431, "too_many_headers",
-                                                "too many request headers (limit " +
-                                                    std::to_string(limits.max_header_count) + ")"),
-                          false, ctx);
-      co_return true;
-    }
-    if (hec) {
-      auto failure = classify_read_error(hec, limits);
-      bool answered = failure.has_value();
-      if (failure) co_await send_error(stream, std::move(*failure), false, ctx);
-      co_return answered;
-    }
-    ctx.method = std::string(head.method_string);
-    ctx.path = std::string(head.target.substr(0, head.target.find('?')));
-    ctx.dialect = dialect_for_path(ctx.path);
-    if (!head.host_fields_allowed()) {
-      co_await send_error(stream,
-                          request_error::client(400, "invalid_host",
-                                                head.version >= 11
-                                                    ? "an HTTP/1.1 request must have exactly one Host header"
-                                                    : "a request must not have more than one Host header"),
-                          false, ctx);
-      co_return true;  // (a body may be on its way)
-    }
-
-    if (head.expects_continue() && head.has_body()) {
-      static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
-      stream.expires_after(limits.body_timeout);
-      auto [cec, cn] = co_await net::async_write(stream, net::buffer(continue_line), use_tuple);
-      if (cec) co_return false;
-    }
-    stream.expires_after(limits.body_timeout);
     std::unique_ptr<early_forward> early;  // (on the heap: most requests have none, and the frame lasts the session)
-    auto bec = co_await read_body(stream, buffer, request, w, listener, ctx, !over_client_limit, early);
-    if (bec) {
-      auto failure = classify_read_error(bec, limits);
-      bool answered = failure.has_value();
-      if (failure) co_await send_error(stream, std::move(*failure), false, ctx);
-      co_return answered;
-    }
-    ctx.request_read = clock::now();
-    watcher.expect_requests_of(head.bytes.size() + request.body.size());
+    auto ended = co_await read_request(stream, buffer, request, ctx, w, listener, !over_client_limit, early);
+    if (ended) co_return *ended;
+    watcher.expect_requests_of(request.head.bytes.size() + request.body.size());
     if (over_client_limit) {
-      // Read whole, answered, closed: the client learns why, and the
-      // connection is gone as soon as it would have been idle.
-      w.metrics().downstream_cx_refused_per_client.add();
-      co_await send_error(stream,
-                          request_error::policy(429, "rate_limit_error", "too_many_connections",
-                                                "too many connections from your address (limit " +
-                                                    std::to_string(limits.max_connections_per_client) +
-                                                    "); reuse a keep-alive connection or wait for one to close"),
-                          false, ctx);
-      w.metrics().count_status(429);
+      co_await refuse_over_client_limit(stream, ctx, w);
       co_return false;
     }
-    w.metrics().downstream_rq_total.add();
-    w.metrics().downstream_rq_active.add();
-
-    bool keep_alive = head.keep_alive() && !w.draining();
-    if (!w.setups().try_start()) {  // a burst: open streams' events first (server/setup_pacer.hpp)
-      w.metrics().downstream_rq_paced.add();
-      co_await w.setups().wait_turn(net::use_awaitable);
-    }
-    keep_alive = co_await dispatch_request(stream, watcher, request, w, listener, ctx, keep_alive, early);
-    w.metrics().downstream_rq_active.sub();
-    if (ctx.status) w.metrics().count_status(ctx.status);
-    ctx.finished = clock::now();
-    record_request(w, ctx);
+    bool keep_alive = co_await serve_request(stream, watcher, request, ctx, w, listener, early);
     if (!keep_alive || w.draining()) co_return false;
   }
 }

@@ -86,6 +86,26 @@ TEST(Policy, BadRequestsNeverReachTheUpstream) {
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
 }
 
+// {"max_tokens":16,…,"max_tokens":1000000} would reach an engine that
+// honours the last one with a limit the policy never saw.
+TEST(Policy, APolicyMemberNamedTwiceIsRefusedAndLoggedAsTheClients) {
+  proxy_fixture f(with_routes());
+  auto r = post(f, "/v1/chat/completions",
+                R"({"model":"fast","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(code_of(r), "duplicate_member");
+  EXPECT_NE(json::parse(r.body).at("error").at("message").as_string().find("'max_tokens'"), std::string::npos);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+  // (Counted once the answer is written: the client may read it first.)
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return http_get(f.admin_port(), "/metrics")
+                   .body.find("tokengate_request_errors_total{side=\"client\",code=\"duplicate_member\"} 1") !=
+               std::string::npos;
+      },
+      2s, "the error to be counted by side and code"));
+}
+
 TEST(Policy, ModelsListComesFromThePolicy) {
   proxy_fixture f(with_routes());
   auto r = http_get(f.port(), "/v1/models");

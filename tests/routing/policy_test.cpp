@@ -86,6 +86,38 @@ TEST(Policy, BadBodiesAre400) {
   }
 }
 
+// A member the policy reads, named twice: parsers disagree on which one
+// counts, so the upstream might honour the one the policy did not read.
+TEST(Policy, AMemberThePolicyReadsNamedTwiceIs400NamingIt) {
+  auto c = policy("");
+  for (auto [body, member] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"model":"gpt-4o-mini","max_tokens":16,"messages":[],"max_tokens":1000000})", "max_tokens"},
+           {R"({"model":"gpt-4o-mini","model":"fast"})", "model"},
+           {R"({"model":"fast","stream":false,"stream":true})", "stream"},
+           {R"({"model":"fast","max_completion_tokens":5,"max_completion_tokens":5})", "max_completion_tokens"},
+           {R"({"model":"fast","max_output_tokens":5,"max_output_tokens":9})", "max_output_tokens"},
+           {R"({"model":"fast","n_predict":5,"n_predict":9})", "n_predict"},
+           {R"({"model":"fast","stream_options":{},"stream_options":{}})", "stream_options"},
+           {R"({"model":"fast","stream_options":{"include_usage":false,"include_usage":true}})",
+            "stream_options.include_usage"},
+           {R"({"model":"fast","options":{"num_predict":5,"num_predict":50}})", "options.num_predict"},
+       }) {
+    auto e = err(run(*c, "/v1/chat/completions", body));
+    EXPECT_EQ(e.status, 400u) << body;
+    EXPECT_EQ(e.type, "invalid_request_error") << body;
+    EXPECT_EQ(e.code, "duplicate_member") << body;
+    EXPECT_NE(e.message.find("'" + member + "'"), std::string::npos) << e.message;
+  }
+  // Members the policy does not read may repeat, as JSON allows.
+  EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"fast","temperature":1,"temperature":0,"user":"a","user":"b"})"))
+                .route->name,
+            "alias");
+  // Both spellings of one limit, once each, are no duplicate.
+  EXPECT_EQ(*ok(run(*c, "/v1/chat/completions", R"({"model":"fast","max_tokens":5,"max_completion_tokens":9})"))
+                 .requested_limit,
+            5);
+}
+
 TEST(Policy, LimitsAreInjectedClampedOrRejected) {
   auto c = policy("");
   auto injected = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})"));
