@@ -62,12 +62,7 @@ class reader {
   Int integer(const char* key, Int fallback, long long min, long long max) const {
     if (!has(key)) return fallback;
     auto n = node_[key];
-    long long value = 0;
-    try {
-      value = n.as<long long>();
-    } catch (const YAML::Exception&) {
-      fail_at(n, std::string("'") + key + "' must be an integer");
-    }
+    auto value = converted<long long>(n, key, "an integer");
     if (value < min || value > max)
       fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
                      " and " + std::to_string(max));
@@ -77,12 +72,7 @@ class reader {
   double number(const char* key, double fallback, double min, double max) const {
     if (!has(key)) return fallback;
     auto n = node_[key];
-    double value = 0;
-    try {
-      value = n.as<double>();
-    } catch (const YAML::Exception&) {
-      fail_at(n, std::string("'") + key + "' must be a number");
-    }
+    auto value = converted<double>(n, key, "a number");
     if (!(value >= min && value <= max))
       fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
                      " and " + std::to_string(max));
@@ -92,9 +82,33 @@ class reader {
   duration time(const char* key, duration fallback) const {
     if (!has(key)) return fallback;
     auto n = node_[key];
-    auto parsed = n.IsScalar() ? parse_duration(n.as<std::string>()) : std::nullopt;
-    if (!parsed) fail_at(n, std::string("'") + key + "' must be a duration like 250ms, 5s or 2m");
+    const char* what = "a duration like 250ms, 5s or 2m";
+    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be " + what);
+    auto text = expand_env(n, n.Scalar());
+    auto parsed = parse_duration(text);
+    if (!parsed) fail_at(n, std::string("'") + key + "' must be " + what + substituted(n, text));
     return *parsed;
+  }
+
+  // A scalar's text with ${NAME} expanded, read as the type its key needs,
+  // with YAML's own rules for that type: `port: ${LISTEN_PORT}` reads the
+  // variable's value as if it had been written there.
+  template <typename T>
+  T converted(const YAML::Node& n, const char* key, const char* what) const {
+    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be " + what);
+    auto text = expand_env(n, n.Scalar());
+    try {
+      return YAML::Node(text).as<T>();
+    } catch (const YAML::Exception&) {
+      fail_at(n, std::string("'") + key + "' must be " + what + substituted(n, text));
+    }
+  }
+
+  // Where a value came from the environment, what it became (for a key
+  // that is not a string: never a secret).
+  static std::string substituted(const YAML::Node& n, const std::string& text) {
+    if (n.Scalar().find("${") == std::string::npos) return "";
+    return " ('" + n.Scalar() + "' is '" + text + "')";
   }
 
   // ${NAME} is replaced by the environment variable NAME; a missing variable
@@ -204,7 +218,7 @@ std::vector<std::string> string_list(const reader& r, const char* key) {
   if (!n.IsSequence()) r.fail_at(n, std::string("'") + key + "' must be a string or a list of strings");
   for (const auto& item : n) {
     if (!item.IsScalar()) r.fail_at(item, std::string("'") + key + "' must list strings");
-    out.push_back(item.as<std::string>());
+    out.push_back(r.expand_env(item, item.as<std::string>()));
   }
   return out;
 }

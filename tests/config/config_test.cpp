@@ -166,6 +166,68 @@ TEST(Config, SecretsComeFromTheEnvironment) {
   EXPECT_NE(error_of(yaml).find("environment variable TOKENGATE_TEST_KEY is not set"), std::string::npos);
 }
 
+// Ports, worker counts, limits and durations from the environment, as
+// Kubernetes and systemd set them: each value read as the type its key
+// needs, quoted or not.
+TEST(Config, AnyScalarMayComeFromTheEnvironment) {
+  ::setenv("TG_PORT", "8443", 1);
+  ::setenv("TG_WORKERS", "3", 1);
+  ::setenv("TG_BODY", "1048576", 1);
+  ::setenv("TG_IDLE", "45s", 1);
+  ::setenv("TG_RATE", "12.5", 1);
+  ::setenv("TG_MODEL", "gpt-4o-mini", 1);
+  // (In YAML's flow style, {…} and […], braces end the mapping: there a
+  // ${NAME} must be quoted. In block style it may be written bare.)
+  auto c = load_config_text(
+      "workers: ${TG_WORKERS}\n"
+      "listeners:\n"
+      "  - name: main\n"
+      "    port: ${TG_PORT}\n"
+      "upstreams:\n"
+      "  local:\n"
+      "    base_url: http://127.0.0.1:${TG_PORT}/v1\n"
+      "    timeouts: {idle: \"${TG_IDLE}\"}\n"
+      "routes:\n"
+      "  - models: [\"${TG_MODEL}\", 'x-${TG_WORKERS}']\n"
+      "    targets: [{upstream: local}]\n"
+      "    max_output_tokens: {ceiling: '${TG_WORKERS}00'}\n"
+      "limits:\n"
+      "  max_body_bytes: \"${TG_BODY}\"\n"
+      "  idle_timeout: ${TG_IDLE}\n"
+      "demo_engine:\n"
+      "  decode_tokens_per_second: ${TG_RATE}\n",
+      "env.yaml");
+  EXPECT_EQ(c->workers, 3);
+  EXPECT_EQ(c->listeners[0].port, 8443);
+  EXPECT_EQ(c->upstreams.at("local").base_url, "http://127.0.0.1:8443/v1");
+  EXPECT_EQ(c->upstreams.at("local").timeouts.idle, std::chrono::seconds(45));
+  EXPECT_EQ(c->routes[0].models, (std::vector<std::string>{"gpt-4o-mini", "x-3"}));
+  EXPECT_EQ(c->routes[0].limits.ceiling, 300);
+  EXPECT_EQ(c->limits.max_body_bytes, 1048576u);
+  EXPECT_EQ(c->limits.idle_timeout, std::chrono::seconds(45));
+  EXPECT_EQ(c->demo_engine->decode_tokens_per_second, 12.5);
+}
+
+TEST(Config, AValueFromTheEnvironmentThatIsNotOfItsKeysTypeIsPlacedAndShown) {
+  const std::string listener = "listeners:\n  - name: main\n    port: ${TG_PORT}\n";
+  const std::string upstream = "upstreams: {local: {base_url: 'http://a/v1'}}\n";
+  ::setenv("TG_PORT", "eighty", 1);
+  auto error = error_of(listener + upstream);
+  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be an integer ('${TG_PORT}' is 'eighty')"), std::string::npos)
+      << error;
+  ::setenv("TG_PORT", "70000", 1);
+  error = error_of(listener + upstream);
+  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be between 0 and 65535"), std::string::npos) << error;
+  ::setenv("TG_IDLE", "soon", 1);
+  error = error_of(std::string(minimal) + "limits:\n  idle_timeout: ${TG_IDLE}\n");
+  EXPECT_NE(error.find("test.yaml:9:17: 'idle_timeout' must be a duration like 250ms, 5s or 2m ('${TG_IDLE}' is 'soon')"),
+            std::string::npos)
+      << error;
+  ::unsetenv("TG_UNSET");
+  error = error_of("workers: ${TG_UNSET}\n" + std::string(minimal));
+  EXPECT_NE(error.find("test.yaml:1:10: environment variable TG_UNSET is not set"), std::string::npos) << error;
+}
+
 TEST(Duration, ParsesUnits) {
   EXPECT_EQ(parse_duration("250ms"), duration(250));
   EXPECT_EQ(parse_duration("5s"), duration(5000));
