@@ -1,5 +1,9 @@
 #include "bench/bench.hpp"
 
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -8,13 +12,9 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
 #include <boost/json.hpp>
-#include <openssl/ssl.h>
-
-#include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -25,10 +25,10 @@
 #include <sstream>
 #include <utility>
 
+#include "http/head_bytes.hpp"
 #include "http/token.hpp"
 #include "io/any_stream.hpp"
 #include "io/drained_read.hpp"
-#include "http/head_bytes.hpp"
 #include "io/tls_context.hpp"
 #include "io/tls_direct.hpp"
 #include "stream/observer.hpp"
@@ -80,15 +80,19 @@ class token_clock final : public stream::sse_sink {
   void on_event(const stream::sse_event& e) override {
     observer_.on_event(e);
     if (!(observer_.last_kinds() & stream::content_kinds)) return;
-    if (s_.tokens++ == 0) first_ = now_;
-    else s_.gaps_ms.push_back(ms(now_ - last_));
+    if (s_.tokens++ == 0)
+      first_ = now_;
+    else
+      s_.gaps_ms.push_back(ms(now_ - last_));
     last_ = now_;
     record_transit(e.data);
   }
   const stream::stream_facts& facts() const { return observer_.facts(); }
   clock::time_point first() const { return first_; }
   clock::time_point last() const { return last_; }
-  static double ms(clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+  static double ms(clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  }
 
  private:
   // The demo engine's "demo_sent_us" stamp (same monotonic clock, same
@@ -102,10 +106,13 @@ class token_clock final : public stream::sse_sink {
     if (at == std::string_view::npos) return;
     auto digits = data.substr(at + key.size());
     long long sent_us = 0;
-    if (std::from_chars(digits.data(), digits.data() + digits.size(), sent_us).ec != std::errc{}) return;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), sent_us).ec != std::errc{})
+      return;
     auto sent = clock::time_point(std::chrono::microseconds(sent_us));
-    if (!arrival_.stamped_socket) s_.transit_ms.push_back(ms(now_ - sent));
-    else if (arrival_.waited) newest_transit_ = ms(now_ - *arrival_.waited - sent);
+    if (!arrival_.stamped_socket)
+      s_.transit_ms.push_back(ms(now_ - sent));
+    else if (arrival_.waited)
+      newest_transit_ = ms(now_ - *arrival_.waited - sent);
   }
 
   sample& s_;
@@ -131,8 +138,11 @@ class arrival_stamped_reads {
   auto async_read_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
-          if (reader_) reader_->async_read_some(net::mutable_buffer(*net::buffer_sequence_begin(b)), std::move(handler));
-          else s_.async_read_some(b, std::move(handler));
+          if (reader_)
+            reader_->async_read_some(net::mutable_buffer(*net::buffer_sequence_begin(b)),
+                                     std::move(handler));
+          else
+            s_.async_read_some(b, std::move(handler));
         },
         token, buffers);
   }
@@ -159,12 +169,16 @@ class arrival_stamped_reads {
 // quotes and backslashes are escapes in the JSON text, one every dozen
 // bytes or so.
 std::string synthetic_prompt(int tokens, std::string_view script) {
-  static constexpr std::string_view latin[] = {"the ", "cat ", "sat ", "and ", "ran ", "far ", "but ", "not "};
-  static constexpr std::string_view cyrillic[] = {"кот ", "сел ", "и ", "убежал ", "далеко ", "но ", "не ", "там "};
-  static constexpr std::string_view han[] = {"猫咪", "坐下", "跑远", "但是", "不要", "天气", "很好，", "我们。"};
-  static constexpr std::string_view code[] = {"if (user.active) {\n", "  return \"ok\";\n", "}\n",
-                                              "\tcount += 1;\n", "path = \"C:\\\\tmp\";\n",
-                                              "// retry once\n", "log(\"%s\\n\", name);\n", "x = f(a, b);\n"};
+  static constexpr std::string_view latin[] = {"the ", "cat ", "sat ", "and ",
+                                               "ran ", "far ", "but ", "not "};
+  static constexpr std::string_view cyrillic[] = {"кот ",    "сел ", "и ",  "убежал ",
+                                                  "далеко ", "но ",  "не ", "там "};
+  static constexpr std::string_view han[] = {"猫咪", "坐下", "跑远",   "但是",
+                                             "不要", "天气", "很好，", "我们。"};
+  static constexpr std::string_view code[] = {
+      "if (user.active) {\n",    "  return \"ok\";\n",      "}\n",
+      "\tcount += 1;\n",         "path = \"C:\\\\tmp\";\n", "// retry once\n",
+      "log(\"%s\\n\", name);\n", "x = f(a, b);\n"};
   const std::string_view* words = script == "latin"      ? latin
                                   : script == "cyrillic" ? cyrillic
                                   : script == "han"      ? han
@@ -198,7 +212,8 @@ std::string escape_non_ascii(std::string_view text) {
     }
     std::size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
     unsigned code = b & (0x7F >> n);
-    for (std::size_t k = 1; k < n; ++k) code = code << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    for (std::size_t k = 1; k < n; ++k)
+      code = code << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3F);
     i += n;
     if (code < 0x10000) {
       unit(code);
@@ -214,7 +229,8 @@ std::string escape_non_ascii(std::string_view text) {
 }  // namespace
 
 std::string request_body(const options& o, int prompt_tokens) {
-  json::array conversation{json::object{{"role", "user"}, {"content", synthetic_prompt(prompt_tokens, o.prompt_script)}}};
+  json::array conversation{json::object{
+      {"role", "user"}, {"content", synthetic_prompt(prompt_tokens, o.prompt_script)}}};
   // The Responses API names the limit and the conversation its own way.
   const bool responses = o.api == "responses";
   json::object body{{"model", o.model},
@@ -247,7 +263,8 @@ struct point_state {
   std::vector<sample> samples;
 };
 
-net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string& error, std::string& detail) {
+net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string& error,
+                                                    std::string& detail) {
   auto ex = co_await net::this_coro::executor;
   tcp::resolver resolver(ex);
   auto [rec, endpoints] = co_await resolver.async_resolve(st.url.host, st.url.port, use_tuple);
@@ -266,7 +283,8 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
   }
   tcp_stream.socket().set_option(tcp::no_delay(true));
   if (!st.url.tls) {
-    enable_receive_timestamps(tcp_stream.socket());  // for each event's arrival (arrival_stamped_reads)
+    enable_receive_timestamps(
+        tcp_stream.socket());  // for each event's arrival (arrival_stamped_reads)
     co_return std::make_unique<any_stream>(tcp_stream.release_socket());
   }
   auto stream = std::make_unique<any_stream>(tcp_stream.release_socket(), st.tls, tls_role::client);
@@ -298,9 +316,12 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   req.set(http::field::accept, "text/event-stream");
   if (st.o.api == "anthropic") req.set("anthropic-version", "2023-06-01");
   if (!st.key.empty()) {
-    if (!st.o.key_header.empty()) req.set(st.o.key_header, st.key);
-    else if (st.o.api == "anthropic") req.set("x-api-key", st.key);
-    else req.set(http::field::authorization, "Bearer " + st.key);
+    if (!st.o.key_header.empty())
+      req.set(st.o.key_header, st.key);
+    else if (st.o.api == "anthropic")
+      req.set("x-api-key", st.key);
+    else
+      req.set(http::field::authorization, "Bearer " + st.key);
   }
   for (const auto& [name, value] : st.o.headers) req.set(name, value);
   req.content_length(st.body.size());
@@ -355,11 +376,15 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     }
   }
   auto end = clock::now();
-  if (!parser.keep_alive()) conn.reset();
-  else conn->expires_never();
+  if (!parser.keep_alive())
+    conn.reset();
+  else
+    conn->expires_never();
   if (!s.error.empty()) co_return;
-  if (tokens.facts().error) s.error = "stream_error", s.detail = "the stream ended with an error event";
-  else if (s.tokens == 0) s.error = "no_tokens", s.detail = "a 200 answer without a token event";
+  if (tokens.facts().error)
+    s.error = "stream_error", s.detail = "the stream ended with an error event";
+  else if (s.tokens == 0)
+    s.error = "no_tokens", s.detail = "a 200 answer without a token event";
   if (!s.error.empty()) co_return;
   s.ttft_ms = token_clock::ms(tokens.first() - start);
   s.duration_ms = token_clock::ms(end - start);
@@ -375,7 +400,8 @@ void draw_progress(const point_state& st, int concurrency, int prompt) {
   int filled = st.o.requests ? st.done * width / st.o.requests : width;
   std::fprintf(stderr, "\r  concurrency %-4d prompt %-6d [%s%s] %d/%d", concurrency, prompt,
                std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), st.done, st.o.requests);
+               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), st.done,
+               st.o.requests);
   if (st.done == st.o.requests) std::fprintf(stderr, "\n");
 }
 
@@ -401,7 +427,8 @@ net::awaitable<void> client_loop(point_state& st, int index, int concurrency, in
 std::string printable_detail(std::string detail, const std::string& key) {
   constexpr std::string_view mask = "***";
   if (!key.empty())
-    for (auto at = detail.find(key); at != std::string::npos; at = detail.find(key, at + mask.size()))
+    for (auto at = detail.find(key); at != std::string::npos;
+         at = detail.find(key, at + mask.size()))
       detail.replace(at, key.size(), mask);
   for (auto& c : detail)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
@@ -425,14 +452,16 @@ percentiles summarise(std::vector<double> v) {
   return p;
 }
 
-point_result run_point(const options& o, const upstream::target_url& url, std::shared_ptr<net::ssl::context> tls,
-                       const std::string& key, int concurrency, int prompt) {
-  point_state st{o, url, std::move(tls), url.upstream_path(api_path(o.api)),
-                 request_body(o, prompt), key};
+point_result run_point(const options& o, const upstream::target_url& url,
+                       std::shared_ptr<net::ssl::context> tls, const std::string& key,
+                       int concurrency, int prompt) {
+  point_state st{
+      o, url, std::move(tls), url.upstream_path(api_path(o.api)), request_body(o, prompt), key};
   st.samples.resize(static_cast<std::size_t>(o.requests));
   net::io_context io(1);
   auto start = clock::now();
-  for (int c = 0; c < concurrency; ++c) net::co_spawn(io, client_loop(st, c, concurrency, prompt), net::detached);
+  for (int c = 0; c < concurrency; ++c)
+    net::co_spawn(io, client_loop(st, c, concurrency, prompt), net::detached);
   io.run();
   point_result r;
   r.concurrency = concurrency;
@@ -476,17 +505,22 @@ std::pair<std::string, std::string> parse_header(std::string_view text) {
   auto value = text.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
-    throw std::runtime_error("--header " + std::string(name) + ": the value holds a control character");
+  if (std::any_of(value.begin(), value.end(),
+                  [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+    throw std::runtime_error("--header " + std::string(name) +
+                             ": the value holds a control character");
   for (std::string_view framing : {"host", "content-length", "transfer-encoding"})
     if (beast::iequals(name, framing))
-      throw std::runtime_error("--header cannot set " + std::string(name) + ": the benchmark frames its requests");
+      throw std::runtime_error("--header cannot set " + std::string(name) +
+                               ": the benchmark frames its requests");
   return {std::string(name), std::string(value)};
 }
 
 std::vector<point_result> run(const options& o) {
   auto url = upstream::parse_target_url(o.url);
-  if (!url) throw std::runtime_error("--url must be an http:// or https:// base URL, e.g. http://127.0.0.1:8080/v1");
+  if (!url)
+    throw std::runtime_error(
+        "--url must be an http:// or https:// base URL, e.g. http://127.0.0.1:8080/v1");
   if (o.api != "openai" && o.api != "responses" && o.api != "anthropic")
     throw std::runtime_error("--api must be openai, responses or anthropic");
   std::string key;
@@ -507,9 +541,9 @@ std::vector<point_result> run(const options& o) {
 std::string render_table(const std::vector<point_result>& results) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-5s %-7s %-9s %-24s %-22s %-16s %-10s %-10s %-22s %s\n", "conc", "prompt",
-                "ok/total", "TTFT ms p50/p95/p99", "ITL ms p50/p95/p99", "TPOT ms p50/p95", "tok/s p50",
-                "total t/s", "duration ms p50/p95/p99", "errors");
+  std::snprintf(line, sizeof(line), "%-5s %-7s %-9s %-24s %-22s %-16s %-10s %-10s %-22s %s\n",
+                "conc", "prompt", "ok/total", "TTFT ms p50/p95/p99", "ITL ms p50/p95/p99",
+                "TPOT ms p50/p95", "tok/s p50", "total t/s", "duration ms p50/p95/p99", "errors");
   out << line;
   for (const auto& r : results) {
     std::string errors;
@@ -521,12 +555,14 @@ std::string render_table(const std::vector<point_result>& results) {
       return p.count == 0 ? std::string("-") : std::string(b);
     };
     char tpot[48], ok[24];
-    std::snprintf(tpot, sizeof(tpot), "%.1f/%.1f", r.time_per_output_token.p50, r.time_per_output_token.p95);
+    std::snprintf(tpot, sizeof(tpot), "%.1f/%.1f", r.time_per_output_token.p50,
+                  r.time_per_output_token.p95);
     if (r.time_per_output_token.count == 0) std::snprintf(tpot, sizeof(tpot), "-");
     std::snprintf(ok, sizeof(ok), "%d/%d", r.ok, r.requests);
-    std::snprintf(line, sizeof(line), "%-5d %-7d %-9s %-24s %-22s %-16s %-10.1f %-10.1f %-22s %s\n", r.concurrency,
-                  r.prompt_tokens, ok, triple(r.ttft).c_str(), triple(r.inter_token).c_str(), tpot,
-                  r.tokens_per_second.p50, r.throughput_tokens_per_second(), triple(r.duration).c_str(),
+    std::snprintf(line, sizeof(line), "%-5d %-7d %-9s %-24s %-22s %-16s %-10.1f %-10.1f %-22s %s\n",
+                  r.concurrency, r.prompt_tokens, ok, triple(r.ttft).c_str(),
+                  triple(r.inter_token).c_str(), tpot, r.tokens_per_second.p50,
+                  r.throughput_tokens_per_second(), triple(r.duration).c_str(),
                   errors.empty() ? "-" : errors.c_str());
     out << line;
   }
@@ -534,7 +570,8 @@ std::string render_table(const std::vector<point_result>& results) {
   for (const auto& r : results)
     for (const auto& [kind, example] : r.error_examples) {
       if (std::exchange(first, false)) out << "\nfirst error of each kind:\n";
-      out << "  conc " << r.concurrency << " prompt " << r.prompt_tokens << " " << kind << ": " << example << "\n";
+      out << "  conc " << r.concurrency << " prompt " << r.prompt_tokens << " " << kind << ": "
+          << example << "\n";
     }
   return out.str();
 }
@@ -545,29 +582,33 @@ std::string render_json(const std::vector<point_result>& results) {
   // timing of 0 that a script would take for a fast endpoint.
   auto pct = [](const percentiles& p) {
     auto value = [&p](double v) { return p.count ? json::value(v) : json::value(nullptr); };
-    return json::object{
-        {"count", p.count}, {"p50", value(p.p50)}, {"p95", value(p.p95)}, {"p99", value(p.p99)}, {"max", value(p.max)}};
+    return json::object{{"count", p.count},
+                        {"p50", value(p.p50)},
+                        {"p95", value(p.p95)},
+                        {"p99", value(p.p99)},
+                        {"max", value(p.max)}};
   };
   for (const auto& r : results) {
     json::object errors, examples;
     for (const auto& [kind, n] : r.errors) errors[kind] = n;
     for (const auto& [kind, example] : r.error_examples) examples[kind] = example;
-    out.push_back(json::object{{"concurrency", r.concurrency},
-                               {"prompt_tokens", r.prompt_tokens},
-                               {"requests", r.requests},
-                               {"ok", r.ok},
-                               {"errors", errors},
-                               {"error_examples", examples},
-                               {"ttft_ms", pct(r.ttft)},
-                               {"ttft_ms_each", json::array(r.ttft_each.begin(), r.ttft_each.end())},
-                               {"inter_token_ms", pct(r.inter_token)},
-                               {"transit_ms", pct(r.transit)},  // null unless the source stamps events
-                               {"time_per_output_token_ms", pct(r.time_per_output_token)},
-                               {"tokens_per_second", pct(r.tokens_per_second)},
-                               {"duration_ms", pct(r.duration)},
-                               {"output_tokens", r.output_tokens_total},
-                               {"wall_seconds", r.wall_seconds},
-                               {"throughput_tokens_per_second", r.throughput_tokens_per_second()}});
+    out.push_back(
+        json::object{{"concurrency", r.concurrency},
+                     {"prompt_tokens", r.prompt_tokens},
+                     {"requests", r.requests},
+                     {"ok", r.ok},
+                     {"errors", errors},
+                     {"error_examples", examples},
+                     {"ttft_ms", pct(r.ttft)},
+                     {"ttft_ms_each", json::array(r.ttft_each.begin(), r.ttft_each.end())},
+                     {"inter_token_ms", pct(r.inter_token)},
+                     {"transit_ms", pct(r.transit)},  // null unless the source stamps events
+                     {"time_per_output_token_ms", pct(r.time_per_output_token)},
+                     {"tokens_per_second", pct(r.tokens_per_second)},
+                     {"duration_ms", pct(r.duration)},
+                     {"output_tokens", r.output_tokens_total},
+                     {"wall_seconds", r.wall_seconds},
+                     {"throughput_tokens_per_second", r.throughput_tokens_per_second()}});
   }
   return json::serialize(out);
 }

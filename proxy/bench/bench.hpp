@@ -15,9 +15,10 @@ namespace tokengate::bench {
 
 struct options {
   std::string url = "http://127.0.0.1:8080/v1";  // base URL, as an SDK takes it
-  std::string api = "openai";  // openai (chat completions) | responses (OpenAI's Responses) | anthropic (messages)
+  std::string api = "openai";  // openai (chat completions) | responses (OpenAI's Responses) |
+                               // anthropic (messages)
   std::string model = "demo";
-  std::string key_env;                            // environment variable holding the API key
+  std::string key_env;  // environment variable holding the API key
   // The header the key goes in, as it is (Azure OpenAI's `api-key`); empty:
   // `Authorization: Bearer KEY`, or `x-api-key` for the anthropic API.
   std::string key_header;
@@ -25,11 +26,11 @@ struct options {
   // front sends them: an organisation or project, a beta feature, a
   // client's user agent. They replace the defaults of the same name.
   std::vector<std::pair<std::string, std::string>> headers;
-  int requests = 20;                              // per sweep point
+  int requests = 20;  // per sweep point
   std::vector<int> concurrency{1};
   std::vector<int> prompt_tokens{100};
   int max_tokens = 64;
-  std::string extra_body;                         // JSON members added to each request body
+  std::string extra_body;  // JSON members added to each request body
   // The synthetic prompt's writing system: latin (English-like words),
   // cyrillic or han, about four bytes a token in each; and whether the body
   // spells each non-ASCII character as a \u escape, as Python's json
@@ -37,14 +38,14 @@ struct options {
   // UTF-8). What a proxy does with a long prompt depends on both.
   std::string prompt_script = "latin";
   bool escape_non_ascii = false;
-  std::chrono::seconds timeout{300};              // per request
+  std::chrono::seconds timeout{300};  // per request
   // The clients start one after another over this time instead of at once,
   // so that many slow streams reach their steady state with their tokens
   // spread over the interval, as streams opened over time are (opened
   // together, every stream's token falls due at the same moment).
   std::chrono::milliseconds ramp_up{0};
   bool json = false;
-  bool progress = false;                          // a progress bar on stderr
+  bool progress = false;  // a progress bar on stderr
 };
 
 struct percentiles {
@@ -69,7 +70,9 @@ struct point_result {
   std::vector<double> ttft_each;
   double output_tokens_total = 0;
   double wall_seconds = 0;
-  double throughput_tokens_per_second() const { return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0; }
+  double throughput_tokens_per_second() const {
+    return wall_seconds > 0 ? output_tokens_total / wall_seconds : 0;
+  }
 };
 
 // The body of each request at a prompt length: the synthetic prompt (see

@@ -1,25 +1,23 @@
 #include "cli/commands.hpp"
 
-#include <boost/asio/signal_set.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <boost/asio/steady_timer.hpp>
-
 #include <unistd.h>
 
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <charconv>
-#include <sstream>
+#include <csignal>
 #include <filesystem>
 #include <functional>
-#include <csignal>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "bench/bench.hpp"
+#include "cli/probe.hpp"
 #include "config/config.hpp"
 #include "engine/demo_engine.hpp"
-#include "cli/probe.hpp"
 #include "routing/policy.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
@@ -34,17 +32,21 @@ constexpr const char* usage =
     "commands:\n"
     "  serve [-c FILE] [--log-level LEVEL]   run the proxy (default: the embedded config)\n"
     "  check -c FILE                         validate a config file and exit\n"
-    "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin without KEY)\n"
+    "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin "
+    "without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
     "              [--output-tokens N]       run the simulated LLM on its own\n"
-    "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests N]\n"
+    "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests "
+    "N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
     "        [--prompt-script latin|cyrillic|han|code] [--escape-non-ascii]\n"
     "        [--extra-body JSON] [--header 'NAME: VALUE']... [--key-header NAME]\n"
     "        [--timeout SECONDS] [--ramp-up SECONDS] [--json]\n"
-    "                                        TTFT, inter-token latency, TPOT, tokens/s at p50/p95/p99\n"
+    "                                        TTFT, inter-token latency, TPOT, tokens/s at "
+    "p50/p95/p99\n"
     "                                        (--json: also each request's TTFT, ttft_ms_each)\n"
-    "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s deadline)\n"
+    "  probe URL                             GET an http URL (e.g. /healthz); exit 0 on 2xx (3 s "
+    "deadline)\n"
     "  version                               print the version\n";
 
 struct options {
@@ -68,9 +70,12 @@ std::optional<options> parse(const std::vector<std::string>& args, std::string& 
       return std::nullopt;
     }
     const auto& value = args[++i];
-    if (a == "-c" || a == "--config") o.config_file = value;
-    else if (a == "--log-level") o.log_level = value;
-    else if (a.rfind("--", 0) == 0) o.named.emplace_back(a.substr(2), value);
+    if (a == "-c" || a == "--config")
+      o.config_file = value;
+    else if (a == "--log-level")
+      o.log_level = value;
+    else if (a.rfind("--", 0) == 0)
+      o.named.emplace_back(a.substr(2), value);
     else {
       error = "unexpected argument " + a;
       return std::nullopt;
@@ -104,10 +109,12 @@ void wait_for_stop_signal() {
 // The file's log_level from now on, unless --log-level set it: spdlog's
 // level is one atomic that every thread reads before it logs, so turning
 // the access log (info) on or off needs no restart.
-void reload_log_level(const config::config& previous, const config::config& next, bool level_from_command_line) {
+void reload_log_level(const config::config& previous, const config::config& next,
+                      bool level_from_command_line) {
   if (next.log_level == previous.log_level) return;
   if (level_from_command_line) {
-    spdlog::warn("reload: log_level {} in the file, but --log-level on the command line wins", next.log_level);
+    spdlog::warn("reload: log_level {} in the file, but --log-level on the command line wins",
+                 next.log_level);
     return;
   }
   // (said at info, before the switch or after it, whichever level shows it)
@@ -128,8 +135,8 @@ void reload_policy(server& srv, const std::string& file, bool level_from_command
     for (const auto& name : srv.reload(next)) waiting += (waiting.empty() ? "" : ", ") + name;
     if (!waiting.empty())
       spdlog::warn("reload: changed since start, in effect only after a restart: {}", waiting);
-    spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file, next->routes.size(),
-                 next->upstreams.size());
+    spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file,
+                 next->routes.size(), next->upstreams.size());
     reload_log_level(*previous, *next, level_from_command_line);
   } catch (const std::exception& e) {
     srv.count_failed_reload();
@@ -141,8 +148,9 @@ void reload_policy(server& srv, const std::string& file, bool level_from_command
 // certificate; a change of the config file's modification time reloads the
 // policy, and a change of a certificate or key file that certificate
 // (both checked every second).
-void run_until_stopped(server& srv, const std::optional<std::string>& file, bool level_from_command_line,
-                       net::io_context& io, net::signal_set& signals) {
+void run_until_stopped(server& srv, const std::optional<std::string>& file,
+                       bool level_from_command_line, net::io_context& io,
+                       net::signal_set& signals) {
   namespace fs = std::filesystem;
   net::steady_timer watch(io);
   std::error_code fs_error;
@@ -170,8 +178,10 @@ void run_until_stopped(server& srv, const std::optional<std::string>& file, bool
     signals.async_wait([&](const error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGHUP) {
-        if (file) reload_policy(srv, *file, level_from_command_line);
-        else spdlog::info("SIGHUP: running on the embedded config, no policy to reload");
+        if (file)
+          reload_policy(srv, *file, level_from_command_line);
+        else
+          spdlog::info("SIGHUP: running on the embedded config, no policy to reload");
         srv.reload_certificates(false);
         arm_signals();
         return;
@@ -201,30 +211,36 @@ int serve(const options& o) {
   if (cfg->demo_engine) {
     demo = std::make_unique<engine::demo_engine>(*cfg->demo_engine);
     demo->start();
-    spdlog::info("demo engine listening on http://{}:{}/v1", cfg->demo_engine->address, demo->port());
+    spdlog::info("demo engine listening on http://{}:{}/v1", cfg->demo_engine->address,
+                 demo->port());
   }
   auto descriptors = raise_descriptor_limit();
   server srv(cfg);
   srv.start();
-  spdlog::info("at most {} client connections at once (limits.max_connections{}; descriptor limit {}); heap: {}",
-               srv.max_connections(), cfg->limits.max_connections ? "" : ": half the descriptor limit",
-               descriptors, allocator_name());
+  spdlog::info(
+      "at most {} client connections at once (limits.max_connections{}; descriptor limit {}); "
+      "heap: {}",
+      srv.max_connections(), cfg->limits.max_connections ? "" : ": half the descriptor limit",
+      descriptors, allocator_name());
   for (const auto& l : cfg->listeners) {
-    spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', {}, {} workers)", TOKENGATE_VERSION,
-                 l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
+    spdlog::info("tokengate {} listening on {}://{}:{}/v1 (listener '{}', {}, {} workers)",
+                 TOKENGATE_VERSION, l.tls ? "https" : "http", l.address, srv.port(l.name), l.name,
                  cfg->routes.empty() ? "upstream '" + l.upstream + "'"
                                      : std::to_string(cfg->routes.size()) + " routes by model",
                  srv.worker_count());
   }
   if (cfg->admin)
-    spdlog::info("metrics at http://{}:{}/metrics, health at /healthz and /readyz", cfg->admin->address,
-                 srv.admin_port());
+    spdlog::info("metrics at http://{}:{}/metrics, health at /healthz and /readyz",
+                 cfg->admin->address, srv.admin_port());
   const auto& first = cfg->listeners.front();
-  std::cout << "\nSend requests to " << (first.tls ? "https" : "http") << "://" << first.address << ':'
-            << srv.port(first.name) << "/v1, e.g.\n  curl -N " << (first.tls ? "https" : "http") << "://"
-            << first.address << ':' << srv.port(first.name)
+  std::cout << "\nSend requests to " << (first.tls ? "https" : "http") << "://" << first.address
+            << ':' << srv.port(first.name) << "/v1, e.g.\n  curl -N "
+            << (first.tls ? "https" : "http") << "://" << first.address << ':'
+            << srv.port(first.name)
             << "/v1/chat/completions -H 'content-type: application/json' "
-               "-d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n"
+               "-d "
+               "'{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":"
+               "\"hi\"}]}'\n"
             << std::endl;
   run_until_stopped(srv, o.config_file, o.log_level.has_value(), control, signals);
   srv.drain_and_stop();
@@ -249,7 +265,8 @@ double number_option(const options& o, const std::string& name, double fallback)
     if (k != name) continue;
     double d = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-    if (ec != std::errc{} || p != v.data() + v.size()) throw std::runtime_error("--" + name + ": not a number: " + v);
+    if (ec != std::errc{} || p != v.data() + v.size())
+      throw std::runtime_error("--" + name + ": not a number: " + v);
     return d;
   }
   return fallback;
@@ -260,14 +277,18 @@ int demo_engine_command(const options& o) {
   config::demo_engine_settings settings;
   settings.port = 9901;
   for (const auto& [k, v] : o.named) {
-    if (k == "address") settings.address = v;
+    if (k == "address")
+      settings.address = v;
     else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens")
       throw std::runtime_error("unknown option --" + k);
   }
   settings.port = static_cast<std::uint16_t>(number_option(o, "port", settings.port));
-  settings.decode_tokens_per_second = number_option(o, "decode-tps", settings.decode_tokens_per_second);
-  settings.prefill_ms_per_1k_tokens = number_option(o, "prefill-ms-per-1k", settings.prefill_ms_per_1k_tokens);
-  settings.default_output_tokens = static_cast<int>(number_option(o, "output-tokens", settings.default_output_tokens));
+  settings.decode_tokens_per_second =
+      number_option(o, "decode-tps", settings.decode_tokens_per_second);
+  settings.prefill_ms_per_1k_tokens =
+      number_option(o, "prefill-ms-per-1k", settings.prefill_ms_per_1k_tokens);
+  settings.default_output_tokens =
+      static_cast<int>(number_option(o, "output-tokens", settings.default_output_tokens));
   engine::demo_engine demo(settings);
   demo.start();
   spdlog::info("demo engine listening on http://{}:{}/v1", settings.address, demo.port());
@@ -279,8 +300,10 @@ int demo_engine_command(const options& o) {
 
 int hash_key(const std::vector<std::string>& args) {
   std::string key;
-  if (args.size() > 1) key = args[1];
-  else std::getline(std::cin, key);  // from stdin, so the key stays out of shell history
+  if (args.size() > 1)
+    key = args[1];
+  else
+    std::getline(std::cin, key);  // from stdin, so the key stays out of shell history
   if (key.empty()) {
     std::cerr << "tokengate hash-key: no key given\n";
     return 2;
@@ -299,7 +322,8 @@ std::vector<int> int_list(const std::string& name, const std::string& text) {
     int v = 0;
     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec != std::errc{} || p != item.data() + item.size() || v < 1)
-      throw std::runtime_error("--" + name + ": expected positive integers separated by commas, got '" + text + "'");
+      throw std::runtime_error(
+          "--" + name + ": expected positive integers separated by commas, got '" + text + "'");
     out.push_back(v);
   }
   if (out.empty()) throw std::runtime_error("--" + name + " is empty");
@@ -325,31 +349,47 @@ int bench_command(const std::vector<std::string>& args) {
     }
     if (i + 1 >= args.size()) throw std::runtime_error("option " + a + " needs a value");
     const auto& v = args[++i];
-    if (a == "--url") o.url = v;
-    else if (a == "--api") o.api = v;
-    else if (a == "--model") o.model = v;
-    else if (a == "--key-env") o.key_env = v;
-    else if (a == "--key-header") o.key_header = v;
-    else if (a == "--header") o.headers.push_back(bench::parse_header(v));
-    else if (a == "--requests") o.requests = int_list("requests", v).front();
-    else if (a == "--concurrency") o.concurrency = int_list("concurrency", v);
-    else if (a == "--prompt-tokens") o.prompt_tokens = int_list("prompt-tokens", v);
-    else if (a == "--max-tokens") o.max_tokens = int_list("max-tokens", v).front();
-    else if (a == "--extra-body") o.extra_body = v;
-    else if (a == "--prompt-script") o.prompt_script = v;
-    else if (a == "--timeout") o.timeout = std::chrono::seconds(int_list("timeout", v).front());
-    else if (a == "--ramp-up") o.ramp_up = std::chrono::seconds(int_list("ramp-up", v).front());
-    else throw std::runtime_error("unknown bench option " + a);
+    if (a == "--url")
+      o.url = v;
+    else if (a == "--api")
+      o.api = v;
+    else if (a == "--model")
+      o.model = v;
+    else if (a == "--key-env")
+      o.key_env = v;
+    else if (a == "--key-header")
+      o.key_header = v;
+    else if (a == "--header")
+      o.headers.push_back(bench::parse_header(v));
+    else if (a == "--requests")
+      o.requests = int_list("requests", v).front();
+    else if (a == "--concurrency")
+      o.concurrency = int_list("concurrency", v);
+    else if (a == "--prompt-tokens")
+      o.prompt_tokens = int_list("prompt-tokens", v);
+    else if (a == "--max-tokens")
+      o.max_tokens = int_list("max-tokens", v).front();
+    else if (a == "--extra-body")
+      o.extra_body = v;
+    else if (a == "--prompt-script")
+      o.prompt_script = v;
+    else if (a == "--timeout")
+      o.timeout = std::chrono::seconds(int_list("timeout", v).front());
+    else if (a == "--ramp-up")
+      o.ramp_up = std::chrono::seconds(int_list("ramp-up", v).front());
+    else
+      throw std::runtime_error("unknown bench option " + a);
   }
   if (o.json) o.progress = false;
   auto results = bench::run(o);
-  std::cout << (o.json ? bench::render_json(results) + "\n" : bench::render_table(results)) << std::flush;
+  std::cout << (o.json ? bench::render_json(results) + "\n" : bench::render_table(results))
+            << std::flush;
   // Nothing measured at a point is a failed run, for scripts as for people.
   int status = 0;
   for (const auto& r : results)
     if (r.ok == 0) {
-      std::cerr << "tokengate bench: no request succeeded at concurrency " << r.concurrency << ", prompt "
-                << r.prompt_tokens << " tokens\n";
+      std::cerr << "tokengate bench: no request succeeded at concurrency " << r.concurrency
+                << ", prompt " << r.prompt_tokens << " tokens\n";
       status = 1;
     }
   return status;

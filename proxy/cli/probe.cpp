@@ -7,12 +7,11 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/url/parse.hpp>
-
 #include <iostream>
 #include <memory>
 
-#include "io/net.hpp"
 #include "http/head_bytes.hpp"
+#include "io/net.hpp"
 
 namespace tokengate::cli {
 
@@ -24,7 +23,8 @@ int probe(const std::string& url, std::chrono::milliseconds timeout) {
   }
   std::string host = parsed->host();
   std::string port = parsed->has_port() ? std::string(parsed->port()) : "80";
-  std::string target = parsed->encoded_target().empty() ? "/" : std::string(parsed->encoded_target());
+  std::string target =
+      parsed->encoded_target().empty() ? "/" : std::string(parsed->encoded_target());
 
   net::io_context io;
   beast::tcp_stream stream(io);

@@ -2,12 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <algorithm>
-#include <cctype>
 
 namespace tokengate {
 extern const std::string_view embedded_default_config;
@@ -64,8 +64,8 @@ class reader {
     auto n = node_[key];
     auto value = converted<long long>(n, key, "an integer");
     if (value < min || value > max)
-      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
-                     " and " + std::to_string(max));
+      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) + " and " +
+                     std::to_string(max));
     return static_cast<Int>(value);
   }
 
@@ -74,8 +74,8 @@ class reader {
     auto n = node_[key];
     auto value = converted<double>(n, key, "a number");
     if (!(value >= min && value <= max))
-      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) +
-                     " and " + std::to_string(max));
+      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) + " and " +
+                     std::to_string(max));
     return value;
   }
 
@@ -158,26 +158,34 @@ listener read_listener(const reader& r, std::size_t index) {
 }
 
 upstream read_upstream(const reader& r, const std::string& name) {
-  r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size", "max_concurrent_streams",
-               "limit_field"});
+  r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size",
+               "max_concurrent_streams", "limit_field"});
   upstream u;
   u.name = name;
   u.base_url = r.text("base_url", "");
   if (u.base_url.rfind("http://", 0) != 0 && u.base_url.rfind("https://", 0) != 0)
     r.fail("upstream '" + name + "' needs a base_url starting with http:// or https://");
   auto kind = r.text("kind", "openai");
-  if (kind == "openai") u.kind = provider_kind::openai;
-  else if (kind == "anthropic") u.kind = provider_kind::anthropic;
-  else r.fail_at(r.node()["kind"], "kind must be 'openai' or 'anthropic'");
+  if (kind == "openai")
+    u.kind = provider_kind::openai;
+  else if (kind == "anthropic")
+    u.kind = provider_kind::anthropic;
+  else
+    r.fail_at(r.node()["kind"], "kind must be 'openai' or 'anthropic'");
   u.api_key = r.text("api_key", "");
   u.ca_file = r.text("ca_file", "");
   u.pool_size = r.integer<std::size_t>("pool_size", u.pool_size, 0, 100000);
   u.max_concurrent_streams = r.integer<std::size_t>("max_concurrent_streams", 0, 0, 10'000'000);
   auto spelling = r.text("limit_field", "keep");
-  if (spelling == "keep") u.limit_spelling = limit_field::keep;
-  else if (spelling == "max_tokens") u.limit_spelling = limit_field::max_tokens;
-  else if (spelling == "max_completion_tokens") u.limit_spelling = limit_field::max_completion_tokens;
-  else r.fail_at(r.node()["limit_field"], "limit_field must be keep, max_tokens or max_completion_tokens");
+  if (spelling == "keep")
+    u.limit_spelling = limit_field::keep;
+  else if (spelling == "max_tokens")
+    u.limit_spelling = limit_field::max_tokens;
+  else if (spelling == "max_completion_tokens")
+    u.limit_spelling = limit_field::max_completion_tokens;
+  else
+    r.fail_at(r.node()["limit_field"],
+              "limit_field must be keep, max_tokens or max_completion_tokens");
   if (r.has("timeouts")) {
     auto t = r.child("timeouts");
     t.only_keys({"connect", "first_byte", "idle", "total", "pooled"});
@@ -191,9 +199,10 @@ upstream read_upstream(const reader& r, const std::string& name) {
 }
 
 void read_limits(const reader& r, limit_settings& l) {
-  r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout", "tls_handshake_timeout",
-               "body_timeout", "idle_timeout", "client_write_timeout", "stream_buffer_bytes",
-               "max_connections", "max_connections_per_client", "forward_early_bytes"});
+  r.only_keys({"max_head_bytes", "max_header_count", "max_body_bytes", "head_timeout",
+               "tls_handshake_timeout", "body_timeout", "idle_timeout", "client_write_timeout",
+               "stream_buffer_bytes", "max_connections", "max_connections_per_client",
+               "forward_early_bytes"});
   l.max_head_bytes = r.integer<std::size_t>("max_head_bytes", l.max_head_bytes, 1024, 1 << 20);
   l.max_header_count = r.integer<std::size_t>("max_header_count", l.max_header_count, 8, 10000);
   l.max_body_bytes = r.integer<std::size_t>("max_body_bytes", l.max_body_bytes, 1, 1LL << 30);
@@ -204,10 +213,11 @@ void read_limits(const reader& r, limit_settings& l) {
   l.client_write_timeout = r.time("client_write_timeout", l.client_write_timeout);
   l.stream_buffer_bytes =
       r.integer<std::size_t>("stream_buffer_bytes", l.stream_buffer_bytes, 512, 1 << 20);
-  l.forward_early_bytes = r.integer<std::size_t>("forward_early_bytes", l.forward_early_bytes, 0, 1LL << 30);
+  l.forward_early_bytes =
+      r.integer<std::size_t>("forward_early_bytes", l.forward_early_bytes, 0, 1LL << 30);
   l.max_connections = r.integer<std::size_t>("max_connections", l.max_connections, 0, 1 << 24);
-  l.max_connections_per_client =
-      r.integer<std::size_t>("max_connections_per_client", l.max_connections_per_client, 0, 1 << 24);
+  l.max_connections_per_client = r.integer<std::size_t>("max_connections_per_client",
+                                                        l.max_connections_per_client, 0, 1 << 24);
 }
 
 std::vector<std::string> string_list(const reader& r, const char* key) {
@@ -215,7 +225,8 @@ std::vector<std::string> string_list(const reader& r, const char* key) {
   if (!r.has(key)) return out;
   auto n = r.node()[key];
   if (n.IsScalar()) return {r.expand_env(n, n.as<std::string>())};
-  if (!n.IsSequence()) r.fail_at(n, std::string("'") + key + "' must be a string or a list of strings");
+  if (!n.IsSequence())
+    r.fail_at(n, std::string("'") + key + "' must be a string or a list of strings");
   for (const auto& item : n) {
     if (!item.IsScalar()) r.fail_at(item, std::string("'") + key + "' must list strings");
     out.push_back(r.expand_env(item, item.as<std::string>()));
@@ -229,17 +240,20 @@ token_limits read_token_limits(const reader& r) {
   if (r.has("default")) t.default_output = r.integer<long long>("default", 0, 1, 10'000'000);
   if (r.has("ceiling")) t.ceiling = r.integer<long long>("ceiling", 0, 1, 10'000'000);
   auto mode = r.text("mode", "clamp");
-  if (mode == "clamp") t.mode = limit_mode::clamp;
-  else if (mode == "reject") t.mode = limit_mode::reject;
-  else r.fail_at(r.node()["mode"], "mode must be clamp or reject");
+  if (mode == "clamp")
+    t.mode = limit_mode::clamp;
+  else if (mode == "reject")
+    t.mode = limit_mode::reject;
+  else
+    r.fail_at(r.node()["mode"], "mode must be clamp or reject");
   if (t.default_output && t.ceiling && *t.default_output > *t.ceiling)
     r.fail("the default output limit is above the ceiling");
   return t;
 }
 
 const std::vector<std::string>& model_bearing_paths() {
-  static const std::vector<std::string> paths{"/v1/chat/completions", "/v1/completions", "/v1/responses",
-                                              "/v1/embeddings", "/v1/messages"};
+  static const std::vector<std::string> paths{"/v1/chat/completions", "/v1/completions",
+                                              "/v1/responses", "/v1/embeddings", "/v1/messages"};
   return paths;
 }
 
@@ -250,7 +264,8 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
   for (const auto& p : rt.paths)
-    if (std::find(model_bearing_paths().begin(), model_bearing_paths().end(), p) == model_bearing_paths().end())
+    if (std::find(model_bearing_paths().begin(), model_bearing_paths().end(), p) ==
+        model_bearing_paths().end())
       r.fail_at(r.node()["paths"], "route '" + rt.name + "': unknown path '" + p + "'");
   rt.models = string_list(r, "models");
   if (rt.models.empty()) r.fail("route '" + rt.name + "' needs 'models' (names, aliases or globs)");
@@ -259,7 +274,8 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   for (const auto& item : r.node()["targets"]) {
     reader t(item, r.file());
     t.only_keys({"upstream", "model", "weight"});
-    route_target target{t.text("upstream", ""), t.text("model", ""), t.integer<unsigned>("weight", 1, 0, 1'000'000)};
+    route_target target{t.text("upstream", ""), t.text("model", ""),
+                        t.integer<unsigned>("weight", 1, 0, 1'000'000)};
     if (!c.upstreams.count(target.upstream))
       t.fail("route '" + rt.name + "' names unknown upstream '" + target.upstream + "'");
     rt.targets.push_back(std::move(target));
@@ -283,9 +299,12 @@ client_key read_key(const reader& r) {
     ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     hex = hex && std::isxdigit(static_cast<unsigned char>(ch));
   }
-  if (!hex) r.fail("key '" + k.name + "' needs 'sha256': 64 hex digits (make them with `tokengate hash-key`)");
+  if (!hex)
+    r.fail("key '" + k.name +
+           "' needs 'sha256': 64 hex digits (make them with `tokengate hash-key`)");
   k.models = string_list(r, "models");
-  if (r.has("max_output_tokens")) k.max_output_tokens = r.integer<long long>("max_output_tokens", 0, 1, 10'000'000);
+  if (r.has("max_output_tokens"))
+    k.max_output_tokens = r.integer<long long>("max_output_tokens", 0, 1, 10'000'000);
   return k;
 }
 
@@ -295,39 +314,47 @@ demo_engine_settings read_demo_engine(const reader& r) {
   demo_engine_settings d;
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
   d.honour_limit = r.text("honour_limit", d.honour_limit);
-  if (d.honour_limit != "any" && d.honour_limit != "max_tokens" && d.honour_limit != "max_completion_tokens")
-    r.fail_at(r.node()["honour_limit"], "honour_limit must be any, max_tokens or max_completion_tokens");
+  if (d.honour_limit != "any" && d.honour_limit != "max_tokens" &&
+      d.honour_limit != "max_completion_tokens")
+    r.fail_at(r.node()["honour_limit"],
+              "honour_limit must be any, max_tokens or max_completion_tokens");
   d.address = r.text("address", d.address);
   d.port = r.integer<std::uint16_t>("port", d.port, 0, 65535);
   d.prefill_base = r.time("prefill_base", d.prefill_base);
-  d.prefill_ms_per_1k_tokens = r.number("prefill_ms_per_1k_tokens", d.prefill_ms_per_1k_tokens, 0, 1e6);
+  d.prefill_ms_per_1k_tokens =
+      r.number("prefill_ms_per_1k_tokens", d.prefill_ms_per_1k_tokens, 0, 1e6);
   d.decode_tokens_per_second =
       r.number("decode_tokens_per_second", d.decode_tokens_per_second, 0.01, 1e6);
-  d.default_output_tokens = r.integer<int>("default_output_tokens", d.default_output_tokens, 1, 1 << 20);
+  d.default_output_tokens =
+      r.integer<int>("default_output_tokens", d.default_output_tokens, 1, 1 << 20);
   return d;
 }
 
 std::shared_ptr<const config> build(const YAML::Node& root_node, const std::string& file) {
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
-  root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes", "keys",
-                  "health", "limits", "admin", "demo_engine", "memory"});
+  root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes",
+                  "keys", "health", "limits", "admin", "demo_engine", "memory"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
-  static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
-  if (!levels.count(c->log_level)) root.fail_at(root_node["log_level"], "unknown log_level '" + c->log_level + "'");
+  static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
+                                            "error", "critical", "off"};
+  if (!levels.count(c->log_level))
+    root.fail_at(root_node["log_level"], "unknown log_level '" + c->log_level + "'");
   c->workers = root.integer<int>("workers", 0, 0, 256);
   c->drain_timeout = root.time("drain_timeout", c->drain_timeout);
 
-  if (!root.has("upstreams") || !root_node["upstreams"].IsMap() || root_node["upstreams"].size() == 0)
+  if (!root.has("upstreams") || !root_node["upstreams"].IsMap() ||
+      root_node["upstreams"].size() == 0)
     root.fail("'upstreams' must be a mapping with at least one upstream");
   for (const auto& entry : root_node["upstreams"]) {
     auto name = entry.first.as<std::string>();
     c->upstreams.emplace(name, read_upstream(reader(entry.second, file), name));
   }
 
-  if (!root.has("listeners") || !root_node["listeners"].IsSequence() || root_node["listeners"].size() == 0)
+  if (!root.has("listeners") || !root_node["listeners"].IsSequence() ||
+      root_node["listeners"].size() == 0)
     root.fail("'listeners' must be a list with at least one listener");
   std::size_t index = 0;
   for (const auto& item : root_node["listeners"]) {
@@ -336,13 +363,16 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
     if (l.upstream.empty() && !root.has("routes"))
       r.fail("listener '" + l.name + "' needs an 'upstream' (or the config needs 'routes')");
     if (!l.upstream.empty() && !c->upstreams.count(l.upstream))
-      r.fail_at(item["upstream"], "listener '" + l.name + "' names unknown upstream '" + l.upstream + "'");
+      r.fail_at(item["upstream"],
+                "listener '" + l.name + "' names unknown upstream '" + l.upstream + "'");
     c->listeners.push_back(std::move(l));
   }
 
   if (root.has("routes")) {
-    if (!root_node["routes"].IsSequence()) root.fail_at(root_node["routes"], "'routes' must be a list");
-    for (const auto& item : root_node["routes"]) c->routes.push_back(read_route(reader(item, file), c->routes.size(), *c));
+    if (!root_node["routes"].IsSequence())
+      root.fail_at(root_node["routes"], "'routes' must be a list");
+    for (const auto& item : root_node["routes"])
+      c->routes.push_back(read_route(reader(item, file), c->routes.size(), *c));
   }
   if (root.has("keys")) {
     if (!root_node["keys"].IsSequence()) root.fail_at(root_node["keys"], "'keys' must be a list");
@@ -358,17 +388,22 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("admin")) {
     auto a = root.child("admin");
     a.only_keys({"address", "port"});
-    c->admin = admin_settings{a.text("address", "127.0.0.1"), a.integer<std::uint16_t>("port", 9090, 0, 65535)};
+    c->admin = admin_settings{a.text("address", "127.0.0.1"),
+                              a.integer<std::uint16_t>("port", 9090, 0, 65535)};
   }
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
   if (root.has("memory")) {
     auto m = root.child("memory");
     m.only_keys({"after_burst"});
     auto after_burst = m.text("after_burst", "give_back");
-    if (after_burst == "give_back") c->after_burst = memory_after_burst::give_back;
-    else if (after_burst == "lazy_free") c->after_burst = memory_after_burst::lazy_free;
-    else if (after_burst == "keep") c->after_burst = memory_after_burst::keep;
-    else m.fail_at(m.node()["after_burst"], "after_burst must be give_back, lazy_free or keep");
+    if (after_burst == "give_back")
+      c->after_burst = memory_after_burst::give_back;
+    else if (after_burst == "lazy_free")
+      c->after_burst = memory_after_burst::lazy_free;
+    else if (after_burst == "keep")
+      c->after_burst = memory_after_burst::keep;
+    else
+      m.fail_at(m.node()["after_burst"], "after_burst must be give_back, lazy_free or keep");
   }
   return c;
 }

@@ -52,10 +52,10 @@ struct upstream {
   std::string name;
   std::string base_url;  // e.g. https://api.openai.com/v1
   provider_kind kind = provider_kind::openai;
-  std::string api_key;   // already expanded from ${ENV}; empty = pass client's own
-  std::string ca_file;   // empty = system trust store
+  std::string api_key;  // already expanded from ${ENV}; empty = pass client's own
+  std::string ca_file;  // empty = system trust store
   upstream_timeouts timeouts;
-  std::size_t pool_size = 64;  // idle keep-alive connections kept per worker
+  std::size_t pool_size = 64;              // idle keep-alive connections kept per worker
   std::size_t max_concurrent_streams = 0;  // per worker; 0 = no limit
   limit_field limit_spelling = limit_field::keep;
 };
@@ -107,15 +107,16 @@ struct limit_settings {
   // handshake used head_timeout until session 34, hence the same default).
   duration tls_handshake_timeout{std::chrono::seconds(10)};
   duration body_timeout{std::chrono::seconds(30)};
-  duration idle_timeout{std::chrono::seconds(60)};  // keep-alive wait between requests
+  duration idle_timeout{std::chrono::seconds(60)};          // keep-alive wait between requests
   duration client_write_timeout{std::chrono::seconds(30)};  // a client that stops reading
-  std::size_t stream_buffer_bytes = 16 * 1024;  // relay buffer per stream
+  std::size_t stream_buffer_bytes = 16 * 1024;              // relay buffer per stream
   // Bodies at least this long go upstream while they arrive, once their
   // first members decide the policy (server/early_forward.hpp); 0 = never.
   std::size_t forward_early_bytes = 64 * 1024;
   std::size_t max_connections = 0;  // client connections in all; 0 = half the descriptor limit
   std::size_t max_connections_per_client = 0;  // per client address; 0 = no bound
-  bool operator==(const limit_settings&) const = default;  // (config/reload.cpp: a change waits for a restart)
+  bool operator==(const limit_settings&) const =
+      default;  // (config/reload.cpp: a change waits for a restart)
 };
 
 struct admin_settings {
@@ -157,8 +158,8 @@ struct config {
   duration drain_timeout{std::chrono::seconds(30)};
   std::vector<listener> listeners;
   std::map<std::string, upstream> upstreams;
-  std::vector<route> routes;       // first match wins
-  std::vector<client_key> keys;    // empty = no client authentication
+  std::vector<route> routes;     // first match wins
+  std::vector<client_key> keys;  // empty = no client authentication
   health_settings health;
   limit_settings limits;
   std::optional<admin_settings> admin;

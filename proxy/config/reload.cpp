@@ -14,8 +14,8 @@ bool same_socket(const listener& a, const listener& b) {
 
 std::vector<std::string> changes_needing_restart(const config& running, const config& next) {
   std::vector<std::string> names;
-  if (!std::equal(running.listeners.begin(), running.listeners.end(), next.listeners.begin(), next.listeners.end(),
-                  same_socket))
+  if (!std::equal(running.listeners.begin(), running.listeners.end(), next.listeners.begin(),
+                  next.listeners.end(), same_socket))
     names.push_back("listeners (addresses, ports, certificate files)");
   if (running.workers != next.workers) names.push_back("workers");
   if (running.limits != next.limits) names.push_back("limits");
@@ -32,13 +32,15 @@ const listener& as_configured(const config& cfg, const listener& bound) {
   return bound;
 }
 
-void check_bound_listeners_keep_an_upstream(const std::vector<listener>& bound, const config& next) {
+void check_bound_listeners_keep_an_upstream(const std::vector<listener>& bound,
+                                            const config& next) {
   if (!next.routes.empty()) return;  // with routes, no request goes by its listener's upstream
   for (const auto& l : bound) {
     const auto& upstream = as_configured(next, l).upstream;
     if (!next.upstreams.count(upstream))
-      throw config_error(next.source + ": listener '" + l.name + "' stays bound until a restart and would send to '" +
-                         upstream + "', which this config does not define (and it has no routes)");
+      throw config_error(next.source + ": listener '" + l.name +
+                         "' stays bound until a restart and would send to '" + upstream +
+                         "', which this config does not define (and it has no routes)");
   }
 }
 

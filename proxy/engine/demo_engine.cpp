@@ -1,7 +1,9 @@
 #include "engine/demo_engine.hpp"
 
-#include <stdexcept>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -13,12 +15,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
-
-#include <sys/socket.h>
-
-#include <array>
 #include <cerrno>
+#include <stdexcept>
 #include <variant>
 
 #include "engine/demo_text.hpp"
@@ -89,7 +87,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   plan p;
   p.kind = kind;
   if (auto* s = body.if_contains("stream"); s && s->is_bool()) p.stream = s->get_bool();
-  if (auto* m = body.if_contains("model"); m && m->is_string()) p.model = std::string(m->get_string());
+  if (auto* m = body.if_contains("model"); m && m->is_string())
+    p.model = std::string(m->get_string());
   if (auto* so = body.if_contains("stream_options"); so && so->is_object()) {
     if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool())
       p.include_usage = iu->get_bool();
@@ -109,7 +108,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* v = knobs.if_contains("ignore_limit"); v && v->is_bool()) ignore_limit = v->get_bool();
   for (const char* key : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
     if (ignore_limit) break;
-    if (settings.honour_limit != "any" && settings.honour_limit != key && std::string_view(key) != "max_output_tokens")
+    if (settings.honour_limit != "any" && settings.honour_limit != key &&
+        std::string_view(key) != "max_output_tokens")
       continue;
     auto v = json_int(body, key, -1);
     if (v >= 0 && (limit < 0 || v < limit)) limit = v;
@@ -119,23 +119,29 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
     p.output_tokens = static_cast<std::size_t>(limit);
     p.hit_limit = true;
   }
-  double prefill_ms = settings.prefill_base.count() +
-                      settings.prefill_ms_per_1k_tokens * static_cast<double>(p.prompt_tokens) / 1000.0;
-  p.ttft = std::chrono::microseconds(
-      static_cast<std::int64_t>(1000 * (knobs.contains("ttft_ms") ? json_int(knobs, "ttft_ms", 0) : prefill_ms)));
-  double interval_ms = knobs.contains("interval_ms") ? static_cast<double>(json_int(knobs, "interval_ms", 0))
-                                                     : 1000.0 / settings.decode_tokens_per_second;
+  double prefill_ms = settings.prefill_base.count() + settings.prefill_ms_per_1k_tokens *
+                                                          static_cast<double>(p.prompt_tokens) /
+                                                          1000.0;
+  p.ttft = std::chrono::microseconds(static_cast<std::int64_t>(
+      1000 * (knobs.contains("ttft_ms") ? json_int(knobs, "ttft_ms", 0) : prefill_ms)));
+  double interval_ms = knobs.contains("interval_ms")
+                           ? static_cast<double>(json_int(knobs, "interval_ms", 0))
+                           : 1000.0 / settings.decode_tokens_per_second;
   p.interval = std::chrono::microseconds(static_cast<std::int64_t>(1000 * interval_ms));
   p.reset_after = json_int(knobs, "reset_after", -1);
-  p.drip = std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
+  p.drip =
+      std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
-    p.tool_call = t->get_bool() && p.stream && (kind == api::chat || kind == api::messages);  // (others: text)
-  if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool()) p.provider_head = h->get_bool();
+    p.tool_call = t->get_bool() && p.stream &&
+                  (kind == api::chat || kind == api::messages);  // (others: text)
+  if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool())
+    p.provider_head = h->get_bool();
   if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
   if (kind == api::chat && p.stream && !p.tool_call)
-    p.reasoning_tokens = static_cast<std::size_t>(std::max<std::int64_t>(json_int(knobs, "reasoning_tokens", 0), 0));
+    p.reasoning_tokens =
+        static_cast<std::size_t>(std::max<std::int64_t>(json_int(knobs, "reasoning_tokens", 0), 0));
   return p;
 }
 
@@ -170,11 +176,13 @@ std::string provider_stream_head() {
          "x-request-id: req_0123456789abcdef0123456789abcdef\r\n"
          "strict-transport-security: max-age=31536000; includeSubDomains; preload\r\n"
          "cf-cache-status: DYNAMIC\r\n"
-         "Set-Cookie: __cf_bm=demo0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ-1796256000-1.0.1.1-"
+         "Set-Cookie: "
+         "__cf_bm=demo0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ-1796256000-1.0.1.1-"
          "demo0123456789abcdefghijklmnopqrstuvwxyz; path=/; expires=Wed, 02-Dec-26 12:30:00 GMT; "
          "domain=.api.example.com; HttpOnly; Secure; SameSite=None\r\n"
          "X-Content-Type-Options: nosniff\r\n"
-         "Set-Cookie: _cfuvid=demo0123456789abcdefghijklmnopqrstuvwxyz0123-1796256000000-0.0.1.1-604800000; "
+         "Set-Cookie: "
+         "_cfuvid=demo0123456789abcdefghijklmnopqrstuvwxyz0123-1796256000000-0.0.1.1-604800000; "
          "path=/; domain=.api.example.com; HttpOnly; Secure; SameSite=None\r\n"
          "Server: cloudflare\r\n"
          "CF-RAY: 8e0123456789abcd-AMS\r\n"
@@ -183,8 +191,10 @@ std::string provider_stream_head() {
 }
 
 std::string finish_reason(const plan& p) {
-  if (p.kind == api::responses) return p.hit_limit ? "incomplete" : "completed";  // (a status, not a reason)
-  if (p.kind == api::messages) return p.hit_limit ? "max_tokens" : p.tool_call ? "tool_use" : "end_turn";
+  if (p.kind == api::responses)
+    return p.hit_limit ? "incomplete" : "completed";  // (a status, not a reason)
+  if (p.kind == api::messages)
+    return p.hit_limit ? "max_tokens" : p.tool_call ? "tool_use" : "end_turn";
   return p.hit_limit ? "length" : p.tool_call ? "tool_calls" : "stop";
 }
 
@@ -207,14 +217,19 @@ json::object openai_usage(const plan& p, std::size_t produced) {
 class generator {
  public:
   generator(tcp::socket& socket, const plan& p, std::uint64_t id, demo_stats& stats)
-      : socket_(socket), plan_(p), stats_(stats), id_("demo-" + std::to_string(id)),
+      : socket_(socket),
+        plan_(p),
+        stats_(stats),
+        id_("demo-" + std::to_string(id)),
         created_(std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count()) {}
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count()) {}
 
   // Streams the answer as server-sent events. Returns false if the
   // connection was reset on purpose (reset_after).
   net::awaitable<bool> stream() {
-    if (plan_.provider_head) co_await write_raw(provider_stream_head());
+    if (plan_.provider_head)
+      co_await write_raw(provider_stream_head());
     else
       co_await write_raw(
           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -249,24 +264,38 @@ class generator {
     for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
     json::object body;
     if (plan_.kind == api::responses) {
-      body = response_object(json::array{message_item(text, plan_.hit_limit ? "incomplete" : "completed")},
-                             responses_usage());
+      body = response_object(
+          json::array{message_item(text, plan_.hit_limit ? "incomplete" : "completed")},
+          responses_usage());
     } else if (plan_.kind == api::messages) {
-      body = {{"id", "msg_" + id_}, {"type", "message"}, {"role", "assistant"}, {"model", plan_.model},
+      body = {{"id", "msg_" + id_},
+              {"type", "message"},
+              {"role", "assistant"},
+              {"model", plan_.model},
               {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
-              {"stop_reason", finish_reason(plan_)}, {"stop_sequence", nullptr},
-              {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", plan_.output_tokens}}}};
+              {"stop_reason", finish_reason(plan_)},
+              {"stop_sequence", nullptr},
+              {"usage",
+               {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", plan_.output_tokens}}}};
     } else if (plan_.kind == api::completions) {
-      body = {{"id", "cmpl-" + id_}, {"object", "text_completion"}, {"created", created_}, {"model", plan_.model},
-              {"choices", json::array{json::object{{"index", 0}, {"text", text}, {"logprobs", nullptr},
+      body = {{"id", "cmpl-" + id_},
+              {"object", "text_completion"},
+              {"created", created_},
+              {"model", plan_.model},
+              {"choices", json::array{json::object{{"index", 0},
+                                                   {"text", text},
+                                                   {"logprobs", nullptr},
                                                    {"finish_reason", finish_reason(plan_)}}}},
               {"usage", openai_usage(plan_, plan_.output_tokens)}};
     } else {
-      body = {{"id", "chatcmpl-" + id_}, {"object", "chat.completion"}, {"created", created_}, {"model", plan_.model},
-              {"choices", json::array{json::object{
-                              {"index", 0},
-                              {"message", {{"role", "assistant"}, {"content", text}}},
-                              {"finish_reason", finish_reason(plan_)}}}},
+      body = {{"id", "chatcmpl-" + id_},
+              {"object", "chat.completion"},
+              {"created", created_},
+              {"model", plan_.model},
+              {"choices",
+               json::array{json::object{{"index", 0},
+                                        {"message", {{"role", "assistant"}, {"content", text}}},
+                                        {"finish_reason", finish_reason(plan_)}}}},
               {"usage", openai_usage(plan_, plan_.output_tokens)}};
     }
     auto text_body = json::serialize(body);
@@ -283,14 +312,25 @@ class generator {
 
   std::string opening_events() {
     if (plan_.kind == api::messages) {
-      json::object message{{"id", "msg_" + id_}, {"type", "message"}, {"role", "assistant"},
-                           {"content", json::array{}}, {"model", plan_.model}, {"stop_reason", nullptr},
-                           {"stop_sequence", nullptr},
-                           {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", 1}}}};
+      json::object message{
+          {"id", "msg_" + id_},
+          {"type", "message"},
+          {"role", "assistant"},
+          {"content", json::array{}},
+          {"model", plan_.model},
+          {"stop_reason", nullptr},
+          {"stop_sequence", nullptr},
+          {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", 1}}}};
       json::object block{{"type", "text"}, {"text", ""}};
-      if (plan_.tool_call) block = {{"type", "tool_use"}, {"id", "toolu_" + id_}, {"name", "demo_tool"}, {"input", json::object{}}};
+      if (plan_.tool_call)
+        block = {{"type", "tool_use"},
+                 {"id", "toolu_" + id_},
+                 {"name", "demo_tool"},
+                 {"input", json::object{}}};
       return sse("message_start", {{"type", "message_start"}, {"message", message}}) +
-             sse("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", std::move(block)}}) +
+             sse("content_block_start", {{"type", "content_block_start"},
+                                         {"index", 0},
+                                         {"content_block", std::move(block)}}) +
              sse("ping", {{"type", "ping"}});
     }
     if (plan_.kind == api::completions) return {};
@@ -301,16 +341,23 @@ class generator {
       // (One statement each: the events are numbered in the order written.)
       std::string out = numbered("response.created", {{"response", in_progress}});
       out += numbered("response.in_progress", {{"response", in_progress}});
-      out += numbered("response.output_item.added", {{"output_index", 0}, {"item", message_item("", "in_progress")}});
-      out += numbered("response.content_part.added",
-                      {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"part", text_part("")}});
+      out += numbered("response.output_item.added",
+                      {{"output_index", 0}, {"item", message_item("", "in_progress")}});
+      out += numbered("response.content_part.added", {{"item_id", "msg_" + id_},
+                                                      {"output_index", 0},
+                                                      {"content_index", 0},
+                                                      {"part", text_part("")}});
       return out;
     }
     if (plan_.tool_call)  // the call's id and name first, its arguments after
-      return sse("", chat_chunk({{"role", "assistant"}, {"content", nullptr},
-                                 {"tool_calls", json::array{json::object{
-                                                    {"index", 0}, {"id", "call_" + id_}, {"type", "function"},
-                                                    {"function", {{"name", "demo_tool"}, {"arguments", ""}}}}}}},
+      return sse("", chat_chunk({{"role", "assistant"},
+                                 {"content", nullptr},
+                                 {"tool_calls",
+                                  json::array{json::object{
+                                      {"index", 0},
+                                      {"id", "call_" + id_},
+                                      {"type", "function"},
+                                      {"function", {{"name", "demo_tool"}, {"arguments", ""}}}}}}},
                                 nullptr));
     // OpenAI sends the role first, with empty content: not yet a token.
     return sse("", chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
@@ -320,10 +367,14 @@ class generator {
     auto token = demo_token(i);
     if (plan_.kind == api::messages && plan_.tool_call)
       return sse("content_block_delta",
-                 {{"type", "content_block_delta"}, {"index", 0},
-                  {"delta", {{"type", "input_json_delta"}, {"partial_json", argument_fragment(i, plan_.output_tokens)}}}});
+                 {{"type", "content_block_delta"},
+                  {"index", 0},
+                  {"delta",
+                   {{"type", "input_json_delta"},
+                    {"partial_json", argument_fragment(i, plan_.output_tokens)}}}});
     if (plan_.kind == api::messages)
-      return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+      return sse("content_block_delta", {{"type", "content_block_delta"},
+                                         {"index", 0},
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions) {
       auto chunk = completion_chunk(token, nullptr);
@@ -331,7 +382,10 @@ class generator {
       return sse("", chunk);
     }
     if (plan_.kind == api::responses) {
-      json::object fields{{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"delta", token},
+      json::object fields{{"item_id", "msg_" + id_},
+                          {"output_index", 0},
+                          {"content_index", 0},
+                          {"delta", token},
                           {"logprobs", json::array{}}};
       if (plan_.stamp) fields["demo_sent_us"] = sent_us();
       return numbered("response.output_text.delta", std::move(fields));
@@ -356,21 +410,30 @@ class generator {
       // A stop at max_output_tokens ends with response.incomplete, as OpenAI's does.
       auto item = message_item(text, plan_.hit_limit ? "incomplete" : "completed");
       auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
-      std::string out = numbered("response.output_text.done", {{"item_id", "msg_" + id_}, {"output_index", 0},
-                                                               {"content_index", 0}, {"text", text},
+      std::string out = numbered("response.output_text.done", {{"item_id", "msg_" + id_},
+                                                               {"output_index", 0},
+                                                               {"content_index", 0},
+                                                               {"text", text},
                                                                {"logprobs", json::array{}}});
-      out += numbered("response.content_part.done",
-                      {{"item_id", "msg_" + id_}, {"output_index", 0}, {"content_index", 0}, {"part", text_part(text)}});
+      out += numbered("response.content_part.done", {{"item_id", "msg_" + id_},
+                                                     {"output_index", 0},
+                                                     {"content_index", 0},
+                                                     {"part", text_part(text)}});
       out += numbered("response.output_item.done", {{"output_index", 0}, {"item", item}});
       out += numbered(end, {{"response", response_object(json::array{item}, responses_usage())}});
       return out;
     }
-    std::string out = plan_.kind == api::completions ? sse("", completion_chunk("", json::string(reason)))
-                                                     : sse("", chat_chunk(json::object{}, json::string(reason)));
+    std::string out = plan_.kind == api::completions
+                          ? sse("", completion_chunk("", json::string(reason)))
+                          : sse("", chat_chunk(json::object{}, json::string(reason)));
     if (plan_.include_usage) {
-      json::object usage_chunk{{"id", (plan_.kind == api::completions ? "cmpl-" : "chatcmpl-") + id_}, {"object", plan_.kind == api::completions ? "text_completion" : "chat.completion.chunk"},
-                               {"created", created_}, {"model", plan_.model}, {"choices", json::array{}},
-                               {"usage", openai_usage(plan_, plan_.output_tokens)}};
+      json::object usage_chunk{
+          {"id", (plan_.kind == api::completions ? "cmpl-" : "chatcmpl-") + id_},
+          {"object", plan_.kind == api::completions ? "text_completion" : "chat.completion.chunk"},
+          {"created", created_},
+          {"model", plan_.model},
+          {"choices", json::array{}},
+          {"usage", openai_usage(plan_, plan_.output_tokens)}};
       out += sse("", usage_chunk);
     }
     return out + "data: [DONE]\n\n";
@@ -378,18 +441,24 @@ class generator {
 
   json::object chat_token_delta(std::size_t i, std::string_view token) {
     if (plan_.tool_call)
-      return {{"tool_calls", json::array{json::object{
-                                 {"index", 0}, {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}};
+      return {{"tool_calls",
+               json::array{json::object{
+                   {"index", 0},
+                   {"function", {{"arguments", argument_fragment(i, plan_.output_tokens)}}}}}}};
     if (i < plan_.reasoning_tokens) return {{"content", nullptr}, {"reasoning_content", token}};
     if (plan_.reasoning_tokens > 0) return {{"content", token}, {"reasoning_content", nullptr}};
     return {{"content", token}};
   }
 
   json::object chat_chunk(json::object delta, json::value finish) {
-    json::object chunk{{"id", "chatcmpl-" + id_}, {"object", "chat.completion.chunk"}, {"created", created_},
-                       {"model", plan_.model},
-                       {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(delta)},
-                                                            {"finish_reason", std::move(finish)}}}}};
+    json::object chunk{
+        {"id", "chatcmpl-" + id_},
+        {"object", "chat.completion.chunk"},
+        {"created", created_},
+        {"model", plan_.model},
+        {"choices",
+         json::array{json::object{
+             {"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}}}};
     if (plan_.obfuscation) chunk["obfuscation"] = padding();
     return chunk;
   }
@@ -398,7 +467,8 @@ class generator {
   std::string padding() {
     static constexpr std::string_view alphabet = "aZ3kQ9xP2mT7bW5v";
     std::string out;
-    for (std::size_t i = 0, n = 1 + (padding_count_++ * 7) % 16; i < n; ++i) out += alphabet[(padding_count_ + i) % 16];
+    for (std::size_t i = 0, n = 1 + (padding_count_++ * 7) % 16; i < n; ++i)
+      out += alphabet[(padding_count_ + i) % 16];
     return out;
   }
 
@@ -412,13 +482,19 @@ class generator {
   }
 
   json::object text_part(std::string_view text) {
-    return {{"type", "output_text"}, {"annotations", json::array{}}, {"logprobs", json::array{}}, {"text", text}};
+    return {{"type", "output_text"},
+            {"annotations", json::array{}},
+            {"logprobs", json::array{}},
+            {"text", text}};
   }
 
   json::object message_item(std::string_view text, std::string_view status) {
     json::array content;
     if (status != "in_progress") content.push_back(text_part(text));
-    return {{"id", "msg_" + id_}, {"type", "message"}, {"status", status}, {"content", std::move(content)},
+    return {{"id", "msg_" + id_},
+            {"type", "message"},
+            {"status", status},
+            {"content", std::move(content)},
             {"role", "assistant"}};
   }
 
@@ -433,20 +509,28 @@ class generator {
   json::object response_object(json::value output, json::value usage) {
     json::value incomplete = nullptr;
     if (plan_.hit_limit) incomplete = json::object{{"reason", "max_output_tokens"}};
-    return {{"id", "resp_" + id_}, {"object", "response"}, {"created_at", created_}, {"status", finish_reason(plan_)},
-            {"error", nullptr}, {"incomplete_details", std::move(incomplete)}, {"model", plan_.model},
-            {"output", std::move(output)}, {"usage", std::move(usage)}};
+    return {{"id", "resp_" + id_},      {"object", "response"},
+            {"created_at", created_},   {"status", finish_reason(plan_)},
+            {"error", nullptr},         {"incomplete_details", std::move(incomplete)},
+            {"model", plan_.model},     {"output", std::move(output)},
+            {"usage", std::move(usage)}};
   }
 
   json::object completion_chunk(std::string_view text, json::value finish) {
-    return {{"id", "cmpl-" + id_}, {"object", "text_completion"}, {"created", created_}, {"model", plan_.model},
-            {"choices", json::array{json::object{{"index", 0}, {"text", text}, {"logprobs", nullptr},
+    return {{"id", "cmpl-" + id_},
+            {"object", "text_completion"},
+            {"created", created_},
+            {"model", plan_.model},
+            {"choices", json::array{json::object{{"index", 0},
+                                                 {"text", text},
+                                                 {"logprobs", nullptr},
                                                  {"finish_reason", std::move(finish)}}}}};
   }
 
   // The stamp of a token event (plan::stamp): the monotonic clock now.
   static std::int64_t sent_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(clock::now().time_since_epoch())
+        .count();
   }
 
   net::awaitable<void> sleep(std::chrono::microseconds d) {
@@ -471,7 +555,8 @@ class generator {
     }
     std::array<char, 32> size;
     int n = std::snprintf(size.data(), size.size(), "%zx\r\n", payload.size());
-    std::array<net::const_buffer, 3> parts{net::buffer(size.data(), n), net::buffer(payload), net::buffer("\r\n", 2)};
+    std::array<net::const_buffer, 3> parts{net::buffer(size.data(), n), net::buffer(payload),
+                                           net::buffer("\r\n", 2)};
     co_await net::async_write(socket_, parts, net::use_awaitable);
     stats_.bytes_streamed += payload.size();
   }
@@ -487,7 +572,7 @@ class generator {
   demo_stats& stats_;
   std::string id_;
   std::int64_t created_;
-  std::size_t sequence_ = 0;  // the Responses API's sequence_number
+  std::size_t sequence_ = 0;       // the Responses API's sequence_number
   std::size_t padding_count_ = 0;  // chunks padded so far (plan::obfuscation)
 };
 
@@ -520,7 +605,7 @@ struct demo_engine::state {
   // copied (prompts run to megabytes) and turned into JSON only when
   // /demo/stats asks. Touched only on the engine's thread.
   std::shared_ptr<const http::request<http::string_body>> last_request;
-  json::object by_model;      // requests per model name, to check weights
+  json::object by_model;  // requests per model name, to check weights
 };
 
 namespace {
@@ -545,16 +630,22 @@ json::object error_body(std::string_view message, std::string_view type) {
 json::object request_json(const http::request<http::string_body>& req) {
   json::object headers;
   for (const auto& f : req) headers[std::string(f.name_string())] = std::string(f.value());
-  return {{"method", std::string(req.method_string())}, {"target", std::string(req.target())},
-          {"headers", std::move(headers)}, {"body", req.body()}};
+  return {{"method", std::string(req.method_string())},
+          {"target", std::string(req.target())},
+          {"headers", std::move(headers)},
+          {"body", req.body()}};
 }
 
 json::object stats_json(const demo_engine::state& st) {
   const auto& s = *st.stats;
-  return {{"requests", s.requests.load()}, {"completed", s.completed.load()},
-          {"cancelled", s.cancelled.load()}, {"resets", s.resets.load()},
-          {"active", s.active.load()}, {"last_cancel_ns", s.last_cancel_ns.load()},
-          {"last_request", st.last_request ? request_json(*st.last_request) : json::object()}, {"by_model", st.by_model}};
+  return {{"requests", s.requests.load()},
+          {"completed", s.completed.load()},
+          {"cancelled", s.cancelled.load()},
+          {"resets", s.resets.load()},
+          {"active", s.active.load()},
+          {"last_cancel_ns", s.last_cancel_ns.load()},
+          {"last_request", st.last_request ? request_json(*st.last_request) : json::object()},
+          {"by_model", st.by_model}};
 }
 
 // Runs one generation while watching the socket; returns whether the
@@ -573,7 +664,8 @@ net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const
     };
     auto result = co_await (produce() || wait_for_close(socket));
     if (result.index() == 0) {
-      if (std::get<0>(result)) stats.completed++;
+      if (std::get<0>(result))
+        stats.completed++;
       else {
         stats.resets++;
         keep = false;
@@ -596,16 +688,19 @@ net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const
 // JSON built outside coroutines: GCC 12 miscompiles braced initialiser
 // lists inside a coroutine body ("array used as initializer").
 json::object models_json() {
-  json::object model{{"id", "demo"}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}};
+  json::object model{
+      {"id", "demo"}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}};
   return {{"object", "list"}, {"data", json::array{model}}};
 }
 
 json::object embeddings_json(const json::object& body) {
   auto tokens = estimate_prompt_tokens(body);
   json::array vector;
-  for (int i = 0; i < 8; ++i) vector.push_back(static_cast<double>((tokens * 31 + i * 17) % 100) / 100.0);
+  for (int i = 0; i < 8; ++i)
+    vector.push_back(static_cast<double>((tokens * 31 + i * 17) % 100) / 100.0);
   return {{"object", "list"},
-          {"data", json::array{json::object{{"object", "embedding"}, {"index", 0}, {"embedding", vector}}}},
+          {"data",
+           json::array{json::object{{"object", "embedding"}, {"index", 0}, {"embedding", vector}}}},
           {"model", body.contains("model") ? body.at("model") : json::value("demo")},
           {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
 }
@@ -645,20 +740,26 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
       continue;
     }
     std::optional<api> kind;
-    if (path == "/v1/chat/completions") kind = api::chat;
-    else if (path == "/v1/completions") kind = api::completions;
-    else if (path == "/v1/messages") kind = api::messages;
-    else if (path == "/v1/responses") kind = api::responses;
+    if (path == "/v1/chat/completions")
+      kind = api::chat;
+    else if (path == "/v1/completions")
+      kind = api::completions;
+    else if (path == "/v1/messages")
+      kind = api::messages;
+    else if (path == "/v1/responses")
+      kind = api::responses;
     bool embeddings = path == "/v1/embeddings";
     if (req.method() != http::verb::post || (!kind && !embeddings)) {
-      co_await write_json(socket, http::status::not_found, error_body("no such endpoint", "invalid_request_error"), keep);
+      co_await write_json(socket, http::status::not_found,
+                          error_body("no such endpoint", "invalid_request_error"), keep);
       if (!keep) break;
       continue;
     }
     error_code jec;
     auto parsed = json::parse(req.body(), jec);
     if (jec || !parsed.is_object()) {
-      co_await write_json(socket, http::status::bad_request, error_body("body must be a JSON object", "invalid_request_error"), keep);
+      co_await write_json(socket, http::status::bad_request,
+                          error_body("body must be a JSON object", "invalid_request_error"), keep);
       if (!keep) break;
       continue;
     }
@@ -675,8 +776,10 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
     }
     if (auto* d = body.if_contains("demo"); d && d->is_object()) {
       if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600) {
-        co_await write_json(socket, static_cast<http::status>(status),
-                            error_body("demo engine asked to fail with " + std::to_string(status), "server_error"), keep);
+        co_await write_json(
+            socket, static_cast<http::status>(status),
+            error_body("demo engine asked to fail with " + std::to_string(status), "server_error"),
+            keep);
         if (!keep) break;
         continue;
       }
@@ -724,8 +827,8 @@ void demo_engine::start() {
   error_code ec;
   acceptor_->bind(endpoint, ec);
   if (ec)
-    throw std::runtime_error("cannot listen on " + settings_.address + ":" + std::to_string(settings_.port) +
-                             " (demo engine): " + ec.message());
+    throw std::runtime_error("cannot listen on " + settings_.address + ":" +
+                             std::to_string(settings_.port) + " (demo engine): " + ec.message());
   acceptor_->listen(net::socket_base::max_listen_connections);
   port_ = acceptor_->local_endpoint().port();
   net::co_spawn(io_, accept_loop(*acceptor_, state_), net::detached);

@@ -34,7 +34,7 @@ struct demo_stats {
   std::atomic<std::uint64_t> cancelled{0};  // the client closed before the answer ended
   std::atomic<std::uint64_t> resets{0};
   std::atomic<std::int64_t> active{0};
-  std::atomic<std::int64_t> last_cancel_ns{0};  // steady_clock (CLOCK_MONOTONIC) time
+  std::atomic<std::int64_t> last_cancel_ns{0};   // steady_clock (CLOCK_MONOTONIC) time
   std::atomic<std::uint64_t> bytes_streamed{0};  // event bytes written: shows backpressure
 };
 
@@ -48,7 +48,7 @@ class demo_engine {
   std::uint16_t port() const { return port_; }
   const demo_stats& stats() const { return *stats_; }
 
- struct state;  // defined in the .cpp; public so its helpers can name it
+  struct state;  // defined in the .cpp; public so its helpers can name it
 
  private:
   config::demo_engine_settings settings_;

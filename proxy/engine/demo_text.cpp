@@ -1,16 +1,15 @@
 #include "engine/demo_text.hpp"
 
-#include <boost/json/value.hpp>
-
 #include <array>
+#include <boost/json/value.hpp>
 
 namespace tokengate::engine {
 namespace {
 
 constexpr std::array<std::string_view, 24> words{
-    "The",     " quick",  " brown", " fox",    " jumps", " over",   " the",     " lazy",
-    " dog",    " while",  " the",   " proxy",  " relays", " every", " token",   " as",
-    " soon",   " as",     " it",    " is",     " decoded", ",",      " without", " delay."};
+    "The",   " quick", " brown", " fox",   " jumps",   " over",  " the",     " lazy",
+    " dog",  " while", " the",   " proxy", " relays",  " every", " token",   " as",
+    " soon", " as",    " it",    " is",    " decoded", ",",      " without", " delay."};
 
 std::size_t text_bytes(const boost::json::value& v) {
   if (v.is_string()) return v.get_string().size();

@@ -1,10 +1,9 @@
 #pragma once
 // The demo engine's "model": a fixed text, one word per token, so that a test
 // can predict every byte of an answer.
+#include <boost/json/fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <boost/json/fwd.hpp>
 
 namespace tokengate::engine {
 

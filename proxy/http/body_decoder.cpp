@@ -1,8 +1,7 @@
 #include "http/body_decoder.hpp"
 
-#include <boost/beast/http/error.hpp>
-
 #include <algorithm>
+#include <boost/beast/http/error.hpp>
 #include <cstring>
 #include <string_view>
 
@@ -29,9 +28,12 @@ int hex_value(char c) {
 bool quotes_close(std::string_view extension) {
   bool quoted = false, escaped = false;
   for (char c : extension) {
-    if (escaped) escaped = false;
-    else if (quoted && c == '\\') escaped = true;
-    else if (c == '"') quoted = !quoted;
+    if (escaped)
+      escaped = false;
+    else if (quoted && c == '\\')
+      escaped = true;
+    else if (c == '"')
+      quoted = !quoted;
   }
   return !quoted;
 }
@@ -66,7 +68,8 @@ std::size_t whole_chunk(const char* p, std::size_t n, std::uint64_t& size) {
     if (digit < 0) break;
     size = size << 4 | static_cast<unsigned>(digit);
   }
-  if (digits == 0 || size == 0 || n - digits < 2 || p[digits] != '\r' || p[digits + 1] != '\n') return 0;
+  if (digits == 0 || size == 0 || n - digits < 2 || p[digits] != '\r' || p[digits + 1] != '\n')
+    return 0;
   std::size_t line = digits + 2;
   if (n - line < size || n - line - size < 2) return 0;
   if (p[line + size] != '\r' || p[line + size + 1] != '\n') return 0;

@@ -4,8 +4,8 @@
 
 namespace tokengate {
 
-std::size_t take_chunks(body_decoder& decoder, std::span<char> bytes, body_bytes& body, std::size_t limit,
-                        error_code& ec) {
+std::size_t take_chunks(body_decoder& decoder, std::span<char> bytes, body_bytes& body,
+                        std::size_t limit, error_code& ec) {
   std::size_t used = 0;
   while (used < bytes.size() && !decoder.done()) {
     auto r = decoder.decode(bytes.subspan(used), ec);

@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <span>
 
-#include "io/net.hpp"
-#include "http/client_request.hpp"
 #include "http/body_decoder.hpp"
+#include "http/client_request.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 
@@ -15,7 +15,7 @@ namespace tokengate {
 // `body`; returns how many of the bytes were taken (the rest: a line not
 // yet whole, or what follows the body). `ec`: http::error::body_limit past
 // `limit` bytes of payload, or the decoder's error on malformed chunks.
-std::size_t take_chunks(body_decoder& decoder, std::span<char> bytes, body_bytes& body, std::size_t limit,
-                        error_code& ec);
+std::size_t take_chunks(body_decoder& decoder, std::span<char> bytes, body_bytes& body,
+                        std::size_t limit, error_code& ec);
 
 }  // namespace tokengate

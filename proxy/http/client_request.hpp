@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "io/net.hpp"
 #include "http/request_head.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 
@@ -48,6 +48,8 @@ struct client_request {
   body_bytes body;
 };
 
-inline std::string_view body_text(const client_request& request) { return {request.body.data(), request.body.size()}; }
+inline std::string_view body_text(const client_request& request) {
+  return {request.body.data(), request.body.size()};
+}
 
 }  // namespace tokengate

@@ -1,7 +1,6 @@
 #include "http/head_bytes.hpp"
 
 #include <boost/beast/http/status.hpp>
-
 #include <charconv>
 #include <string>
 
@@ -25,14 +24,16 @@ std::size_t fields_size(const http::fields& fields) {
 }
 
 std::string head_bytes(const http::request_header<>& head) {
-  return with_fields(head_writer(head.method_string(), head.target(), fields_size(head), head.version()), head);
+  return with_fields(
+      head_writer(head.method_string(), head.target(), fields_size(head), head.version()), head);
 }
 
 std::string head_bytes(const http::response_header<>& head) {
   // As Beast writes it: the message's own reason phrase, or the standard one.
   std::string_view reason = head.reason();
   if (reason.empty()) reason = http::obsolete_reason(head.result());
-  return with_fields(head_writer(head.result_int(), reason, fields_size(head), head.version()), head);
+  return with_fields(head_writer(head.result_int(), reason, fields_size(head), head.version()),
+                     head);
 }
 
 head_writer::head_writer(std::string_view method, std::string_view target, std::size_t fields_size,
@@ -46,7 +47,8 @@ head_writer::head_writer(std::string_view method, std::string_view target, std::
   out_ += "\r\n";
 }
 
-head_writer::head_writer(unsigned status, std::string_view reason, std::size_t fields_size, unsigned version) {
+head_writer::head_writer(unsigned status, std::string_view reason, std::size_t fields_size,
+                         unsigned version) {
   out_.reserve(reason.size() + 16 + fields_size);
   char code[10];
   auto end = std::to_chars(code, code + sizeof code, status).ptr;

@@ -8,7 +8,6 @@
 // iterators), and its composed write was most of relay.cpp's build time.
 // A string goes to the kernel with the body pieces in one scatter write.
 #include <boost/beast/http/message.hpp>
-
 #include <string>
 
 #include "io/net.hpp"
@@ -28,8 +27,10 @@ class head_writer {
  public:
   // `fields_size`: about how many bytes the fields take, reserved at once.
   // `version`: 11 or 10 (HTTP/1.1, HTTP/1.0).
-  head_writer(std::string_view method, std::string_view target, std::size_t fields_size, unsigned version = 11);
-  head_writer(unsigned status, std::string_view reason, std::size_t fields_size, unsigned version = 11);
+  head_writer(std::string_view method, std::string_view target, std::size_t fields_size,
+              unsigned version = 11);
+  head_writer(unsigned status, std::string_view reason, std::size_t fields_size,
+              unsigned version = 11);
 
   void field(std::string_view name, std::string_view value);
   // Whole field lines, each ending in CRLF, as another head holds them.

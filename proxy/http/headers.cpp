@@ -30,11 +30,13 @@ void copy_kept_lines(const message_head& from, head_writer& to, Dropped dropped)
 }
 
 bool named_in(std::span<const std::string_view> names, std::string_view name) {
-  return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return same_name(n, name); });
+  return std::any_of(names.begin(), names.end(),
+                     [&](std::string_view n) { return same_name(n, name); });
 }
 
 bool is_credential(std::string_view name) {
-  return is_named(name, "authorization") || is_named(name, "x-api-key") || is_named(name, "api-key");
+  return is_named(name, "authorization") || is_named(name, "x-api-key") ||
+         is_named(name, "api-key");
 }
 
 }  // namespace
@@ -61,8 +63,9 @@ bool is_hop_by_hop(std::string_view name) {
   }
 }
 
-void forward_request_headers(const request_head& client, head_writer& upstream, std::string_view upstream_host,
-                             std::string_view request_id, const upstream_credentials& credentials) {
+void forward_request_headers(const request_head& client, head_writer& upstream,
+                             std::string_view upstream_host, std::string_view request_id,
+                             const upstream_credentials& credentials) {
   const bool replace_credentials = credentials.how != upstream_credentials::style::none;
   bool version_forwarded = false;
   copy_kept_lines(client, upstream, [&](std::string_view name) {
@@ -72,8 +75,9 @@ void forward_request_headers(const request_head& client, head_writer& upstream, 
     // uncompressed. An Expect: 100-continue the session has answered (the
     // body goes whole): forwarded, an upstream's 100 would be read as its
     // answer.
-    if (is_named(name, "host") || is_named(name, "content-length") || is_named(name, "accept-encoding") ||
-        is_named(name, "x-request-id") || is_named(name, "expect"))
+    if (is_named(name, "host") || is_named(name, "content-length") ||
+        is_named(name, "accept-encoding") || is_named(name, "x-request-id") ||
+        is_named(name, "expect"))
       return true;
     if (replace_credentials && is_credential(name)) return true;
     version_forwarded = version_forwarded || is_named(name, "anthropic-version");
@@ -101,9 +105,11 @@ void forward_response_headers(const response_head& upstream, head_writer& client
                               std::string_view request_id, std::span<const named_value> added,
                               std::span<const std::string_view> replaced) {
   copy_kept_lines(upstream, client, [&](std::string_view name) {
-    if (is_hop_by_hop(name) || is_named(name, "content-length") || is_named(name, "x-request-id")) return true;
+    if (is_hop_by_hop(name) || is_named(name, "content-length") || is_named(name, "x-request-id"))
+      return true;
     return named_in(upstream.named_by_connection(), name) || named_in(replaced, name) ||
-           std::any_of(added.begin(), added.end(), [&](const named_value& a) { return same_name(name, a.first); });
+           std::any_of(added.begin(), added.end(),
+                       [&](const named_value& a) { return same_name(name, a.first); });
   });
   client.field("x-request-id", request_id);
   for (const auto& [name, value] : added) client.field(name, value);

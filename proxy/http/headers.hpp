@@ -7,10 +7,10 @@
 #include <string_view>
 #include <utility>
 
-#include "io/net.hpp"
 #include "http/head_bytes.hpp"
 #include "http/request_head.hpp"
 #include "http/response_head.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 
@@ -27,8 +27,9 @@ struct upstream_credentials {
 // request id and the upstream's credentials.
 // Each forwarded field goes as the line the client wrote, consecutive ones
 // in one copy.
-void forward_request_headers(const request_head& client, head_writer& upstream, std::string_view upstream_host,
-                             std::string_view request_id, const upstream_credentials& credentials);
+void forward_request_headers(const request_head& client, head_writer& upstream,
+                             std::string_view upstream_host, std::string_view request_id,
+                             const upstream_credentials& credentials);
 
 // A header field the proxy adds (name, value).
 using named_value = std::pair<std::string, std::string>;

@@ -5,7 +5,8 @@
 
 namespace tokengate {
 
-std::string json_error_body(std::string_view message, std::string_view type, std::string_view code) {
+std::string json_error_body(std::string_view message, std::string_view type,
+                            std::string_view code) {
   namespace json = boost::json;
   json::object error{{"message", message}, {"type", type}, {"code", code}};
   return json::serialize(json::object{{"error", std::move(error)}});

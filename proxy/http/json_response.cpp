@@ -1,9 +1,8 @@
 #include "http/json_response.hpp"
 
+#include <array>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
-
-#include <array>
 #include <chrono>
 
 #include "http/head_bytes.hpp"
@@ -13,8 +12,8 @@
 namespace tokengate {
 namespace {
 
-net::awaitable<void> send_body(any_stream& client, http::status status, std::string body, bool keep_alive,
-                               request_context& ctx) {
+net::awaitable<void> send_body(any_stream& client, http::status status, std::string body,
+                               bool keep_alive, request_context& ctx) {
   http::response<http::empty_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
   res.set("x-request-id", ctx.request_id);
@@ -26,8 +25,9 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
   // would have (RFC 9110 §9.3.2): a body there would be read as the start
   // of the connection's next answer.
   const bool head_alone = ctx.method == "HEAD";
-  const std::array<net::const_buffer, 2> pieces{net::const_buffer(head.data(), head.size()),
-                                                net::const_buffer(body.data(), head_alone ? 0 : body.size())};
+  const std::array<net::const_buffer, 2> pieces{
+      net::const_buffer(head.data(), head.size()),
+      net::const_buffer(body.data(), head_alone ? 0 : body.size())};
   client.expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await write_all(client, pieces);
   if (ec) ctx.client_gone = true;
@@ -36,14 +36,16 @@ net::awaitable<void> send_body(any_stream& client, http::status status, std::str
 
 }  // namespace
 
-net::awaitable<void> send_error(any_stream& client, request_error error, bool keep_alive, request_context& ctx) {
+net::awaitable<void> send_error(any_stream& client, request_error error, bool keep_alive,
+                                request_context& ctx) {
   auto body = json_error_body(error.message, error.type, error.code);
   auto status = static_cast<http::status>(error.status);
   ctx.error = std::move(error);
   co_await send_body(client, status, std::move(body), keep_alive, ctx);
 }
 
-net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive, request_context& ctx) {
+net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive,
+                               request_context& ctx) {
   co_await send_body(client, http::status::ok, std::move(body), keep_alive, ctx);
 }
 

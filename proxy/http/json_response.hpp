@@ -13,9 +13,11 @@ namespace tokengate {
 
 // Writes the error's status and body, and records it in `ctx` (the access
 // log and the error metrics read it there).
-net::awaitable<void> send_error(any_stream& client, request_error error, bool keep_alive, request_context& ctx);
+net::awaitable<void> send_error(any_stream& client, request_error error, bool keep_alive,
+                                request_context& ctx);
 
 // Writes a 200 response with a JSON body.
-net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive, request_context& ctx);
+net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive,
+                               request_context& ctx);
 
 }  // namespace tokengate

@@ -42,7 +42,8 @@ const char* next_control(const char* p, const char* end) {
   while (end - p >= 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     // (unsigned: bytes of 0x80 and up, obs-text, pass)
-    auto printable = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, space), v)));
+    auto printable =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, space), v)));
     auto deleted = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, del)));
     if (auto stop = (~printable & 0xFFFFu) | deleted) return p + __builtin_ctz(stop);
     p += 16;
@@ -64,8 +65,9 @@ const char* next_control(const char* p, const char* end) {
 const char* past_name_letters(const char* p, const char* end) {
 #ifdef __SSE2__
   // (Signed compares: bytes of 0x80 and up are below every bound.)
-  const __m128i case_bit = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('a' - 1), after_z = _mm_set1_epi8('z' + 1),
-                before_0 = _mm_set1_epi8('0' - 1), after_9 = _mm_set1_epi8('9' + 1), dash = _mm_set1_epi8('-');
+  const __m128i case_bit = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('a' - 1),
+                after_z = _mm_set1_epi8('z' + 1), before_0 = _mm_set1_epi8('0' - 1),
+                after_9 = _mm_set1_epi8('9' + 1), dash = _mm_set1_epi8('-');
   while (end - p >= 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     // Setting the case bit makes exactly the capitals lower-case letters.
@@ -83,15 +85,22 @@ const char* past_name_letters(const char* p, const char* end) {
 
 }  // namespace
 
-head_scanner::head_scanner(std::span<char> text, message_head& out, error_code& ec, std::size_t max_fields)
-    : begin_(text.data()), p_(begin_), end_(begin_ + text.size()), out_(out), ec_(ec), max_fields_(max_fields) {
+head_scanner::head_scanner(std::span<char> text, message_head& out, error_code& ec,
+                           std::size_t max_fields)
+    : begin_(text.data()),
+      p_(begin_),
+      end_(begin_ + text.size()),
+      out_(out),
+      ec_(ec),
+      max_fields_(max_fields) {
   out_.fields.clear();
   // Room for a provider's two dozen fields in one allocation, not six as
   // the vector doubles.
   constexpr std::size_t usual_fields = 32;
   out_.fields.reserve(usual_fields);
   out_.content_length.reset();
-  out_.transfer_encoding = out_.chunked = out_.other_codings = out_.connection_close = out_.connection_keep_alive = false;
+  out_.transfer_encoding = out_.chunked = out_.other_codings = out_.connection_close =
+      out_.connection_keep_alive = false;
   out_.connection_option_count = 0;
   out_.known_at = {};
   out_.host_fields = 0;
@@ -189,8 +198,10 @@ bool head_scanner::note_field(std::string_view name, std::string_view value) {
       if (is_named(name, "connection")) return connection(value);
       break;
     case 12:
-      if (is_named(name, "content-type")) note(known_field::content_type);
-      else if (is_named(name, "x-request-id")) note(known_field::x_request_id);
+      if (is_named(name, "content-type"))
+        note(known_field::content_type);
+      else if (is_named(name, "x-request-id"))
+        note(known_field::x_request_id);
       break;
     case 13:
       if (is_named(name, "authorization")) note(known_field::authorization);
@@ -218,7 +229,8 @@ bool head_scanner::content_length(std::string_view value) {
     std::uint64_t v = 0;
     for (char c : element) {
       if (c < '0' || c > '9') return false;
-      if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(c - '0'), &v))
+      if (__builtin_mul_overflow(v, 10u, &v) ||
+          __builtin_add_overflow(v, static_cast<unsigned>(c - '0'), &v))
         return false;
     }
     if (out_.content_length && *out_.content_length != v) same = false;
@@ -239,7 +251,8 @@ bool head_scanner::transfer_encoding(std::string_view value) {
   out_.transfer_encoding = true;
   bool ok = each_element(value, [&](std::string_view coding) {
     if (coding.empty()) return true;
-    if (out_.chunked || !is_http_token(coding)) return false;  // (a coding after chunked, or not a coding)
+    if (out_.chunked || !is_http_token(coding))
+      return false;  // (a coding after chunked, or not a coding)
     out_.chunked = is_named(coding, "chunked");
     out_.other_codings = out_.other_codings || !out_.chunked;
     return true;

@@ -17,9 +17,8 @@
 // is `chunked` anywhere but last, or a coding that is not a bare token. Line
 // folding (obs-fold) is accepted and each fold blanked to spaces, as RFC
 // 9112 §5.2 lets a proxy do.
-#include <boost/beast/http/error.hpp>
-
 #include <array>
+#include <boost/beast/http/error.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -33,7 +32,13 @@
 namespace tokengate {
 
 // The fields the proxy reads by name (besides the framing and Connection).
-enum class known_field : std::uint8_t { authorization, x_api_key, x_request_id, expect, content_type };
+enum class known_field : std::uint8_t {
+  authorization,
+  x_api_key,
+  x_request_id,
+  expect,
+  content_type
+};
 inline constexpr std::size_t known_field_count = 5;
 
 struct message_head {
@@ -98,7 +103,8 @@ inline constexpr std::size_t max_head_fields = 512;
 class head_scanner {
  public:
   // `text` is writable: an obs-fold is blanked where it lies.
-  head_scanner(std::span<char> text, message_head& out, error_code& ec, std::size_t max_fields = max_head_fields);
+  head_scanner(std::span<char> text, message_head& out, error_code& ec,
+               std::size_t max_fields = max_head_fields);
 
   const char* at() const { return p_; }
   std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }

@@ -1,12 +1,11 @@
 #include "http/read_message.hpp"
 
+#include <algorithm>
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 
-#include <algorithm>
-
-#include "io/any_stream.hpp"
 #include "http/chunked_body.hpp"
+#include "io/any_stream.hpp"
 
 namespace tokengate {
 namespace {
@@ -14,13 +13,16 @@ namespace {
 // Reads into `buffer` what the stream has: at once when it has something,
 // otherwise when it comes. (As Beast's parser says it: nothing at all, or
 // part of a message.)
-net::awaitable<error_code> read_more(any_stream& stream, beast::flat_buffer& buffer, std::size_t room) {
+net::awaitable<error_code> read_more(any_stream& stream, beast::flat_buffer& buffer,
+                                     std::size_t room) {
   auto into = buffer.prepare(room);
   error_code ec;
   std::size_t n = 0;
-  if (!stream.read_now(into, ec, n)) std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
+  if (!stream.read_now(into, ec, n))
+    std::tie(ec, n) = co_await stream.async_read_some(into, use_tuple);
   buffer.commit(n);
-  if (ec == net::error::eof) co_return buffer.size() == 0 ? http::error::end_of_stream : http::error::partial_message;
+  if (ec == net::error::eof)
+    co_return buffer.size() == 0 ? http::error::end_of_stream : http::error::partial_message;
   co_return ec;
 }
 
@@ -43,16 +45,17 @@ constexpr std::size_t parsed_as_they_come = 2048;
 // `interim()`, asked once a head is parsed, says whether it is to be passed
 // over for the one after it.
 template <typename Parse, typename Interim>
-net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buffer, std::size_t limit, Parse parse,
-                                     Interim interim) {
+net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buffer,
+                                     std::size_t limit, Parse parse, Interim interim) {
   std::size_t searched = 0;  // the first bytes, known to hold no blank line
   for (;;) {
     if (buffer.size() > 0) {
       auto bytes = buffer.data();
       std::span<char> text(static_cast<char*>(bytes.data()), std::min(bytes.size(), limit));
       const std::string_view seen(text.data(), text.size());
-      const bool may_end = seen.size() <= parsed_as_they_come ||
-                           seen.find("\r\n\r\n", searched > 3 ? searched - 3 : 0) != std::string_view::npos;
+      const bool may_end =
+          seen.size() <= parsed_as_they_come ||
+          seen.find("\r\n\r\n", searched > 3 ? searched - 3 : 0) != std::string_view::npos;
       searched = seen.size();
       if (may_end) {
         std::size_t used = 0;
@@ -68,15 +71,17 @@ net::awaitable<error_code> read_head(any_stream& stream, beast::flat_buffer& buf
       }
       if (bytes.size() >= limit) co_return http::error::header_limit;
     }
-    if (auto ec = co_await read_more(stream, buffer, std::max(beast::read_size(buffer, 65536), head_read_room)))
+    if (auto ec = co_await read_more(stream, buffer,
+                                     std::max(beast::read_size(buffer, 65536), head_read_room)))
       co_return ec;
   }
 }
 
 }  // namespace
 
-net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
-                                             std::size_t limit, std::size_t max_fields) {
+net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer,
+                                             request_head& head, std::size_t limit,
+                                             std::size_t max_fields) {
   return read_head(
       stream, buffer, limit,
       [&head, max_fields](std::span<char> text, std::size_t& used, error_code& ec) {
@@ -90,7 +95,8 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
   // (The lambdas are copied into read_head's frame: the count lives there.)
   return read_head(
       stream, buffer, limit,
-      [&head, interim_answers = std::size_t{0}](std::span<char> text, std::size_t& used, error_code& ec) mutable {
+      [&head, interim_answers = std::size_t{0}](std::span<char> text, std::size_t& used,
+                                                error_code& ec) mutable {
         auto progress = parse_response_head(text, head, used, ec);
         if (progress != head_progress::done || head.status / 100 != 1) return progress;
         // 101 would switch the connection to another protocol, which the
@@ -104,14 +110,15 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
       [&head] { return head.status / 100 == 1; });
 }
 
-net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer, body_bytes& body,
-                                             std::size_t limit) {
+net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer,
+                                             body_bytes& body, std::size_t limit) {
   auto decoder = body_decoder::chunked();
   for (;;) {
     if (buffer.size() > 0) {
       auto bytes = buffer.data();
       error_code ec;
-      buffer.consume(take_chunks(decoder, std::span(static_cast<char*>(bytes.data()), bytes.size()), body, limit, ec));
+      buffer.consume(take_chunks(decoder, std::span(static_cast<char*>(bytes.data()), bytes.size()),
+                                 body, limit, ec));
       if (ec) co_return ec;
       if (decoder.done()) co_return error_code{};
     }

@@ -10,9 +10,9 @@
 // (expires_after).
 #include <boost/beast/core/flat_buffer.hpp>
 
-#include "io/net.hpp"
 #include "http/client_request.hpp"
 #include "http/response_head.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 
@@ -22,8 +22,9 @@ class any_stream;
 // start, or a pipelined request) stays there. A head longer than `limit`
 // bytes is refused (http::error::header_limit), as is one of more than
 // `max_fields` fields (the same error, `head.fields` then full).
-net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
-                                             std::size_t limit, std::size_t max_fields);
+net::awaitable<error_code> read_request_head(any_stream& stream, beast::flat_buffer& buffer,
+                                             request_head& head, std::size_t limit,
+                                             std::size_t max_fields);
 // The final answer's head: interim answers before it (1xx: 100 Continue,
 // 103 Early Hints) are read and passed over, as RFC 9110 §15.2 has a client
 // do. Taken for the answer, one left the client waiting for the real one
@@ -39,6 +40,6 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
 // decoder is the one that undoes an upstream's chunks (stream/
 // body_decoder.hpp); it leaves at most a line's bytes (4 KiB) undecoded, so
 // the buffer stays small whatever the body's size (server/chunked_body.hpp).
-net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer, body_bytes& body,
-                                             std::size_t limit);
+net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer,
+                                             body_bytes& body, std::size_t limit);
 }  // namespace tokengate

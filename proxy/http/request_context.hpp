@@ -20,30 +20,32 @@ struct request_context {
   tokengate::dialect dialect = tokengate::dialect::other;
   std::string upstream;
 
-  clock::time_point received;       // request head arrived
-  clock::time_point request_read;   // body read
+  clock::time_point received;            // request head arrived
+  clock::time_point request_read;        // body read
   clock::time_point upstream_connected;  // connection ready, TLS included (pooled: when taken)
-  clock::time_point request_sent;   // to the upstream (the last attempt)
+  clock::time_point request_sent;        // to the upstream (the last attempt)
   clock::time_point upstream_headers;
-  clock::time_point first_token;    // first event carrying generated content, as read (upstream TTFT)
+  clock::time_point first_token;  // first event carrying generated content, as read (upstream TTFT)
   clock::time_point first_token_written;  // … and as written to the client (client TTFT)
   clock::time_point last_token;
   clock::time_point finished;
 
-  unsigned status = 0;              // what the client was sent (0: nothing)
+  unsigned status = 0;  // what the client was sent (0: nothing)
   bool client_gone = false;
   bool upstream_failed_midstream = false;
-  bool streamed = false;            // text/event-stream
+  bool streamed = false;  // text/event-stream
   std::uint64_t bytes_to_client = 0;
   std::uint64_t sse_events = 0;
   std::uint64_t content_events = 0;
   std::optional<long long> input_tokens, output_tokens;  // from the upstream's usage
-  std::string model;                // as the client asked for it
-  std::string route = "none";       // metric label: the route's name
-  std::string model_label = "none"; // metric label: the route's pattern that matched (bounded, unlike `model`)
-  bool usage_injected = false;      // we asked for usage: its chunk is not the client's
-  unsigned attempts = 0;            // upstream tries (more than one: fallback)
-  bool forwarded_early = false;     // the body went upstream while it arrived (server/early_forward.hpp)
+  std::string model;                                     // as the client asked for it
+  std::string route = "none";                            // metric label: the route's name
+  std::string model_label =
+      "none";  // metric label: the route's pattern that matched (bounded, unlike `model`)
+  bool usage_injected = false;  // we asked for usage: its chunk is not the client's
+  unsigned attempts = 0;        // upstream tries (more than one: fallback)
+  bool forwarded_early =
+      false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;
   std::optional<request_error> error;  // what went wrong, when something did
 };

@@ -34,15 +34,18 @@ struct request_error {
   static request_error client(unsigned status, std::string_view code, std::string message) {
     return {error_side::client, status, "invalid_request_error", code, std::move(message), false};
   }
-  static request_error policy(unsigned status, std::string_view type, std::string_view code, std::string message) {
+  static request_error policy(unsigned status, std::string_view type, std::string_view code,
+                              std::string message) {
     return {error_side::policy, status, type, code, std::move(message), false};
   }
   // The client went away before its answer was complete (nginx's 499).
   static request_error disconnected() {
-    return {error_side::client, 499, "client_closed_request", "client_disconnected", "client disconnected", false};
+    return {error_side::client,    499,  "client_closed_request", "client_disconnected",
+            "client disconnected", false};
   }
   // Retryable unless the upstream's answer says otherwise.
-  static request_error upstream(unsigned status, std::string_view code, std::string message, bool retryable = true) {
+  static request_error upstream(unsigned status, std::string_view code, std::string message,
+                                bool retryable = true) {
     return {error_side::upstream, status, "upstream_error", code, std::move(message), retryable};
   }
 };

@@ -25,7 +25,7 @@ head_progress request_line(head_scanner& scan, request_head& out) {
   const char* target = ++q;
   // (Visible ASCII and obs-text; RFC 3986's finer grammar is the
   // upstream's to judge, as it was under Beast.)
-  while (q < end && static_cast<unsigned char>(*q) > 0x20 && *q != 0x7f) ++q;
+  while (q<end&& static_cast<unsigned char>(*q)> 0x20 && *q != 0x7f) ++q;
   if (q == end) return head_progress::need_more;
   if (q == target || *q != ' ') return scan.fail(error::bad_target);
   out.target = std::string_view(target, static_cast<std::size_t>(q - target));
@@ -60,8 +60,8 @@ bool request_head::host_fields_allowed() const {
   return version >= 11 ? host_fields == 1 : host_fields <= 1;
 }
 
-head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used, error_code& ec,
-                                 std::size_t max_fields) {
+head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used,
+                                 error_code& ec, std::size_t max_fields) {
   head_scanner scan(text, out, ec, max_fields);
   while (scan.left() >= 2 && scan.at()[0] == '\r' && scan.at()[1] == '\n') scan.skip(2);
   if (scan.left() == 1 && scan.at()[0] == '\r') return head_progress::need_more;

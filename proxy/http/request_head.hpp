@@ -12,7 +12,6 @@
 // coding is refused, as is Transfer-Encoding in HTTP/1.0, where it did not
 // exist.
 #include <boost/beast/http/verb.hpp>
-
 #include <string_view>
 
 #include "http/message_head.hpp"
@@ -40,7 +39,7 @@ struct request_head : message_head {
 // (upstream/response_head.hpp). Empty lines before the request line are
 // skipped (RFC 9112 §2.2). More than `max_fields` fields are refused with
 // http::error::header_limit, `out.fields` then holding `max_fields`.
-head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used, error_code& ec,
-                                 std::size_t max_fields = max_head_fields);
+head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used,
+                                 error_code& ec, std::size_t max_fields = max_head_fields);
 
 }  // namespace tokengate

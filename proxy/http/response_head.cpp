@@ -12,7 +12,8 @@ head_progress status_line(head_scanner& scan, response_head& out) {
   auto have = scan.left();
   // (What came so far is refused at once if it cannot begin a response:
   // a broken upstream's bytes fail here, not at the head timeout.)
-  if (std::string_view(p, std::min(have, name.size())) != name.substr(0, std::min(have, name.size())))
+  if (std::string_view(p, std::min(have, name.size())) !=
+      name.substr(0, std::min(have, name.size())))
     return scan.fail(error::bad_version);
   constexpr std::size_t through_status = 13;  // "HTTP/1.1 200 "
   if (have < through_status) return head_progress::need_more;
@@ -21,12 +22,14 @@ head_progress status_line(head_scanner& scan, response_head& out) {
   out.version = static_cast<unsigned>((p[5] - '0') * 10 + (p[7] - '0'));
   if (out.version != 10 && out.version != 11) return scan.fail(error::bad_version);
   if (p[8] != ' ') return scan.fail(error::bad_version);
-  if (!digit(p[9]) || !digit(p[10]) || !digit(p[11]) || p[12] != ' ') return scan.fail(error::bad_status);
+  if (!digit(p[9]) || !digit(p[10]) || !digit(p[11]) || p[12] != ' ')
+    return scan.fail(error::bad_status);
   out.status = static_cast<unsigned>((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
   scan.skip(through_status);
   const char* reason = scan.at();
   const char* last = nullptr;
-  if (auto r = scan.rest_of_line(last, false, error::bad_reason); r != head_progress::done) return r;
+  if (auto r = scan.rest_of_line(last, false, error::bad_reason); r != head_progress::done)
+    return r;
   out.reason = std::string_view(reason, static_cast<std::size_t>(last - reason));
   return head_progress::done;
 }
@@ -41,7 +44,8 @@ void response_head::release_fields() {
   known_at = {};
 }
 
-head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used, error_code& ec) {
+head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used,
+                                  error_code& ec) {
   head_scanner scan(text, out, ec);
   if (auto r = status_line(scan, out); r != head_progress::done) return r;
   if (auto r = scan.fields_and_end(used); r != head_progress::done) return r;

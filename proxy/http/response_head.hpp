@@ -41,6 +41,7 @@ struct response_head : message_head {
 // length, and `out` holds it in its own copy; need_more: the head does not
 // end within `text` (nothing in it is refused so far); failed: `ec` says
 // why.
-head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used, error_code& ec);
+head_progress parse_response_head(std::span<char> text, response_head& out, std::size_t& used,
+                                  error_code& ec);
 
 }  // namespace tokengate

@@ -2,9 +2,8 @@
 // RFC 9110 §5.6.2's token: what a field name, a Connection option or a
 // transfer coding must be. One table for the upstream's head parser and
 // for `tokengate bench --header`; and the case-blind compare of names.
-#include <boost/beast/core/string.hpp>
-
 #include <array>
+#include <boost/beast/core/string.hpp>
 #include <string_view>
 
 namespace tokengate {
@@ -32,7 +31,8 @@ inline bool is_http_token(std::string_view s) {
 // for, and a call to the full compare for each cost 4,600 instructions a
 // request, callgrind).
 inline bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && (a.empty() || ((a[0] ^ b[0]) & ~0x20) == 0) && boost::beast::iequals(a, b);
+  return a.size() == b.size() && (a.empty() || ((a[0] ^ b[0]) & ~0x20) == 0) &&
+         boost::beast::iequals(a, b);
 }
 
 // `name` is `lower` but for case, where `lower` is written in lower-case

@@ -57,7 +57,8 @@ bool probe_inheritance() {
       ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
     return false;
   owned_fd client{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-  if (client.fd < 0 || ::connect(client.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+  if (client.fd < 0 ||
+      ::connect(client.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
     return false;
   owned_fd accepted{::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC)};
   return accepted.fd >= 0 && option_of(accepted.fd, IPPROTO_TCP, TCP_NODELAY) == 1 &&
@@ -71,13 +72,15 @@ bool accepted_sockets_inherit_options() {
   return inherited;
 }
 
-std::optional<tcp::socket> accept_now(tcp::acceptor& acceptor, tcp::endpoint& peer, error_code& ec) {
+std::optional<tcp::socket> accept_now(tcp::acceptor& acceptor, tcp::endpoint& peer,
+                                      error_code& ec) {
   ec = {};
   sockaddr_storage address{};
   socklen_t length = sizeof address;
   int fd;
-  do fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&address), &length,
-                    SOCK_NONBLOCK | SOCK_CLOEXEC);
+  do
+    fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&address), &length,
+                   SOCK_NONBLOCK | SOCK_CLOEXEC);
   while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     ec = error_code(errno, boost::system::system_category());  // (EAGAIN: net::error::would_block)

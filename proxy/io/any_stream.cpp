@@ -1,18 +1,18 @@
 #include "io/any_stream.hpp"
-#include "io/plain_syscalls.hpp"
-#include "io/write_all.hpp"
 
-#include <boost/asio/ssl/error.hpp>
-#include <boost/beast/http/error.hpp>
 #include <openssl/err.h>
-
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/http/error.hpp>
 #include <cerrno>
 #include <vector>
+
+#include "io/plain_syscalls.hpp"
+#include "io/write_all.hpp"
 
 namespace tokengate {
 
@@ -49,24 +49,30 @@ net::awaitable<void> any_stream::lingering_close(std::chrono::milliseconds linge
   close();
 }
 
-any_stream::any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> context, tls_role role)
+any_stream::any_stream(tcp::socket socket, std::shared_ptr<net::ssl::context> context,
+                       tls_role role)
     : context_(std::move(context)),
       direct_(std::make_unique<direct_tls>(std::move(socket))),
       deadline_(direct_->socket.get_executor(), closer()),
       reactor_(direct_->socket) {
-  direct_->ssl = tls_direct::attach(context_->native_handle(), direct_->socket, role == tls_role::server);
+  direct_->ssl =
+      tls_direct::attach(context_->native_handle(), direct_->socket, role == tls_role::server);
   if (!direct_->ssl)
-    throw boost::system::system_error(static_cast<int>(ERR_get_error()), net::error::get_ssl_category(), "TLS");
+    throw boost::system::system_error(static_cast<int>(ERR_get_error()),
+                                      net::error::get_ssl_category(), "TLS");
 }
 
 net::awaitable<error_code> any_stream::tls_handshake() {
   // (Tried as the socket becomes ready, as the other TLS operations are.)
-  auto [ec, none] = co_await net::async_initiate<decltype(use_tuple), void(error_code, std::size_t)>(
-      [this](auto handler) {
-        deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
-        start_direct([this] { return tls_direct::handshake(direct_->ssl); }, std::move(done), false);
-      },
-      use_tuple);
+  auto [ec, none] =
+      co_await net::async_initiate<decltype(use_tuple), void(error_code, std::size_t)>(
+          [this](auto handler) {
+            deadline_aware_handler<decltype(handler)> done{std::move(handler),
+                                                           deadline_.expired_flag()};
+            start_direct([this] { return tls_direct::handshake(direct_->ssl); }, std::move(done),
+                         false);
+          },
+          use_tuple);
   if (!ec) try_next_read_at_once(socket());
   co_return ec;
 }
@@ -90,7 +96,8 @@ std::size_t any_stream::send_now(std::span<const net::const_buffer> buffers, err
   do sent = sendmsg_plain(plain_->native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
   while (sent < 0 && errno == EINTR);
   if (sent >= 0) return static_cast<std::size_t>(sent);
-  if (errno != EAGAIN && errno != EWOULDBLOCK) ec = error_code(errno, boost::system::system_category());
+  if (errno != EAGAIN && errno != EWOULDBLOCK)
+    ec = error_code(errno, boost::system::system_category());
   return 0;
 }
 

@@ -3,21 +3,20 @@
 // Sessions and the relay are written once against this type instead of being
 // templated on the stream (fewer instantiations, a faster build), and both
 // the client side and the upstream side use it.
+#include <array>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/error.hpp>
-
-#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 
-#include "io/net.hpp"
 #include "io/drained_read.hpp"
+#include "io/net.hpp"
 #include "io/stream_deadline.hpp"
 #include "io/tls_direct.hpp"
 
@@ -54,11 +53,14 @@ struct tls_direct_op {
       return;
     }
     auto r = attempt();
-    if (r.wait == tls_direct::wait_for::nothing) std::move(handler)(r.ec, r.bytes);
-    else wait(r.wait);
+    if (r.wait == tls_direct::wait_for::nothing)
+      std::move(handler)(r.ec, r.bytes);
+    else
+      wait(r.wait);
   }
   void wait(tls_direct::wait_for what) {
-    auto kind = what == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
+    auto kind =
+        what == tls_direct::wait_for::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
     socket->async_wait(kind, std::move(*this));
   }
 };
@@ -136,11 +138,15 @@ class any_stream {
   auto async_read_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
-          deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
-          if (direct_) start_direct_read(first_room(b), std::move(done));
+          deadline_aware_handler<decltype(handler)> done{std::move(handler),
+                                                         deadline_.expired_flag()};
+          if (direct_)
+            start_direct_read(first_room(b), std::move(done));
           else if constexpr (std::is_convertible_v<Buffers, net::mutable_buffer>)
-            start_drained_read(*plain_, reactor_, b, std::move(done), nullptr);  // (see drained_read.hpp)
-          else plain_->async_read_some(b, std::move(done));
+            start_drained_read(*plain_, reactor_, b, std::move(done),
+                               nullptr);  // (see drained_read.hpp)
+          else
+            plain_->async_read_some(b, std::move(done));
         },
         token, buffers);
   }
@@ -151,9 +157,11 @@ class any_stream {
   // with async_read_some.
   bool read_now(net::mutable_buffer buffer, error_code& ec, std::size_t& n) {
     if (direct_) {
-      if (quiet_since_drained(socket())) return false;  // (as the plain read_now: a try would find nothing)
+      if (quiet_since_drained(socket()))
+        return false;  // (as the plain read_now: a try would find nothing)
       auto r = tls_direct::read(direct_->ssl, buffer);
-      if (r.wait == tls_direct::wait_for::readable || (r.wait == tls_direct::wait_for::nothing && r.drained))
+      if (r.wait == tls_direct::wait_for::readable ||
+          (r.wait == tls_direct::wait_for::nothing && r.drained))
         note_would_block(socket());
       if (r.wait != tls_direct::wait_for::nothing) return false;
       ec = r.ec;
@@ -174,10 +182,12 @@ class any_stream {
   auto async_write_some(const Buffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const Buffers& b) {
-          deadline_aware_handler<decltype(handler)> done{std::move(handler), deadline_.expired_flag()};
+          deadline_aware_handler<decltype(handler)> done{std::move(handler),
+                                                         deadline_.expired_flag()};
           if (direct_) {
             auto attempt = [this, pieces = first_pieces(b)] {
-              return tls_direct::write(direct_->ssl, std::span(pieces.buffers.data(), pieces.count));
+              return tls_direct::write(direct_->ssl,
+                                       std::span(pieces.buffers.data(), pieces.count));
             };
             start_direct(std::move(attempt), std::move(done), false);
           } else {
@@ -268,8 +278,10 @@ class any_stream {
       n = r.bytes;
       return r.drained ? status::done_and_exhausted : status::done;
     };
-    tls_direct_read_done<decltype(read_once), Handler> done{&socket(), read_once, std::move(handler)};
-    if (start_attempted_read(socket(), reactor_, attempt, done)) return;  // (takes both only when it starts)
+    tls_direct_read_done<decltype(read_once), Handler> done{&socket(), read_once,
+                                                            std::move(handler)};
+    if (start_attempted_read(socket(), reactor_, attempt, done))
+      return;  // (takes both only when it starts)
     start_direct(std::move(read_once), std::move(done.handler), quiet_since_drained(socket()));
 #else
     start_direct(std::move(read_once), std::move(handler), quiet_since_drained(socket()));
@@ -277,7 +289,8 @@ class any_stream {
   }
   template <typename Buffers>
   static net::mutable_buffer first_room(const Buffers& buffers) {
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it)
+    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers);
+         ++it)
       if (net::mutable_buffer b = *it; b.size() > 0) return b;
     return {};
   }
@@ -290,7 +303,8 @@ class any_stream {
   template <typename Buffers>
   static some_pieces first_pieces(const Buffers& buffers) {
     some_pieces out;
-    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers) && out.count < 16; ++it)
+    for (auto it = net::buffer_sequence_begin(buffers);
+         it != net::buffer_sequence_end(buffers) && out.count < 16; ++it)
       out.buffers[out.count++] = *it;
     return out;
   }
@@ -315,7 +329,7 @@ class any_stream {
   };
   std::unique_ptr<direct_tls> direct_;
   stream_deadline deadline_;  // declared after the stream it closes
-  read_reactor reactor_;      // for reads queued on the reactor (drained_read.hpp), plain or direct TLS
+  read_reactor reactor_;  // for reads queued on the reactor (drained_read.hpp), plain or direct TLS
   std::function<void()> closer() {
     return [this] { close(); };
   }
@@ -329,7 +343,8 @@ bool is_disconnect(const error_code& ec);
 // Asio finds a handler's executor, allocator and cancellation slot through
 // associators: the wrappers above pass their wrapped `handler`'s on.
 namespace tokengate {
-template <template <typename, typename> class Associator, typename Wrapper, typename Handler, typename DefaultCandidate>
+template <template <typename, typename> class Associator, typename Wrapper, typename Handler,
+          typename DefaultCandidate>
 struct wrapped_handler_associator : Associator<Handler, DefaultCandidate> {
   static typename Associator<Handler, DefaultCandidate>::type get(const Wrapper& w) noexcept {
     return Associator<Handler, DefaultCandidate>::get(w.handler);
@@ -341,17 +356,24 @@ struct wrapped_handler_associator : Associator<Handler, DefaultCandidate> {
 };
 }  // namespace tokengate
 
-template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Handler>, DefaultCandidate>
-    : tokengate::wrapped_handler_associator<Associator, tokengate::deadline_aware_handler<Handler>, Handler,
-                                            DefaultCandidate> {};
+template <template <typename, typename> class Associator, typename Handler,
+          typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::deadline_aware_handler<Handler>,
+                               DefaultCandidate>
+    : tokengate::wrapped_handler_associator<Associator, tokengate::deadline_aware_handler<Handler>,
+                                            Handler, DefaultCandidate> {};
 
-template <template <typename, typename> class Associator, typename Attempt, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, tokengate::tls_direct_op<Attempt, Handler>, DefaultCandidate>
-    : tokengate::wrapped_handler_associator<Associator, tokengate::tls_direct_op<Attempt, Handler>, Handler,
-                                            DefaultCandidate> {};
+template <template <typename, typename> class Associator, typename Attempt, typename Handler,
+          typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::tls_direct_op<Attempt, Handler>,
+                               DefaultCandidate>
+    : tokengate::wrapped_handler_associator<Associator, tokengate::tls_direct_op<Attempt, Handler>,
+                                            Handler, DefaultCandidate> {};
 
-template <template <typename, typename> class Associator, typename ReadOnce, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, tokengate::tls_direct_read_done<ReadOnce, Handler>, DefaultCandidate>
-    : tokengate::wrapped_handler_associator<Associator, tokengate::tls_direct_read_done<ReadOnce, Handler>, Handler,
-                                            DefaultCandidate> {};
+template <template <typename, typename> class Associator, typename ReadOnce, typename Handler,
+          typename DefaultCandidate>
+struct boost::asio::associator<Associator, tokengate::tls_direct_read_done<ReadOnce, Handler>,
+                               DefaultCandidate>
+    : tokengate::wrapped_handler_associator<Associator,
+                                            tokengate::tls_direct_read_done<ReadOnce, Handler>,
+                                            Handler, DefaultCandidate> {};

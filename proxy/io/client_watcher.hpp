@@ -15,15 +15,14 @@
 // rather than a coroutine: co_spawn cost a coroutine frame for the watcher
 // and one for its entry point, two work guards and an awaitable operation
 // per read, every request (callgrind).
+#include <algorithm>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-
-#include <algorithm>
 #include <utility>
 
-#include "io/net.hpp"
 #include "io/any_stream.hpp"
+#include "io/net.hpp"
 
 namespace tokengate {
 
@@ -43,7 +42,8 @@ class client_watcher {
 
   // Both must outlive every read: the session keeps them, and cancels and
   // waits for the last read (async_wait_read) before they go.
-  client_watcher(any_stream& client, beast::flat_buffer& buffer) : client_(client), buffer_(buffer) {}
+  client_watcher(any_stream& client, beast::flat_buffer& buffer)
+      : client_(client), buffer_(buffer) {}
   client_watcher(const client_watcher&) = delete;
   client_watcher& operator=(const client_watcher&) = delete;
 
@@ -67,7 +67,9 @@ class client_watcher {
   // more a request (`SDK_HEADERS=1 per_event.sh`: 3.25 a 2-token
   // request's event against 2.75). Capped, since a stream keeps this
   // buffer for its life; a longer body is read into place anyway.
-  void expect_requests_of(std::size_t bytes) { expected_ = std::clamp<std::size_t>(bytes, 512, 2048); }
+  void expect_requests_of(std::size_t bytes) {
+    expected_ = std::clamp<std::size_t>(bytes, 512, 2048);
+  }
 
   // The exchange is over: the hook is forgotten, and a read still pending
   // is left to complete as the wait for the next request. Where bytes of
@@ -93,8 +95,9 @@ class client_watcher {
     return net::async_initiate<Token, void(error_code)>(
         [this](auto handler) {
           if (!reading_) {
-            return net::post(client_.get_executor(),
-                             [handler = std::move(handler)]() mutable { std::move(handler)(error_code{}); });
+            return net::post(client_.get_executor(), [handler = std::move(handler)]() mutable {
+              std::move(handler)(error_code{});
+            });
           }
           // (Constructed and swapped in: Boost 1.81's move assignment of
           // any_completion_handler copies its source as a new handler to

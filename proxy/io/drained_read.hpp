@@ -30,6 +30,11 @@
 // This is Asio's own receive operation with that difference; it uses Asio's
 // internals (reactor_op, the socket's reactor data), so it is tied to the
 // Boost version below, and any other version takes the ordinary read.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/detail/bind_handler.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
@@ -39,12 +44,6 @@
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
 #include <boost/version.hpp>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -76,10 +75,12 @@ inline bool enable_receive_timestamps(tcp::socket& socket) {
 struct read_record {
   std::size_t believed = 0;     // reads believed to have drained the socket
   std::int64_t arrival_ns = 0;  // the last read's newest bytes' arrival, real-time ns (0: none)
-  std::size_t queued = 0;       // bytes the kernel still held after the last read (TCP_INQ; 0: none or unknown)
+  std::size_t queued =
+      0;  // bytes the kernel still held after the last read (TCP_INQ; 0: none or unknown)
 };
 
-#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && \
+    !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define TOKENGATE_DRAINED_READ 1
 
 namespace drained_read_detail {
@@ -89,7 +90,9 @@ using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
 // The socket's implementation is a protected member of basic_socket; a
 // pointer to it, taken through a derived class, reads it without a cast.
 struct socket_access : socket_type {
-  static auto& implementation(socket_type& s) { return (s.*(&socket_access::impl_)).get_implementation(); }
+  static auto& implementation(socket_type& s) {
+    return (s.*(&socket_access::impl_)).get_implementation();
+  }
 };
 
 // The reactor keeps the events of epoll's last report for a descriptor in
@@ -106,8 +109,9 @@ struct last_events_access : detail::scheduler_operation {
 // the top of this file). `ec`/`n` as Asio's non_blocking_recv1; false with
 // no error: would block. `arrival_ns`: when the newest bytes read arrived
 // (real-time nanoseconds), where the socket reports it.
-inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events, error_code& ec,
-                      std::size_t& n, bool& drained, std::int64_t& arrival_ns, std::size_t& queued_after) {
+inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* last_events,
+                      error_code& ec, std::size_t& n, bool& drained, std::int64_t& arrival_ns,
+                      std::size_t& queued_after) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec))];
   msghdr message;
   ssize_t got = receive_into(socket, buffer.data(), buffer.size(), control, 0, message);
@@ -153,7 +157,8 @@ inline bool read_once(int socket, net::mutable_buffer buffer, const unsigned* la
 // name private members.
 using descriptor_state = detail::epoll_reactor::descriptor_state;
 using try_flags = bool (descriptor_state::*)[detail::epoll_reactor::max_ops];
-using op_queues = detail::op_queue<detail::reactor_op> (descriptor_state::*)[detail::epoll_reactor::max_ops];
+using op_queues =
+    detail::op_queue<detail::reactor_op> (descriptor_state::*)[detail::epoll_reactor::max_ops];
 struct try_flags_tag {
   friend try_flags member_of(try_flags_tag);
 };
@@ -194,7 +199,8 @@ struct drained_attempt {
     bool drained;
     std::int64_t arrival_ns = 0;
     std::size_t queued = 0;
-    if (!read_once(socket, buffer, last_events, ec, n, drained, arrival_ns, queued)) return detail::reactor_op::not_done;
+    if (!read_once(socket, buffer, last_events, ec, n, drained, arrival_ns, queued))
+      return detail::reactor_op::not_done;
     keep(record, arrival_ns, queued);
     if (!drained) return detail::reactor_op::done;
     if (!ec && record) ++record->believed;
@@ -215,7 +221,8 @@ class attempt_read_op : public detail::reactor_op {
   BOOST_ASIO_DEFINE_HANDLER_PTR(attempt_read_op);
 
   attempt_read_op(Attempt& attempt, Handler& handler, const IoExecutor& io_ex)
-      : detail::reactor_op(error_code(), &attempt_read_op::do_perform, &attempt_read_op::do_complete),
+      : detail::reactor_op(error_code(), &attempt_read_op::do_perform,
+                           &attempt_read_op::do_complete),
         attempt_(std::move(attempt)),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
@@ -232,7 +239,8 @@ class attempt_read_op : public detail::reactor_op {
     detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
     // The handler is moved out before the operation's memory is freed: it may
     // own that memory.
-    detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+    detail::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_,
+                                                              o->bytes_transferred_);
     p.h = std::addressof(handler.handler_);
     p.reset();
     if (owner) {
@@ -256,7 +264,8 @@ class read_reactor {
  public:
   explicit read_reactor(net::basic_stream_socket<tcp, net::any_io_executor>& socket) {
 #ifdef TOKENGATE_DRAINED_READ
-    reactor_ = &net::use_service<boost::asio::detail::reactor>(net::query(socket.get_executor(), net::execution::context));
+    reactor_ = &net::use_service<boost::asio::detail::reactor>(
+        net::query(socket.get_executor(), net::execution::context));
 #else
     (void)socket;
 #endif
@@ -275,8 +284,9 @@ class read_reactor {
 // read; it must outlive the read. Falls back to the ordinary read where the
 // drained one cannot run.
 template <typename Handler>
-void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
-                        net::mutable_buffer buffer, Handler&& handler, read_record* record) {
+void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket,
+                        const read_reactor& reactor, net::mutable_buffer buffer, Handler&& handler,
+                        read_record* record) {
   if (record) {  // (set by this read, or by none)
     record->arrival_ns = 0;
     record->queued = 0;
@@ -284,16 +294,19 @@ void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& soc
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
   using attempt = drained_read_detail::drained_attempt;
-  using op = drained_read_detail::attempt_read_op<attempt, std::decay_t<Handler>, net::any_io_executor>;
+  using op =
+      drained_read_detail::attempt_read_op<attempt, std::decay_t<Handler>, net::any_io_executor>;
   auto& impl = drained_read_detail::socket_access::implementation(socket);
   // Asio made the socket non-blocking at its first asynchronous operation;
   // before that (a socket never read yet), or for an empty buffer, the
   // ordinary read.
   if ((impl.state_ & detail::socket_ops::non_blocking) && buffer.size() > 0 && socket.is_open()) {
-    attempt read{impl.socket_, buffer, drained_read_detail::last_events_access::of(impl.reactor_data_), record};
+    attempt read{impl.socket_, buffer,
+                 drained_read_detail::last_events_access::of(impl.reactor_data_), record};
     typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
     p.p = new (p.v) op(read, handler, socket.get_executor());
-    reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
+    reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false,
+                           true);
     p.v = p.p = nullptr;
     return;
   }
@@ -308,16 +321,18 @@ void start_drained_read(net::basic_stream_socket<tcp, net::any_io_executor>& soc
 // report of epoll's until it says done. Where that cannot run (another
 // Boost), false: the caller waits its own way.
 template <typename Attempt, typename Handler>
-bool start_attempted_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket, const read_reactor& reactor,
-                          Attempt&& attempt, Handler&& handler) {
+bool start_attempted_read(net::basic_stream_socket<tcp, net::any_io_executor>& socket,
+                          const read_reactor& reactor, Attempt&& attempt, Handler&& handler) {
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
-  using op = drained_read_detail::attempt_read_op<std::decay_t<Attempt>, std::decay_t<Handler>, net::any_io_executor>;
+  using op = drained_read_detail::attempt_read_op<std::decay_t<Attempt>, std::decay_t<Handler>,
+                                                  net::any_io_executor>;
   auto& impl = drained_read_detail::socket_access::implementation(socket);
   if (!(impl.state_ & detail::socket_ops::non_blocking) || !socket.is_open()) return false;
   typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
   p.p = new (p.v) op(attempt, handler, socket.get_executor());
-  reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
+  reactor.get().start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false,
+                         true);
   p.v = p.p = nullptr;
   return true;
 #else
@@ -338,24 +353,28 @@ bool start_attempted_read(net::basic_stream_socket<tcp, net::any_io_executor>& s
 // did not (would block, or Asio would not have tried); the reactor then
 // knows as much as after its own failed attempt, and the ordinary read
 // that follows waits for epoll without trying again. Plain sockets only.
-inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket, net::mutable_buffer buffer,
-                     read_record* record, error_code& ec, std::size_t& n) {
+inline bool read_now(net::basic_stream_socket<tcp, net::any_io_executor>& socket,
+                     net::mutable_buffer buffer, read_record* record, error_code& ec,
+                     std::size_t& n) {
 #ifdef TOKENGATE_DRAINED_READ
   namespace detail = boost::asio::detail;
   using namespace drained_read_detail;
   auto& impl = socket_access::implementation(socket);
   bool* try_at_once = try_read_flag(socket);
-  if (!try_at_once || !*try_at_once || !(impl.state_ & detail::socket_ops::non_blocking) || buffer.size() == 0)
+  if (!try_at_once || !*try_at_once || !(impl.state_ & detail::socket_ops::non_blocking) ||
+      buffer.size() == 0)
     return false;
   auto* state = impl.reactor_data_;
   auto& waiting = (state->*member_of(op_queues_tag{}));
-  if (!waiting[detail::epoll_reactor::read_op].empty() || !waiting[detail::epoll_reactor::except_op].empty())
+  if (!waiting[detail::epoll_reactor::read_op].empty() ||
+      !waiting[detail::epoll_reactor::except_op].empty())
     return false;
   bool drained;
   std::int64_t arrival_ns = 0;
   std::size_t queued = 0;
   keep(record, 0, 0);
-  if (!read_once(impl.socket_, buffer, last_events_access::of(state), ec, n, drained, arrival_ns, queued)) {
+  if (!read_once(impl.socket_, buffer, last_events_access::of(state), ec, n, drained, arrival_ns,
+                 queued)) {
     // As after Asio's own attempt: wait for epoll's next report. Nothing
     // can come in between: epoll's reports are handled on this thread.
     *try_at_once = false;
@@ -389,7 +408,8 @@ inline void wait_for_next_report(net::basic_stream_socket<tcp, net::any_io_execu
   bool* try_at_once = try_read_flag(socket);
   if (!try_at_once) return;
   auto* state = socket_access::implementation(socket).reactor_data_;
-  if (*last_events_access::of(state) & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return;
+  if (*last_events_access::of(state) & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+    return;
   *try_at_once = false;
 #else
   (void)socket;
@@ -444,7 +464,8 @@ class drained_reader {
   using socket_type = net::basic_stream_socket<tcp, net::any_io_executor>;
   explicit drained_reader(socket_type& socket) : socket_(socket), reactor_(socket) {}
   // With the reactor its connection already looked up (any_stream::reactor()).
-  drained_reader(socket_type& socket, const read_reactor& reactor) : socket_(socket), reactor_(reactor) {}
+  drained_reader(socket_type& socket, const read_reactor& reactor)
+      : socket_(socket), reactor_(reactor) {}
 
   template <typename Token>
   auto async_read_some(net::mutable_buffer buffer, Token&& token) {
@@ -476,7 +497,8 @@ class drained_reader {
   std::optional<std::chrono::nanoseconds> since_last_arrival() const {
     if (record_.arrival_ns == 0) return std::nullopt;
     auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
     if (now_ns < record_.arrival_ns) return std::nullopt;
     return std::chrono::nanoseconds(now_ns - record_.arrival_ns);
   }

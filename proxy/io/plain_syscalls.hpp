@@ -28,8 +28,8 @@ inline ssize_t recvmsg_plain(int socket, msghdr* message, int flags) {
 // One receive into `data`, with room in `control` for what the socket was
 // asked to say about it (TCP_INQ, arrival times), tried again when a signal
 // interrupts it. `message` holds that ancillary data afterwards (CMSG_*).
-inline ssize_t receive_into(int socket, void* data, std::size_t size, std::span<char> control, int flags,
-                            msghdr& message) {
+inline ssize_t receive_into(int socket, void* data, std::size_t size, std::span<char> control,
+                            int flags, msghdr& message) {
   iovec piece{data, size};
   message = {};
   message.msg_iov = &piece;

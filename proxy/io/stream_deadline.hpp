@@ -18,7 +18,6 @@
 // or cleared (expires_never), not only the next one: callers clear it when a
 // phase with a time limit ends (see any_stream).
 #include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
 #include <functional>
 #include <memory>

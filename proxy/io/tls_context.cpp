@@ -45,7 +45,8 @@ std::shared_ptr<ssl::context> make_server_tls_context(const std::string& cert_fi
   harden(*ctx);
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(cert_file, ec);
-  if (ec) throw std::runtime_error("tls: cannot load certificate " + cert_file + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("tls: cannot load certificate " + cert_file + ": " + ec.message());
   ctx->use_private_key_file(key_file, ssl::context::pem, ec);
   if (ec) throw std::runtime_error("tls: cannot load key " + key_file + ": " + ec.message());
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
@@ -58,9 +59,13 @@ std::shared_ptr<ssl::context> make_client_tls_context(const std::string& ca_file
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
   harden(*ctx);
   boost::system::error_code ec;
-  if (ca_file.empty()) ctx->set_default_verify_paths(ec);
-  else ctx->load_verify_file(ca_file, ec);
-  if (ec) throw std::runtime_error("tls: cannot load CA " + (ca_file.empty() ? "store" : ca_file) + ": " + ec.message());
+  if (ca_file.empty())
+    ctx->set_default_verify_paths(ec);
+  else
+    ctx->load_verify_file(ca_file, ec);
+  if (ec)
+    throw std::runtime_error("tls: cannot load CA " + (ca_file.empty() ? "store" : ca_file) + ": " +
+                             ec.message());
   ctx->set_verify_mode(ssl::verify_peer);
   SSL_CTX_set_alpn_protos(ctx->native_handle(), alpn_http11, sizeof(alpn_http11));
   return ctx;

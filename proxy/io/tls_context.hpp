@@ -1,6 +1,5 @@
 #pragma once
 #include <boost/asio/ssl/context.hpp>
-
 #include <memory>
 #include <string>
 

@@ -30,7 +30,8 @@ tls_credentials::tls_credentials(std::string cert_file, std::string key_file)
 tls_credentials::file_times tls_credentials::read_file_times() const {
   // A missing file reads as the epoch: its return is then a change.
   std::error_code ignored;
-  return {std::filesystem::last_write_time(cert_file_, ignored), std::filesystem::last_write_time(key_file_, ignored)};
+  return {std::filesystem::last_write_time(cert_file_, ignored),
+          std::filesystem::last_write_time(key_file_, ignored)};
 }
 
 void tls_credentials::reload() {

@@ -5,9 +5,8 @@
 // they load and match, new handshakes use them. Connections already open keep
 // the context they started with (each holds a reference), so a rotation never
 // breaks a stream in flight.
-#include <boost/asio/ssl/context.hpp>
-
 #include <atomic>
+#include <boost/asio/ssl/context.hpp>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -22,7 +21,9 @@ class tls_credentials {
   tls_credentials(std::string cert_file, std::string key_file);
 
   // The context for the next handshake. Any thread.
-  std::shared_ptr<boost::asio::ssl::context> current() const { return current_.load(std::memory_order_acquire); }
+  std::shared_ptr<boost::asio::ssl::context> current() const {
+    return current_.load(std::memory_order_acquire);
+  }
 
   // Reads the files again. On failure the running certificate stays and the
   // error is thrown (naming the file). Any thread.
@@ -42,7 +43,8 @@ class tls_credentials {
   std::string cert_file_, key_file_;
   std::atomic<std::shared_ptr<boost::asio::ssl::context>> current_;
   std::atomic<long long> not_after_{0};
-  mutable std::mutex attempt_mutex_;  // reload() and files_changed() from the control thread and tests
+  mutable std::mutex
+      attempt_mutex_;  // reload() and files_changed() from the control thread and tests
   file_times attempted_;
 };
 

@@ -1,7 +1,5 @@
 #include "io/tls_direct.hpp"
 
-#include <boost/asio/ssl/error.hpp>
-
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/bio.h>
@@ -11,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/ssl/error.hpp>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -27,7 +26,8 @@ struct socket_bio_state {
   tcp::socket* socket;
   bool ended = false;  // the peer's FIN was read
   int last_errno = 0;
-  int queued_after = -1;  // what the kernel still held after this call's last receive (TCP_INQ); -1: unknown
+  int queued_after =
+      -1;  // what the kernel still held after this call's last receive (TCP_INQ); -1: unknown
 };
 
 socket_bio_state& state_of(BIO* bio) { return *static_cast<socket_bio_state*>(BIO_get_data(bio)); }
@@ -43,7 +43,8 @@ int bio_read(BIO* bio, char* out, int size) {
   // socket has it on: enable_drained_reads), as the plain reads do.
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   msghdr message;
-  auto n = receive_into(st.socket->native_handle(), out, static_cast<std::size_t>(size), control, MSG_DONTWAIT, message);
+  auto n = receive_into(st.socket->native_handle(), out, static_cast<std::size_t>(size), control,
+                        MSG_DONTWAIT, message);
   st.queued_after = -1;
   if (n < 0) {
     st.last_errno = errno;
@@ -81,9 +82,12 @@ int bio_write(BIO* bio, const char* data, int size) {
 
 long bio_ctrl(BIO* bio, int command, long, void*) {
   switch (command) {
-    case BIO_CTRL_FLUSH: return 1;                          // every write went to the kernel
-    case BIO_CTRL_EOF: return state_of(bio).ended ? 1 : 0;  // OpenSSL tells a truncation from an error by it
-    default: return 0;
+    case BIO_CTRL_FLUSH:
+      return 1;  // every write went to the kernel
+    case BIO_CTRL_EOF:
+      return state_of(bio).ended ? 1 : 0;  // OpenSSL tells a truncation from an error by it
+    default:
+      return 0;
   }
 }
 
@@ -115,9 +119,12 @@ BIO_METHOD* socket_method() {
 // stream reports it (so that is_disconnect and the logs read the same).
 io_result failure(SSL* ssl, int result) {
   switch (SSL_get_error(ssl, result)) {
-    case SSL_ERROR_WANT_READ: return {0, {}, wait_for::readable};
-    case SSL_ERROR_WANT_WRITE: return {0, {}, wait_for::writable};
-    case SSL_ERROR_ZERO_RETURN: return {0, net::error::eof};
+    case SSL_ERROR_WANT_READ:
+      return {0, {}, wait_for::readable};
+    case SSL_ERROR_WANT_WRITE:
+      return {0, {}, wait_for::writable};
+    case SSL_ERROR_ZERO_RETURN:
+      return {0, net::error::eof};
     case SSL_ERROR_SYSCALL: {
       auto* bio = SSL_get_rbio(ssl);
       int e = bio ? state_of(bio).last_errno : 0;
@@ -126,10 +133,12 @@ io_result failure(SSL* ssl, int result) {
     }
     case SSL_ERROR_SSL: {
       auto code = ERR_get_error();
-      if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return {0, net::ssl::error::stream_truncated};
+      if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+        return {0, net::ssl::error::stream_truncated};
       return {0, error_code(static_cast<int>(code), net::error::get_ssl_category())};
     }
-    default: return {0, net::ssl::error::unspecified_system_error};
+    default:
+      return {0, net::ssl::error::unspecified_system_error};
   }
 }
 
@@ -157,12 +166,15 @@ SSL* attach(SSL_CTX* ctx, tcp::socket& socket, bool server) {
   // from the same address (write gathers pieces into a buffer of its own);
   // OpenSSL's record buffers are freed while empty, which is most of a
   // stream's life (Asio's stream set the same modes).
-  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                        SSL_MODE_RELEASE_BUFFERS);
   // Records are read as many at a time as have arrived, not header and body
   // in two receives each.
   SSL_set_read_ahead(ssl, 1);
-  if (server) SSL_set_accept_state(ssl);
-  else SSL_set_connect_state(ssl);
+  if (server)
+    SSL_set_accept_state(ssl);
+  else
+    SSL_set_connect_state(ssl);
   return ssl;
 }
 
@@ -222,7 +234,8 @@ io_result shutdown(SSL* ssl) {
   int r = SSL_shutdown(ssl);
   if (r >= 0) return {};
   auto f = failure(ssl, r);
-  if (f.wait == wait_for::readable) return {};  // (only when the peer's close_notify is awaited: it is not)
+  if (f.wait == wait_for::readable)
+    return {};  // (only when the peer's close_notify is awaited: it is not)
   return f;
 }
 

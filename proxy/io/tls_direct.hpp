@@ -40,9 +40,9 @@ enum class wait_for { nothing, readable, writable };
 
 struct io_result {
   std::size_t bytes = 0;  // taken or given
-  error_code ec;          // eof on close_notify, ssl::error::stream_truncated on a TCP end without it
+  error_code ec;  // eof on close_notify, ssl::error::stream_truncated on a TCP end without it
   wait_for wait = wait_for::nothing;
-  bool drained = false;   // (a read) the socket and OpenSSL had nothing after these bytes
+  bool drained = false;  // (a read) the socket and OpenSSL had nothing after these bytes
 };
 
 // A client's connection to `host`: SNI, so that a shared front end picks

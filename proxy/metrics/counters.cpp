@@ -5,10 +5,14 @@
 namespace tokengate::metrics {
 
 void shard::count_status(unsigned status) {
-  if (status >= 500) downstream_rq_5xx.add();
-  else if (status >= 400) downstream_rq_4xx.add();
-  else if (status >= 300) downstream_rq_3xx.add();
-  else downstream_rq_2xx.add();
+  if (status >= 500)
+    downstream_rq_5xx.add();
+  else if (status >= 400)
+    downstream_rq_4xx.add();
+  else if (status >= 300)
+    downstream_rq_3xx.add();
+  else
+    downstream_rq_2xx.add();
 }
 
 void error_counts::add(std::string_view side, std::string_view code) {
@@ -29,35 +33,76 @@ struct family {
 
 // One table, plain data: name (with side and unit), type, help.
 const family families[] = {
-    {"tokengate_downstream_cx_total", "counter", "Client connections accepted.", &shard::downstream_cx_total},
-    {"tokengate_downstream_cx_active", "gauge", "Client connections open now.", &shard::downstream_cx_active},
-    {"tokengate_downstream_cx_refused_per_client_total", "counter", "Connections over limits.max_connections_per_client, answered 429 and closed.", &shard::downstream_cx_refused_per_client},
-    {"tokengate_downstream_cx_accept_paused_total", "counter", "Times a worker stopped accepting at limits.max_connections.", &shard::downstream_cx_accept_paused},
-    {"tokengate_downstream_tls_handshakes_total", "counter", "TLS handshakes completed with clients.", &shard::downstream_tls_handshakes},
-    {"tokengate_downstream_tls_resumed_total", "counter", "Client TLS handshakes that resumed a session from a ticket (no certificate sent).", &shard::downstream_tls_resumed},
-    {"tokengate_downstream_rq_total", "counter", "Client requests received.", &shard::downstream_rq_total},
-    {"tokengate_downstream_rq_active", "gauge", "Client requests in progress.", &shard::downstream_rq_active},
-    {"tokengate_downstream_rq_paced_total", "counter", "Requests whose set-up waited for a later turn of the event loop (a burst of new requests), so that open streams' events went first.", &shard::downstream_rq_paced},
-    {"tokengate_downstream_rq_client_cancelled_total", "counter", "Requests the client abandoned before the end.", &shard::downstream_rq_client_cancelled},
-    {"tokengate_downstream_rq_stream_failed_total", "counter", "Streams cut by an upstream failure after the response began.", &shard::downstream_rq_stream_failed},
-    {"tokengate_upstream_cx_connect_fail_total", "counter", "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},
-    {"tokengate_upstream_cx_reused_total", "counter", "Requests sent on a pooled keep-alive connection.", &shard::upstream_cx_reused},
-    {"tokengate_upstream_tls_handshakes_total", "counter", "TLS handshakes completed with upstreams.", &shard::upstream_tls_handshakes},
-    {"tokengate_upstream_tls_resumed_total", "counter", "Upstream TLS handshakes that resumed the pool's last session (no certificate to verify).", &shard::upstream_tls_resumed},
-    {"tokengate_upstream_rq_fallback_total", "counter", "Attempts on a further target after a failure (fallback).", &shard::upstream_rq_fallback},
-    {"tokengate_upstream_rq_forwarded_early_total", "counter", "Long request bodies forwarded to the upstream while they arrived.", &shard::upstream_rq_forwarded_early},
-    {"tokengate_upstream_rq_early_abandoned_total", "counter", "Bodies forwarded early whose whole body changed the plan: that upstream connection was closed before the last byte, and the request sent again.", &shard::upstream_rq_early_abandoned},
-    {"tokengate_upstream_ejections_total", "counter", "Times a worker ejected an upstream after consecutive failures.", &shard::upstream_ejections},
-    {"tokengate_limit_injected_total", "counter", "Requests given the default output-token limit.", &shard::limit_injected},
-    {"tokengate_limit_clamped_total", "counter", "Requests whose output-token limit was lowered to the ceiling.", &shard::limit_clamped},
-    {"tokengate_limit_rejected_total", "counter", "Requests refused for asking more output tokens than allowed.", &shard::limit_rejected},
-    {"tokengate_limit_enforced_total", "counter", "Streams cut by the proxy because the upstream overran the limit.", &shard::limit_enforced},
-    {"tokengate_upstream_rq_timeout_total", "counter", "Upstream requests that timed out.", &shard::upstream_rq_timeout},
-    {"tokengate_streams_active", "gauge", "Event streams being relayed now.", &shard::stream_active},
-    {"tokengate_upstream_cx_idle", "gauge", "Keep-alive upstream connections waiting in the pools.", &shard::upstream_cx_idle},
-    {"tokengate_stream_events_total", "counter", "Server-sent events relayed to clients.", &shard::stream_events_total},
-    {"tokengate_downstream_sent_bytes_total", "counter", "Response bytes written to clients.", &shard::downstream_bytes_sent},
-    {"tokengate_request_body_buffers_kept_bytes", "gauge", "Memory kept in the buffers of long request bodies for the next ones (at most 32 MiB a worker, each buffer freed after 10 s unused).", &shard::request_body_buffers_kept_bytes},
+    {"tokengate_downstream_cx_total", "counter", "Client connections accepted.",
+     &shard::downstream_cx_total},
+    {"tokengate_downstream_cx_active", "gauge", "Client connections open now.",
+     &shard::downstream_cx_active},
+    {"tokengate_downstream_cx_refused_per_client_total", "counter",
+     "Connections over limits.max_connections_per_client, answered 429 and closed.",
+     &shard::downstream_cx_refused_per_client},
+    {"tokengate_downstream_cx_accept_paused_total", "counter",
+     "Times a worker stopped accepting at limits.max_connections.",
+     &shard::downstream_cx_accept_paused},
+    {"tokengate_downstream_tls_handshakes_total", "counter",
+     "TLS handshakes completed with clients.", &shard::downstream_tls_handshakes},
+    {"tokengate_downstream_tls_resumed_total", "counter",
+     "Client TLS handshakes that resumed a session from a ticket (no certificate sent).",
+     &shard::downstream_tls_resumed},
+    {"tokengate_downstream_rq_total", "counter", "Client requests received.",
+     &shard::downstream_rq_total},
+    {"tokengate_downstream_rq_active", "gauge", "Client requests in progress.",
+     &shard::downstream_rq_active},
+    {"tokengate_downstream_rq_paced_total", "counter",
+     "Requests whose set-up waited for a later turn of the event loop (a burst of new requests), "
+     "so that open streams' events went first.",
+     &shard::downstream_rq_paced},
+    {"tokengate_downstream_rq_client_cancelled_total", "counter",
+     "Requests the client abandoned before the end.", &shard::downstream_rq_client_cancelled},
+    {"tokengate_downstream_rq_stream_failed_total", "counter",
+     "Streams cut by an upstream failure after the response began.",
+     &shard::downstream_rq_stream_failed},
+    {"tokengate_upstream_cx_connect_fail_total", "counter",
+     "Failed connection attempts to upstreams.", &shard::upstream_cx_connect_fail},
+    {"tokengate_upstream_cx_reused_total", "counter",
+     "Requests sent on a pooled keep-alive connection.", &shard::upstream_cx_reused},
+    {"tokengate_upstream_tls_handshakes_total", "counter",
+     "TLS handshakes completed with upstreams.", &shard::upstream_tls_handshakes},
+    {"tokengate_upstream_tls_resumed_total", "counter",
+     "Upstream TLS handshakes that resumed the pool's last session (no certificate to verify).",
+     &shard::upstream_tls_resumed},
+    {"tokengate_upstream_rq_fallback_total", "counter",
+     "Attempts on a further target after a failure (fallback).", &shard::upstream_rq_fallback},
+    {"tokengate_upstream_rq_forwarded_early_total", "counter",
+     "Long request bodies forwarded to the upstream while they arrived.",
+     &shard::upstream_rq_forwarded_early},
+    {"tokengate_upstream_rq_early_abandoned_total", "counter",
+     "Bodies forwarded early whose whole body changed the plan: that upstream connection was "
+     "closed before the last byte, and the request sent again.",
+     &shard::upstream_rq_early_abandoned},
+    {"tokengate_upstream_ejections_total", "counter",
+     "Times a worker ejected an upstream after consecutive failures.", &shard::upstream_ejections},
+    {"tokengate_limit_injected_total", "counter", "Requests given the default output-token limit.",
+     &shard::limit_injected},
+    {"tokengate_limit_clamped_total", "counter",
+     "Requests whose output-token limit was lowered to the ceiling.", &shard::limit_clamped},
+    {"tokengate_limit_rejected_total", "counter",
+     "Requests refused for asking more output tokens than allowed.", &shard::limit_rejected},
+    {"tokengate_limit_enforced_total", "counter",
+     "Streams cut by the proxy because the upstream overran the limit.", &shard::limit_enforced},
+    {"tokengate_upstream_rq_timeout_total", "counter", "Upstream requests that timed out.",
+     &shard::upstream_rq_timeout},
+    {"tokengate_streams_active", "gauge", "Event streams being relayed now.",
+     &shard::stream_active},
+    {"tokengate_upstream_cx_idle", "gauge", "Keep-alive upstream connections waiting in the pools.",
+     &shard::upstream_cx_idle},
+    {"tokengate_stream_events_total", "counter", "Server-sent events relayed to clients.",
+     &shard::stream_events_total},
+    {"tokengate_downstream_sent_bytes_total", "counter", "Response bytes written to clients.",
+     &shard::downstream_bytes_sent},
+    {"tokengate_request_body_buffers_kept_bytes", "gauge",
+     "Memory kept in the buffers of long request bodies for the next ones (at most 32 MiB a "
+     "worker, each buffer freed after 10 s unused).",
+     &shard::request_body_buffers_kept_bytes},
 };
 
 std::uint64_t sum(const std::vector<const shard*>& shards, counter shard::*member) {
@@ -75,7 +120,8 @@ std::string render_prometheus(const std::vector<const shard*>& shards) {
         << f.name << ' ' << sum(shards, f.member) << '\n';
   }
   const char* rq = "tokengate_downstream_rq_by_class_total";
-  out << "# HELP " << rq << " Client requests by response status class.\n# TYPE " << rq << " counter\n";
+  out << "# HELP " << rq << " Client requests by response status class.\n# TYPE " << rq
+      << " counter\n";
   std::pair<const char*, counter shard::*> classes[] = {{"2xx", &shard::downstream_rq_2xx},
                                                         {"3xx", &shard::downstream_rq_3xx},
                                                         {"4xx", &shard::downstream_rq_4xx},
@@ -88,7 +134,8 @@ std::string render_prometheus(const std::vector<const shard*>& shards) {
       errors[{side, code}] += n;
     });
   const char* err = "tokengate_request_errors_total";
-  out << "# HELP " << err << " Requests that ended in an error, by who was at fault (client, policy, upstream, "
+  out << "# HELP " << err
+      << " Requests that ended in an error, by who was at fault (client, policy, upstream, "
       << "internal) and the error's code.\n# TYPE " << err << " counter\n";
   for (const auto& [key, n] : errors)
     out << err << "{side=\"" << key.first << "\",code=\"" << key.second << "\"} " << n << '\n';

@@ -15,8 +15,12 @@ namespace tokengate::metrics {
 
 class counter {
  public:
-  void add(std::uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  void sub(std::uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed); }
+  void add(std::uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void sub(std::uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
   std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
 
  private:
@@ -49,23 +53,25 @@ struct shard {
   counter downstream_cx_accept_paused;       // a worker stopped accepting at limits.max_connections
   counter downstream_rq_total;
   counter downstream_rq_2xx, downstream_rq_3xx, downstream_rq_4xx, downstream_rq_5xx;
-  counter downstream_rq_client_cancelled;   // client went away before the end
-  counter downstream_rq_stream_failed;      // upstream died after the 200 was sent
+  counter downstream_rq_client_cancelled;  // client went away before the end
+  counter downstream_rq_stream_failed;     // upstream died after the 200 was sent
   counter downstream_rq_active;
-  counter downstream_rq_paced;              // set-ups that waited for a later turn (server/setup_pacer.hpp)
+  counter downstream_rq_paced;  // set-ups that waited for a later turn (server/setup_pacer.hpp)
   counter upstream_cx_connect_fail;
   counter upstream_rq_timeout;
   counter upstream_cx_reused;
-  counter upstream_tls_handshakes, upstream_tls_resumed;      // (resumed: a kept session, no certificate)
+  counter upstream_tls_handshakes,
+      upstream_tls_resumed;  // (resumed: a kept session, no certificate)
   counter downstream_tls_handshakes, downstream_tls_resumed;  // (resumed: the client's ticket)
-  counter upstream_ejections;              // an upstream taken out of rotation by passive health
-  counter upstream_rq_fallback;             // attempts on a further target after a failure
-  counter upstream_rq_forwarded_early;      // long bodies sent on while they arrived (server/early_forward.hpp)
-  counter upstream_rq_early_abandoned;      // … whose whole body then asked for another plan
+  counter upstream_ejections;           // an upstream taken out of rotation by passive health
+  counter upstream_rq_fallback;         // attempts on a further target after a failure
+  counter upstream_rq_forwarded_early;  // long bodies sent on while they arrived
+                                        // (server/early_forward.hpp)
+  counter upstream_rq_early_abandoned;  // … whose whole body then asked for another plan
   counter limit_injected, limit_clamped, limit_rejected, limit_enforced;
-  counter stream_events_total;              // SSE events relayed
-  counter stream_active;                    // event streams being relayed now
-  counter upstream_cx_idle;                 // keep-alive connections waiting in the pools
+  counter stream_events_total;  // SSE events relayed
+  counter stream_active;        // event streams being relayed now
+  counter upstream_cx_idle;     // keep-alive connections waiting in the pools
   counter downstream_bytes_sent;
   counter request_body_buffers_kept_bytes;  // kept for the next long bodies (server/body_pool.hpp)
 

@@ -14,7 +14,8 @@ std::optional<std::uint64_t> schedstat_wait_ns(std::string_view line) {
   auto rest = line.substr(space + 1);
   std::uint64_t wait = 0;
   auto [after, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), wait);
-  if (ec != std::errc() || after == rest.data() || after == rest.data() + rest.size() || *after != ' ')
+  if (ec != std::errc() || after == rest.data() || after == rest.data() + rest.size() ||
+      *after != ' ')
     return std::nullopt;
   return wait;
 }
@@ -41,7 +42,8 @@ std::optional<std::uint64_t> read_cpu_wait_ns() {
 
 std::string render_cpu_wait_prometheus(std::optional<std::uint64_t> wait_ns) {
   std::string out =
-      "# HELP tokengate_cpu_wait_seconds_total Time the process's threads were ready to run but waited for a core "
+      "# HELP tokengate_cpu_wait_seconds_total Time the process's threads were ready to run but "
+      "waited for a core "
       "(the scheduler's run queue), summed over its threads. Host steal on a VM is not in it.\n"
       "# TYPE tokengate_cpu_wait_seconds_total counter\n";
   if (wait_ns) {

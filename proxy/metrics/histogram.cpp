@@ -7,21 +7,24 @@
 
 namespace tokengate::metrics {
 
-const std::array<double, 22> ttft_bounds{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-                                         1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::array<double, 22> ttft_bounds{0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                         0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                         20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
 const std::array<double, 16> inter_token_bounds{0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15,
                                                 0.2,   0.3,   0.4,  0.5,   0.75, 1.0,   2.5, 10.0};
-const std::array<double, 14> relay_delay_bounds{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005,
-                                                0.01,    0.025,  0.05,    0.1,    0.25,  0.5,   1.0};
-const std::array<double, 17> duration_bounds{0.01, 0.02, 0.04, 0.08,  0.16,  0.32,  0.64,   1.28,  2.56,
-                                             5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 327.68, 655.36};
+const std::array<double, 14> relay_delay_bounds{
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
+const std::array<double, 17> duration_bounds{0.01,  0.02,  0.04,   0.08,   0.16,  0.32,
+                                             0.64,  1.28,  2.56,   5.12,   10.24, 20.48,
+                                             40.96, 81.92, 163.84, 327.68, 655.36};
 
 std::size_t loglinear_histogram::index_of(std::uint64_t v) {
   if (v < exact_below) return static_cast<std::size_t>(v);
   int msb = 63 - std::countl_zero(v);  // >= 7
   int shift = msb - 6;                 // v >> shift lies in [64, 128)
   if (shift > max_shift) return bucket_count - 1;
-  return exact_below + static_cast<std::size_t>(shift - 1) * sub_buckets + ((v >> shift) - sub_buckets);
+  return exact_below + static_cast<std::size_t>(shift - 1) * sub_buckets +
+         ((v >> shift) - sub_buckets);
 }
 
 double loglinear_histogram::midpoint_of(std::size_t index) {
@@ -59,7 +62,9 @@ double merged_histogram::quantile(double q) const {
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];
-    if (seen >= rank) return std::min(loglinear_histogram::midpoint_of(i), static_cast<double>(std::max<std::uint64_t>(max_, 1)));
+    if (seen >= rank)
+      return std::min(loglinear_histogram::midpoint_of(i),
+                      static_cast<double>(std::max<std::uint64_t>(max_, 1)));
   }
   return static_cast<double>(max_);
 }

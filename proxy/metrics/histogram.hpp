@@ -34,7 +34,9 @@ class loglinear_histogram {
   static std::size_t index_of(std::uint64_t micros);
   static double midpoint_of(std::size_t index);  // µs
 
-  std::uint64_t count(std::size_t index) const { return counts_[index].load(std::memory_order_relaxed); }
+  std::uint64_t count(std::size_t index) const {
+    return counts_[index].load(std::memory_order_relaxed);
+  }
   std::uint64_t total() const { return total_.load(std::memory_order_relaxed); }
   std::uint64_t max() const { return max_.load(std::memory_order_relaxed); }
 
@@ -67,7 +69,9 @@ class fixed_histogram {
 
   void record_micros(std::uint64_t micros);
   std::span<const double> bounds() const { return bounds_; }
-  std::uint64_t bucket(std::size_t i) const { return counts_[i].load(std::memory_order_relaxed); }  // not cumulative
+  std::uint64_t bucket(std::size_t i) const {
+    return counts_[i].load(std::memory_order_relaxed);
+  }  // not cumulative
   std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
   std::uint64_t sum_micros() const { return sum_.load(std::memory_order_relaxed); }
 

@@ -2,7 +2,6 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -10,7 +9,8 @@
 namespace tokengate::metrics {
 
 std::int64_t windowed_histogram::epoch_of(clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count() / slot_seconds;
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count() /
+         slot_seconds;
 }
 
 void windowed_histogram::record(std::uint64_t micros, clock::time_point now) {
@@ -24,8 +24,8 @@ void windowed_histogram::record(std::uint64_t micros, clock::time_point now) {
   s.values.record(micros);
 }
 
-void windowed_histogram::read(merged_histogram& last_minute, merged_histogram& last_five, merged_histogram& all,
-                              clock::time_point now) const {
+void windowed_histogram::read(merged_histogram& last_minute, merged_histogram& last_five,
+                              merged_histogram& all, clock::time_point now) const {
   auto current = epoch_of(now);
   all.add(all_);
   for (const auto& s : slots_) {
@@ -36,10 +36,12 @@ void windowed_histogram::read(merged_histogram& last_minute, merged_histogram& l
   }
 }
 
-series& latency_shard::series_for(std::string_view route, std::string_view model, std::string_view upstream) {
+series& latency_shard::series_for(std::string_view route, std::string_view model,
+                                  std::string_view upstream) {
   thread_local std::string key;
   key.assign(route).append(1, '\x1f').append(model).append(1, '\x1f').append(upstream);
-  if (auto it = series_.find(key); it != series_.end()) return *it->second;  // the only writer: no lock to read
+  if (auto it = series_.find(key); it != series_.end())
+    return *it->second;  // the only writer: no lock to read
   std::lock_guard lock(insert_mutex_);
   auto& slot = series_[key];
   slot = std::make_unique<series>(std::string(route), std::string(model), std::string(upstream));
@@ -83,20 +85,24 @@ struct histogram_family {
 };
 
 const histogram_family histogram_families[] = {
-    {"tokengate_time_to_first_token_seconds", "Request fully read to first generated token written to the client.",
-     &series::ttft, ttft_bounds},
+    {"tokengate_time_to_first_token_seconds",
+     "Request fully read to first generated token written to the client.", &series::ttft,
+     ttft_bounds},
     {"tokengate_upstream_time_to_first_token_seconds",
-     "Request sent upstream to the first generated token received from it.", &series::upstream_ttft, ttft_bounds},
+     "Request sent upstream to the first generated token received from it.", &series::upstream_ttft,
+     ttft_bounds},
     {"tokengate_upstream_time_to_first_byte_seconds", "Request sent upstream to its response head.",
      &series::upstream_first_byte, ttft_bounds},
     {"tokengate_inter_token_latency_seconds", "Gaps between successive token events of a stream.",
      &series::inter_token, inter_token_bounds},
-    {"tokengate_time_per_output_token_seconds", "(last token - first token) / (output tokens - 1), per stream.",
+    {"tokengate_time_per_output_token_seconds",
+     "(last token - first token) / (output tokens - 1), per stream.",
      &series::time_per_output_token, inter_token_bounds},
-    {"tokengate_request_duration_seconds", "Request fully read to the last byte sent.", &series::duration,
-     duration_bounds},
+    {"tokengate_request_duration_seconds", "Request fully read to the last byte sent.",
+     &series::duration, duration_bounds},
     {"tokengate_relay_delay_seconds",
-     "Time the newest bytes of each upstream read spent in tokengate: arrival in the kernel to the write to the client.",
+     "Time the newest bytes of each upstream read spent in tokengate: arrival in the kernel to the "
+     "write to the client.",
      &series::relay_delay, relay_delay_bounds},
 };
 
@@ -114,8 +120,8 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
   std::map<std::string, merged> sets;
   for (const auto* shard : shards)
     shard->each_series([&](const series& s) {
-      auto labels = "route=\"" + escape_label(s.route) + "\",model=\"" + escape_label(s.model) + "\",upstream=\"" +
-                    escape_label(s.upstream) + "\"";
+      auto labels = "route=\"" + escape_label(s.route) + "\",model=\"" + escape_label(s.model) +
+                    "\",upstream=\"" + escape_label(s.upstream) + "\"";
       auto& m = sets[labels];
       m.labels = labels;
       m.buckets.resize(std::size(histogram_families));
@@ -128,7 +134,8 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
         m.counts[f] += h.count();
         m.sums[f] += h.sum_micros();
       }
-      for (std::size_t o = 0; o < outcome_names.size(); ++o) m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
+      for (std::size_t o = 0; o < outcome_names.size(); ++o)
+        m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
       m.input += s.input_tokens.load(std::memory_order_relaxed);
       m.output += s.output_tokens.load(std::memory_order_relaxed);
     });
@@ -142,11 +149,13 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < bounds.size(); ++b) {
         cumulative += m.buckets[f][b];
-        out << fam.name << "_bucket{" << m.labels << ",le=\"" << format_bound(bounds[b]) << "\"} " << cumulative << '\n';
+        out << fam.name << "_bucket{" << m.labels << ",le=\"" << format_bound(bounds[b]) << "\"} "
+            << cumulative << '\n';
       }
       cumulative += m.buckets[f][bounds.size()];
       out << fam.name << "_bucket{" << m.labels << ",le=\"+Inf\"} " << cumulative << '\n';
-      out << fam.name << "_sum{" << m.labels << "} " << static_cast<double>(m.sums[f]) / 1e6 << '\n';
+      out << fam.name << "_sum{" << m.labels << "} " << static_cast<double>(m.sums[f]) / 1e6
+          << '\n';
       out << fam.name << "_count{" << m.labels << "} " << m.counts[f] << '\n';
     }
   }
@@ -154,8 +163,10 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
          "# TYPE tokengate_requests_total counter\n";
   for (const auto& [key, m] : sets)
     for (std::size_t o = 0; o < outcome_names.size(); ++o)
-      out << "tokengate_requests_total{" << m.labels << ",outcome=\"" << outcome_names[o] << "\"} " << m.requests[o] << '\n';
-  out << "# HELP tokengate_tokens_total Tokens by type, from the upstreams' usage (counted events where none).\n"
+      out << "tokengate_requests_total{" << m.labels << ",outcome=\"" << outcome_names[o] << "\"} "
+          << m.requests[o] << '\n';
+  out << "# HELP tokengate_tokens_total Tokens by type, from the upstreams' usage (counted events "
+         "where none).\n"
          "# TYPE tokengate_tokens_total counter\n";
   for (const auto& [key, m] : sets) {
     out << "tokengate_tokens_total{" << m.labels << ",type=\"input\"} " << m.input << '\n';
@@ -175,8 +186,8 @@ std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
   for (const auto* shard : shards)
     shard->each_route([&](const std::string& name, const route_windows& w) {
       auto& r = routes[name];
-      const windowed_histogram* hs[5] = {&w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration,
-                                         &w.relay_delay};
+      const windowed_histogram* hs[5] = {&w.ttft, &w.inter_token, &w.time_per_output_token,
+                                         &w.duration, &w.relay_delay};
       for (int i = 0; i < 5; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
     });
   // Integer microseconds: exact to read, and no exponent notation.
@@ -188,13 +199,14 @@ std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
                         {"p99", us(h.quantile(0.99))},
                         {"max", h.max()}};
   };
-  static constexpr const char* names[5] = {"ttft_us", "inter_token_us", "time_per_output_token_us", "duration_us",
-                                          "relay_delay_us"};
+  static constexpr const char* names[5] = {"ttft_us", "inter_token_us", "time_per_output_token_us",
+                                           "duration_us", "relay_delay_us"};
   json::object out_routes;
   for (const auto& [name, r] : routes) {
     json::object route;
     for (int i = 0; i < 5; ++i)
-      route[names[i]] = json::object{{"last_1m", summary(r.minute[i])}, {"last_5m", summary(r.five[i])},
+      route[names[i]] = json::object{{"last_1m", summary(r.minute[i])},
+                                     {"last_5m", summary(r.five[i])},
                                      {"since_start", summary(r.all[i])}};
     out_routes[name] = std::move(route);
   }

@@ -19,18 +19,19 @@
 namespace tokengate::metrics {
 
 enum class outcome { success, client_error, upstream_error, timeout, cancelled, stream_failed };
-inline constexpr std::array<const char*, 6> outcome_names{"success",   "client_error", "upstream_error",
-                                                          "timeout",   "cancelled",    "stream_failed"};
+inline constexpr std::array<const char*, 6> outcome_names{
+    "success", "client_error", "upstream_error", "timeout", "cancelled", "stream_failed"};
 
 struct series {
-  series(std::string r, std::string m, std::string u) : route(std::move(r)), model(std::move(m)), upstream(std::move(u)) {}
+  series(std::string r, std::string m, std::string u)
+      : route(std::move(r)), model(std::move(m)), upstream(std::move(u)) {}
   const std::string route, model, upstream;
-  fixed_histogram ttft{ttft_bounds};                 // request read → first token written to the client
-  fixed_histogram upstream_ttft{ttft_bounds};        // request sent → first token event from the upstream
+  fixed_histogram ttft{ttft_bounds};           // request read → first token written to the client
+  fixed_histogram upstream_ttft{ttft_bounds};  // request sent → first token event from the upstream
   fixed_histogram upstream_first_byte{ttft_bounds};  // request sent → response head
   fixed_histogram inter_token{inter_token_bounds};   // every gap between token events
   fixed_histogram time_per_output_token{inter_token_bounds};
-  fixed_histogram duration{duration_bounds};         // request read → last byte
+  fixed_histogram duration{duration_bounds};  // request read → last byte
   // An upstream read's newest bytes, from their arrival in the kernel (the
   // socket's receive timestamp) to their write to the client: the time an
   // event spends in the proxy, waits for its turn included. Plain-TCP

@@ -14,7 +14,8 @@ std::string read_whole(const char* path) {
   return text.str();
 }
 
-void sample(std::string& out, const char* name, const char* help, const std::optional<std::uint64_t>& value) {
+void sample(std::string& out, const char* name, const char* help,
+            const std::optional<std::uint64_t>& value) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -32,13 +33,16 @@ std::optional<std::uint64_t> kilobytes_field(std::string_view text, std::string_
     auto end = text.find('\n', at);
     auto line = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     at = end == std::string_view::npos ? text.size() : end + 1;
-    if (line.size() <= name.size() || line.substr(0, name.size()) != name || line[name.size()] != ':') continue;
+    if (line.size() <= name.size() || line.substr(0, name.size()) != name ||
+        line[name.size()] != ':')
+      continue;
     auto rest = line.substr(name.size() + 1);
     auto digits = rest.find_first_not_of(" \t");
     if (digits == std::string_view::npos) return std::nullopt;
     std::uint64_t kilobytes = 0;
     auto [after, ec] = std::from_chars(rest.data() + digits, rest.data() + rest.size(), kilobytes);
-    if (ec != std::errc() || std::string_view(after, rest.data() + rest.size()) != " kB") return std::nullopt;
+    if (ec != std::errc() || std::string_view(after, rest.data() + rest.size()) != " kB")
+      return std::nullopt;
     return kilobytes * 1024;
   }
   return std::nullopt;
@@ -51,10 +55,12 @@ process_memory read_process_memory() {
 
 std::string render_process_memory_prometheus(const process_memory& memory) {
   std::string out;
-  sample(out, "process_resident_memory_bytes", "Resident memory of the process (RSS), lazily freed pages included.",
+  sample(out, "process_resident_memory_bytes",
+         "Resident memory of the process (RSS), lazily freed pages included.",
          memory.resident_bytes);
   sample(out, "tokengate_memory_lazily_freed_bytes",
-         "Of the resident memory, pages the heap marked free (MADV_FREE, memory.after_burst: lazy_free): the kernel "
+         "Of the resident memory, pages the heap marked free (MADV_FREE, memory.after_burst: "
+         "lazy_free): the kernel "
          "takes them back when it needs memory.",
          memory.lazily_freed_bytes);
   return out;

@@ -18,8 +18,9 @@ namespace tokengate::metrics {
 std::optional<std::uint64_t> kilobytes_field(std::string_view text, std::string_view name);
 
 struct process_memory {
-  std::optional<std::uint64_t> resident_bytes;      // VmRSS, /proc/self/status
-  std::optional<std::uint64_t> lazily_freed_bytes;  // LazyFree, /proc/self/smaps_rollup (Linux 4.14+)
+  std::optional<std::uint64_t> resident_bytes;  // VmRSS, /proc/self/status
+  std::optional<std::uint64_t>
+      lazily_freed_bytes;  // LazyFree, /proc/self/smaps_rollup (Linux 4.14+)
 };
 
 process_memory read_process_memory();

@@ -36,7 +36,8 @@ class realtime_estimate {
   }
   void refresh() {
     auto steady_now = steady::now();
-    offset_ns_ = ns(std::chrono::system_clock::now().time_since_epoch()) - ns(steady_now.time_since_epoch());
+    offset_ns_ =
+        ns(std::chrono::system_clock::now().time_since_epoch()) - ns(steady_now.time_since_epoch());
     next_refresh_ = steady_now + refresh_every;
   }
 

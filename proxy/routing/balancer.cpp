@@ -4,7 +4,8 @@
 
 namespace tokengate::routing {
 
-std::vector<const config::route_target*> attempt_order(const config::route& route, const upstream::health_table& health,
+std::vector<const config::route_target*> attempt_order(const config::route& route,
+                                                       const upstream::health_table& health,
                                                        std::mt19937_64& rng) {
   auto now = upstream::health_table::clock::now();
   // One vector (one allocation per request): the healthy targets in

@@ -13,6 +13,7 @@ namespace tokengate::routing {
 // the route's listed order (healthy before ejected). If every target is
 // ejected they are still all tried: better a likely failure than a certain one.
 std::vector<const config::route_target*> attempt_order(const config::route& route,
-                                                       const upstream::health_table& health, std::mt19937_64& rng);
+                                                       const upstream::health_table& health,
+                                                       std::mt19937_64& rng);
 
 }  // namespace tokengate::routing

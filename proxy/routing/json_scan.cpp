@@ -94,7 +94,9 @@ class scanner {
     return std::nullopt;
   }
   // The four hex digits of a \u escape at `at`, or nullopt.
-  std::optional<unsigned> hex4(std::size_t at) const { return tokengate::hex4(s_.substr(std::min(at, s_.size()))); }
+  std::optional<unsigned> hex4(std::size_t at) const {
+    return tokengate::hex4(s_.substr(std::min(at, s_.size())));
+  }
   bool failed(std::string message) {
     record(std::move(message));
     return false;
@@ -105,20 +107,28 @@ class scanner {
 
   bool peek(char c) const { return i_ < s_.size() && s_[i_] == c; }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
   }
 
   std::optional<json_type> value(int depth) {
     if (depth > max_depth_) return fail("JSON nested too deeply");
     if (i_ >= s_.size()) return fail("unexpected end of JSON");
     switch (s_[i_]) {
-      case '{': return container('}', depth) ? std::optional(json_type::object) : std::nullopt;
-      case '[': return container(']', depth) ? std::optional(json_type::array) : std::nullopt;
-      case '"': return string() ? std::optional(json_type::string) : std::nullopt;
-      case 't': return literal("true") ? std::optional(json_type::boolean) : std::nullopt;
-      case 'f': return literal("false") ? std::optional(json_type::boolean) : std::nullopt;
-      case 'n': return literal("null") ? std::optional(json_type::null) : std::nullopt;
-      default: return number() ? std::optional(json_type::number) : std::nullopt;
+      case '{':
+        return container('}', depth) ? std::optional(json_type::object) : std::nullopt;
+      case '[':
+        return container(']', depth) ? std::optional(json_type::array) : std::nullopt;
+      case '"':
+        return string() ? std::optional(json_type::string) : std::nullopt;
+      case 't':
+        return literal("true") ? std::optional(json_type::boolean) : std::nullopt;
+      case 'f':
+        return literal("false") ? std::optional(json_type::boolean) : std::nullopt;
+      case 'n':
+        return literal("null") ? std::optional(json_type::null) : std::nullopt;
+      default:
+        return number() ? std::optional(json_type::number) : std::nullopt;
     }
   }
 
@@ -208,8 +218,10 @@ class scanner {
           // tests/fuzz/policy_fuzz, checked against Boost.JSON).
           if (*unit >= 0xDC00 && *unit <= 0xDFFF) return failed("lone low surrogate in \\u escape");
           if (*unit >= 0xD800 && *unit <= 0xDBFF) {
-            auto low = i_ + 6 <= s_.size() && s_[i_] == '\\' && s_[i_ + 1] == 'u' ? hex4(i_ + 2) : std::nullopt;
-            if (!low || *low < 0xDC00 || *low > 0xDFFF) return failed("lone high surrogate in \\u escape");
+            auto low = i_ + 6 <= s_.size() && s_[i_] == '\\' && s_[i_ + 1] == 'u' ? hex4(i_ + 2)
+                                                                                  : std::nullopt;
+            if (!low || *low < 0xDC00 || *low > 0xDFFF)
+              return failed("lone high surrogate in \\u escape");
             i_ += 6;
           }
           continue;
@@ -254,19 +266,23 @@ class scanner {
   bool number() {
     auto start = i_;
     if (peek('-')) ++i_;
-    if (peek('0')) ++i_;
+    if (peek('0'))
+      ++i_;
     else if (i_ < s_.size() && s_[i_] >= '1' && s_[i_] <= '9')
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    else return failed("invalid value");
+    else
+      return failed("invalid value");
     if (peek('.')) {
       ++i_;
-      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))) return failed("invalid number");
+      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))))
+        return failed("invalid number");
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
     }
     if (peek('e') || peek('E')) {
       ++i_;
       if (peek('+') || peek('-')) ++i_;
-      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))) return failed("invalid number");
+      if (!(i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))))
+        return failed("invalid number");
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
     }
     return i_ > start;
@@ -282,11 +298,21 @@ class scanner {
       }
       char e = raw[++k];
       switch (e) {
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
         case 'u': {
           unsigned code = 0;
           std::from_chars(raw.data() + k + 1, raw.data() + k + 5, code, 16);
@@ -295,7 +321,8 @@ class scanner {
           k += 4;
           break;
         }
-        default: out.push_back(e);
+        default:
+          out.push_back(e);
       }
     }
     return out;
@@ -330,13 +357,19 @@ std::size_t whole_members_end(std::string_view prefix) {
 std::optional<std::string> string_value(std::string_view text, const json_member& m) {
   if (m.type != json_type::string) return std::nullopt;
   auto raw = text.substr(m.begin + 1, m.end - m.begin - 2);
-  if (raw.find('\\') == std::string_view::npos) return std::string(raw);  // (the usual case: nothing to undo)
+  if (raw.find('\\') == std::string_view::npos)
+    return std::string(raw);  // (the usual case: nothing to undo)
   if (raw.find("\\u") != std::string_view::npos) return std::nullopt;
   std::string out;
   for (std::size_t k = 0; k < raw.size(); ++k) {
     if (raw[k] == '\\') {
       char e = raw[++k];
-      out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e);
+      out.push_back(e == 'n'   ? '\n'
+                    : e == 't' ? '\t'
+                    : e == 'r' ? '\r'
+                    : e == 'b' ? '\b'
+                    : e == 'f' ? '\f'
+                               : e);
     } else {
       out.push_back(raw[k]);
     }
@@ -353,11 +386,14 @@ std::optional<long long> integer_value(std::string_view text, const json_member&
   return v;
 }
 
-splice replace_value(const json_member& m, std::string json_value) { return {m.begin, m.end, std::move(json_value)}; }
+splice replace_value(const json_member& m, std::string json_value) {
+  return {m.begin, m.end, std::move(json_value)};
+}
 
 namespace {
 // `"key":value`, after `prefix`, in one allocation.
-std::string json_member_text(std::string_view prefix, std::string_view key, std::string_view json_value) {
+std::string json_member_text(std::string_view prefix, std::string_view key,
+                             std::string_view json_value) {
   std::string out;
   out.reserve(prefix.size() + key.size() + json_value.size() + 3);
   out.append(prefix);
@@ -374,14 +410,17 @@ splice rewrite_member(const json_member& m, std::string_view key, std::string js
 
 splice remove_member(std::string_view text, const scanned_object& object, const json_member& m) {
   // Remove "key": value together with one neighbouring comma.
-  auto it = std::find_if(object.members.begin(), object.members.end(), [&](const json_member& x) { return &x == &m; });
+  auto it = std::find_if(object.members.begin(), object.members.end(),
+                         [&](const json_member& x) { return &x == &m; });
   auto pos = static_cast<std::size_t>(it - object.members.begin());
-  if (pos + 1 < object.members.size()) return {m.member_begin, object.members[pos + 1].member_begin, ""};
+  if (pos + 1 < object.members.size())
+    return {m.member_begin, object.members[pos + 1].member_begin, ""};
   if (pos > 0) return {object.members[pos - 1].end, m.end, ""};
   return {m.member_begin, m.end, ""};
 }
 
-splice add_member(std::string_view text, const scanned_object& object, std::string_view key, std::string json_value) {
+splice add_member(std::string_view text, const scanned_object& object, std::string_view key,
+                  std::string json_value) {
   auto at = object.members.empty() ? object.open + 1 : object.members.back().end;
   return {at, at, json_member_text(object.members.empty() ? "" : ",", key, json_value)};
 }

@@ -17,9 +17,9 @@ namespace tokengate::routing {
 enum class json_type { object, array, string, number, boolean, null };
 
 struct json_member {
-  std::string key;          // unescaped
-  std::size_t begin = 0;    // value's first byte
-  std::size_t end = 0;      // one past its last byte
+  std::string key;        // unescaped
+  std::size_t begin = 0;  // value's first byte
+  std::size_t end = 0;    // one past its last byte
   json_type type = json_type::null;
   // Where the whole member starts (its key's opening quote) and, for
   // removal, where the member separator around it is.
@@ -41,7 +41,8 @@ struct scan_error {
 
 // The text must be one JSON object (whitespace around it allowed). Nesting
 // deeper than max_depth is refused so a hostile body cannot exhaust the stack.
-std::optional<scanned_object> scan_object(std::string_view text, scan_error& error, int max_depth = 128);
+std::optional<scanned_object> scan_object(std::string_view text, scan_error& error,
+                                          int max_depth = 128);
 
 // For the start of a body still arriving: the offset of the ',' after the
 // last top-level member it holds whole, or npos. The text up to there plus
@@ -66,7 +67,8 @@ splice replace_value(const json_member& m, std::string json_value);
 // Rewrites a whole member as "key":value (renaming a token-limit spelling).
 splice rewrite_member(const json_member& m, std::string_view key, std::string json_value);
 splice remove_member(std::string_view text, const scanned_object& object, const json_member& m);
-splice add_member(std::string_view text, const scanned_object& object, std::string_view key, std::string json_value);
+splice add_member(std::string_view text, const scanned_object& object, std::string_view key,
+                  std::string json_value);
 
 std::string json_quote(std::string_view s);
 // The same, appended to `out`.

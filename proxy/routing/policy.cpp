@@ -1,10 +1,10 @@
 #include "routing/policy.hpp"
 
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 #include <span>
 
 namespace tokengate::routing {
@@ -20,7 +20,9 @@ request_error over_limit(std::string_view code, std::string message) {
   return request_error::policy(400, "invalid_request_error", code, std::move(message));
 }
 
-bool is_glob(std::string_view pattern) { return pattern.find_first_of("*?") != std::string_view::npos; }
+bool is_glob(std::string_view pattern) {
+  return pattern.find_first_of("*?") != std::string_view::npos;
+}
 
 bool serves_path(const config::route& r, std::string_view path) {
   return r.paths.empty() || std::find(r.paths.begin(), r.paths.end(), path) != r.paths.end();
@@ -28,12 +30,13 @@ bool serves_path(const config::route& r, std::string_view path) {
 
 bool key_allows(const config::client_key* key, std::string_view model) {
   if (!key || key->models.empty()) return true;
-  return std::any_of(key->models.begin(), key->models.end(), [&](const auto& p) { return glob_match(p, model); });
+  return std::any_of(key->models.begin(), key->models.end(),
+                     [&](const auto& p) { return glob_match(p, model); });
 }
 
 // The spellings of an output limit, by where they live.
-constexpr std::string_view top_level_limit_fields[] = {"max_tokens", "max_completion_tokens", "max_output_tokens",
-                                                       "n_predict"};
+constexpr std::string_view top_level_limit_fields[] = {"max_tokens", "max_completion_tokens",
+                                                       "max_output_tokens", "n_predict"};
 
 }  // namespace
 
@@ -73,21 +76,24 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key) {
-  if (authorization.size() > 7 && (authorization.substr(0, 7) == "Bearer " || authorization.substr(0, 7) == "bearer "))
+  if (authorization.size() > 7 &&
+      (authorization.substr(0, 7) == "Bearer " || authorization.substr(0, 7) == "bearer "))
     return authorization.substr(7);
   return x_api_key;
 }
 
 std::variant<const config::client_key*, request_error> authenticate(const config::config& cfg,
-                                                                   std::string_view client_key) {
+                                                                    std::string_view client_key) {
   if (cfg.keys.empty()) return static_cast<const config::client_key*>(nullptr);
   if (client_key.empty())
-    return request_error::policy(401, "authentication_error", "missing_api_key",
-                        "an API key is required (Authorization: Bearer <key> or x-api-key)");
+    return request_error::policy(
+        401, "authentication_error", "missing_api_key",
+        "an API key is required (Authorization: Bearer <key> or x-api-key)");
   auto hash = sha256_hex(client_key);
   for (const auto& k : cfg.keys)
     if (k.sha256 == hash) return &k;
-  return request_error::policy(401, "authentication_error", "invalid_api_key", "the API key is not valid");
+  return request_error::policy(401, "authentication_error", "invalid_api_key",
+                               "the API key is not valid");
 }
 
 namespace {
@@ -98,13 +104,15 @@ using refusal = std::optional<request_error>;
 // policy reads: each may appear once. With a key twice, parsers disagree
 // on which one counts (most take the last, some the first), and the
 // upstream might honour the one the policy did not read.
-refusal named_once(const scanned_object& object, std::string_view prefix, bool (*reads)(std::string_view)) {
+refusal named_once(const scanned_object& object, std::string_view prefix,
+                   bool (*reads)(std::string_view)) {
   std::vector<std::string_view> seen;
   for (const auto& m : object.members) {
     if (!reads(m.key)) continue;
     if (std::find(seen.begin(), seen.end(), m.key) != seen.end())
-      return bad_request("duplicate_member", "the member '" + std::string(prefix) + m.key +
-                                                 "' appears more than once; a request must name it once");
+      return bad_request("duplicate_member",
+                         "the member '" + std::string(prefix) + m.key +
+                             "' appears more than once; a request must name it once");
     seen.push_back(m.key);
   }
   return std::nullopt;
@@ -127,7 +135,8 @@ refusal scan_body(std::string_view body, routed_request& out) {
   if (!scanned) {
     if (error.message == "the body must be a JSON object")
       return bad_request("invalid_body", "the request body must be a JSON object");
-    return bad_request("invalid_json", "malformed JSON at byte " + std::to_string(error.offset) + ": " + error.message);
+    return bad_request("invalid_json", "malformed JSON at byte " + std::to_string(error.offset) +
+                                           ": " + error.message);
   }
   out.scan = std::move(*scanned);
   if (auto e = named_once(out.scan, "", policy_reads)) return e;
@@ -143,17 +152,20 @@ refusal read_model_and_stream(std::string_view body, routed_request& out) {
   const auto* model = out.scan.find("model");
   if (!model) return bad_request("missing_model", "the request needs a 'model'");
   auto model_name = string_value(body, *model);
-  if (!model_name || model_name->empty()) return bad_request("invalid_model", "'model' must be a non-empty string");
+  if (!model_name || model_name->empty())
+    return bad_request("invalid_model", "'model' must be a non-empty string");
   out.model = *model_name;
   if (const auto* stream = out.scan.find("stream")) {
-    if (stream->type == json_type::boolean) out.stream = body.substr(stream->begin, 4) == "true";
-    else if (stream->type != json_type::null) return bad_request("invalid_stream", "'stream' must be a boolean");
+    if (stream->type == json_type::boolean)
+      out.stream = body.substr(stream->begin, 4) == "true";
+    else if (stream->type != json_type::null)
+      return bad_request("invalid_stream", "'stream' must be a boolean");
   }
   const auto* options = out.scan.find("stream_options");
   if (auto inner = inner_object(body, options))
     if (const auto* usage = inner->find("include_usage"))
-      out.client_asked_usage =
-          usage->type == json_type::boolean && body.substr(options->begin + usage->begin, 4) == "true";
+      out.client_asked_usage = usage->type == json_type::boolean &&
+                               body.substr(options->begin + usage->begin, 4) == "true";
   return std::nullopt;
 }
 
@@ -162,7 +174,8 @@ refusal read_model_and_stream(std::string_view body, routed_request& out) {
 refusal find_route(const config::config& cfg, std::string_view path, routed_request& out) {
   for (const auto& r : cfg.routes) {
     if (!serves_path(r, path)) continue;
-    auto hit = std::find_if(r.models.begin(), r.models.end(), [&](const auto& p) { return glob_match(p, out.model); });
+    auto hit = std::find_if(r.models.begin(), r.models.end(),
+                            [&](const auto& p) { return glob_match(p, out.model); });
     if (hit != r.models.end()) {
       out.route = &r;
       out.matched_pattern = *hit;
@@ -170,9 +183,9 @@ refusal find_route(const config::config& cfg, std::string_view path, routed_requ
     }
   }
   if (!out.route)
-    return request_error::policy(404, "invalid_request_error", "model_not_found",
-                                 "The model '" + out.model + "' does not exist or is not served at " +
-                                     std::string(path));
+    return request_error::policy(
+        404, "invalid_request_error", "model_not_found",
+        "The model '" + out.model + "' does not exist or is not served at " + std::string(path));
   if (!key_allows(out.key, out.model))
     return request_error::policy(403, "permission_error", "model_not_allowed",
                                  "this API key may not use the model '" + out.model + "'");
@@ -182,12 +195,14 @@ refusal find_route(const config::config& cfg, std::string_view path, routed_requ
 refusal check_prompt_size(const config::route& route, std::size_t body_bytes) {
   if (route.max_prompt_bytes && body_bytes > route.max_prompt_bytes)
     return request_error::policy(413, "invalid_request_error", "prompt_too_large",
-                                 "the request is " + std::to_string(body_bytes) + " bytes; route '" + route.name +
-                                     "' accepts at most " + std::to_string(route.max_prompt_bytes));
+                                 "the request is " + std::to_string(body_bytes) +
+                                     " bytes; route '" + route.name + "' accepts at most " +
+                                     std::to_string(route.max_prompt_bytes));
   if (route.max_prompt_tokens && body_bytes / 4 > route.max_prompt_tokens)
-    return over_limit("context_length_exceeded", "the prompt is about " + std::to_string(body_bytes / 4) +
-                                                     " tokens; route '" + route.name + "' accepts at most " +
-                                                     std::to_string(route.max_prompt_tokens));
+    return over_limit("context_length_exceeded",
+                      "the prompt is about " + std::to_string(body_bytes / 4) + " tokens; route '" +
+                          route.name + "' accepts at most " +
+                          std::to_string(route.max_prompt_tokens));
   return std::nullopt;
 }
 
@@ -198,7 +213,9 @@ refusal read_requested_limit(std::string_view body, routed_request& out) {
     if (m.type == json_type::null) return std::nullopt;
     auto v = integer_value(body, m);
     if (name == "n_predict" && v && *v == -1) return std::nullopt;  // llama.cpp: "until done"
-    if (!v || *v < 1) return bad_request("invalid_max_tokens", "'" + std::string(name) + "' must be a positive integer");
+    if (!v || *v < 1)
+      return bad_request("invalid_max_tokens",
+                         "'" + std::string(name) + "' must be a positive integer");
     if (!out.requested_limit || *v < *out.requested_limit) out.requested_limit = *v;
     return std::nullopt;
   };
@@ -219,7 +236,8 @@ refusal read_requested_limit(std::string_view body, routed_request& out) {
 // The limit sent and enforced: the client's, clamped to the ceiling (the
 // route's, or the key's if lower) or refused over it; without one, the
 // route's default (embeddings have no output).
-refusal decide_output_limit(const config::route& route, std::string_view path, routed_request& out) {
+refusal decide_output_limit(const config::route& route, std::string_view path,
+                            routed_request& out) {
   std::optional<long long> ceiling = route.limits.ceiling;
   if (out.key && out.key->max_output_tokens && (!ceiling || *out.key->max_output_tokens < *ceiling))
     ceiling = out.key->max_output_tokens;
@@ -227,9 +245,10 @@ refusal decide_output_limit(const config::route& route, std::string_view path, r
     out.output_limit = out.requested_limit;
     if (ceiling && *out.requested_limit > *ceiling) {
       if (route.limits.mode == config::limit_mode::reject)
-        return over_limit("max_tokens_exceeded", "the output limit " + std::to_string(*out.requested_limit) +
-                                                      " exceeds the maximum of " + std::to_string(*ceiling) +
-                                                      " for model '" + out.model + "'");
+        return over_limit("max_tokens_exceeded",
+                          "the output limit " + std::to_string(*out.requested_limit) +
+                              " exceeds the maximum of " + std::to_string(*ceiling) +
+                              " for model '" + out.model + "'");
       out.output_limit = ceiling;
       out.limit_clamped = true;
     }
@@ -246,7 +265,8 @@ refusal decide_output_limit(const config::route& route, std::string_view path, r
 
 }  // namespace
 
-std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request) {
+std::variant<routed_request, request_error> apply_policy(const config::config& cfg,
+                                                         const request_view& request) {
   routed_request out;
   if (auto e = scan_body(request.body, out)) return std::move(*e);
   if (auto e = read_model_and_stream(request.body, out)) return std::move(*e);
@@ -254,7 +274,8 @@ std::variant<routed_request, request_error> apply_policy(const config::config& c
   if (auto* e = std::get_if<request_error>(&auth)) return std::move(*e);
   out.key = std::get<const config::client_key*>(auth);
   if (auto e = find_route(cfg, request.path, out)) return std::move(*e);
-  if (auto e = check_prompt_size(*out.route, std::max(request.body_bytes, request.body.size()))) return std::move(*e);
+  if (auto e = check_prompt_size(*out.route, std::max(request.body_bytes, request.body.size())))
+    return std::move(*e);
   if (auto e = read_requested_limit(request.body, out)) return std::move(*e);
   if (auto e = decide_output_limit(*out.route, request.path, out)) return std::move(*e);
   return out;
@@ -267,7 +288,8 @@ bool policy_reads(std::string_view key) {
 }
 
 bool usage_needed(const routed_request& request, std::string_view path) {
-  return request.stream && !request.client_asked_usage && (path == "/v1/chat/completions" || path == "/v1/completions");
+  return request.stream && !request.client_asked_usage &&
+         (path == "/v1/chat/completions" || path == "/v1/completions");
 }
 
 // The spellings of the output limit each API knows (all of one family are
@@ -276,9 +298,10 @@ constexpr std::string_view completions_limit[] = {"max_tokens"};
 constexpr std::string_view chat_limit[] = {"max_tokens", "max_completion_tokens"};
 constexpr std::string_view responses_limit[] = {"max_output_tokens"};
 
-std::vector<splice> edits_for_target(std::string_view body, std::string_view path, const routed_request& request,
-                                     const config::route_target& target, const config::upstream& upstream,
-                                     bool ask_usage) {
+std::vector<splice> edits_for_target(std::string_view body, std::string_view path,
+                                     const routed_request& request,
+                                     const config::route_target& target,
+                                     const config::upstream& upstream, bool ask_usage) {
   const auto& scan = request.scan;
   std::vector<splice> edits;
   edits.reserve(4);  // the model, the limit, the usage option: one allocation
@@ -295,24 +318,28 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
       family = responses_limit;
     } else if (path == "/v1/chat/completions") {
       family = chat_limit;
-      if (upstream.limit_spelling == config::limit_field::max_completion_tokens) wanted = "max_completion_tokens";
-      else if (upstream.limit_spelling == config::limit_field::keep && scan.find("max_completion_tokens") &&
-               !scan.find("max_tokens"))
+      if (upstream.limit_spelling == config::limit_field::max_completion_tokens)
+        wanted = "max_completion_tokens";
+      else if (upstream.limit_spelling == config::limit_field::keep &&
+               scan.find("max_completion_tokens") && !scan.find("max_tokens"))
         wanted = "max_completion_tokens";
     }
     const json_member* kept = nullptr;
     std::vector<const json_member*> others;
     for (auto name : family)
       if (const auto* m = scan.find(name)) {
-        if (name == wanted) kept = m;
-        else others.push_back(m);
+        if (name == wanted)
+          kept = m;
+        else
+          others.push_back(m);
       }
     if (kept) {
       edits.push_back(replace_value(*kept, value));
       for (const auto* m : others) edits.push_back(remove_member(body, scan, *m));
     } else if (!others.empty()) {
       edits.push_back(rewrite_member(*others.front(), wanted, value));
-      for (std::size_t i = 1; i < others.size(); ++i) edits.push_back(remove_member(body, scan, *others[i]));
+      for (std::size_t i = 1; i < others.size(); ++i)
+        edits.push_back(remove_member(body, scan, *others[i]));
     } else {
       edits.push_back(add_member(body, scan, wanted, value));
     }
@@ -320,7 +347,8 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
     if (const auto* m = scan.find("n_predict")) edits.push_back(replace_value(*m, value));
     if (const auto* options = scan.find("options"); options && options->type == json_type::object) {
       scan_error ignored;
-      if (auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored))
+      if (auto inner =
+              scan_object(body.substr(options->begin, options->end - options->begin), ignored))
         if (const auto* m = inner->find("num_predict"))
           edits.push_back({options->begin + m->begin, options->begin + m->end, value});
     }
@@ -328,14 +356,16 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
 
   if (ask_usage && request.stream && !request.client_asked_usage &&
       (path == "/v1/chat/completions" || path == "/v1/completions")) {
-    if (const auto* options = scan.find("stream_options"); options && options->type == json_type::object) {
+    if (const auto* options = scan.find("stream_options");
+        options && options->type == json_type::object) {
       scan_error ignored;
       auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored);
       if (inner && inner->find("include_usage")) {
         const auto* m = inner->find("include_usage");
         edits.push_back({options->begin + m->begin, options->begin + m->end, "true"});
       } else if (inner) {
-        auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner, "include_usage", "true");
+        auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner,
+                              "include_usage", "true");
         edits.push_back({options->begin + add.begin, options->begin + add.end, add.replacement});
       }
       // vLLM and SGLang send usage in every chunk only when include_usage is
@@ -355,8 +385,9 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
   return edits;
 }
 
-std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
-                            const config::route_target& target, const config::upstream& upstream, bool ask_usage) {
+std::string body_for_target(std::string_view body, std::string_view path,
+                            const routed_request& request, const config::route_target& target,
+                            const config::upstream& upstream, bool ask_usage) {
   return apply_splices(body, edits_for_target(body, path, request, target, upstream, ask_usage));
 }
 
@@ -366,9 +397,11 @@ std::string models_list_json(const config::config& cfg, const config::client_key
   std::vector<std::string> seen;
   for (const auto& r : cfg.routes)
     for (const auto& m : r.models) {
-      if (is_glob(m) || !key_allows(key, m) || std::find(seen.begin(), seen.end(), m) != seen.end()) continue;
+      if (is_glob(m) || !key_allows(key, m) || std::find(seen.begin(), seen.end(), m) != seen.end())
+        continue;
       seen.push_back(m);
-      data.push_back(json::object{{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}});
+      data.push_back(
+          json::object{{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "tokengate"}});
     }
   return json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}});
 }

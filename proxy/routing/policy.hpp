@@ -22,7 +22,6 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // Lower-case hex SHA-256, as stored in `keys[].sha256`.
 std::string sha256_hex(std::string_view data);
 
-
 struct request_view {
   std::string_view path;
   std::string_view body;
@@ -35,18 +34,19 @@ struct request_view {
 struct routed_request {
   const config::route* route = nullptr;
   const config::client_key* key = nullptr;
-  std::string model;  // as the client named it
+  std::string model;                 // as the client named it
   std::string_view matched_pattern;  // the route's `models` entry that matched
   bool stream = false;
-  bool client_asked_usage = false;             // stream_options.include_usage was true
-  std::optional<long long> requested_limit;    // what the client asked for
-  std::optional<long long> output_limit;       // what will be sent and enforced
+  bool client_asked_usage = false;           // stream_options.include_usage was true
+  std::optional<long long> requested_limit;  // what the client asked for
+  std::optional<long long> output_limit;     // what will be sent and enforced
   bool limit_injected = false;
   bool limit_clamped = false;
-  scanned_object scan;                         // top-level members of the body
+  scanned_object scan;  // top-level members of the body
 };
 
-std::variant<routed_request, request_error> apply_policy(const config::config& cfg, const request_view& request);
+std::variant<routed_request, request_error> apply_policy(const config::config& cfg,
+                                                         const request_view& request);
 
 // Whether apply_policy or edits_for_target read the top-level member `key`.
 // A decision made on the start of a body holds for the whole body when
@@ -64,13 +64,14 @@ std::string_view client_key_from(std::string_view authorization, std::string_vie
 // relay sends the original bytes around them (no copy of a long prompt).
 // `ask_usage` adds stream_options.include_usage (so that accounting has
 // usage even when the client did not ask).
-std::vector<splice> edits_for_target(std::string_view body, std::string_view path, const routed_request& request,
-                                     const config::route_target& target, const config::upstream& upstream,
-                                     bool ask_usage);
+std::vector<splice> edits_for_target(std::string_view body, std::string_view path,
+                                     const routed_request& request,
+                                     const config::route_target& target,
+                                     const config::upstream& upstream, bool ask_usage);
 // The same changes applied: the body as the target receives it.
-std::string body_for_target(std::string_view body, std::string_view path, const routed_request& request,
-                            const config::route_target& target, const config::upstream& upstream,
-                            bool ask_usage);
+std::string body_for_target(std::string_view body, std::string_view path,
+                            const routed_request& request, const config::route_target& target,
+                            const config::upstream& upstream, bool ask_usage);
 
 // GET /v1/models as the policy exposes them (exact names and aliases, not
 // globs), filtered by what the key may use.
@@ -78,6 +79,6 @@ std::string models_list_json(const config::config& cfg, const config::client_key
 
 // Authenticates a request that carries no model (GET /v1/models).
 std::variant<const config::client_key*, request_error> authenticate(const config::config& cfg,
-                                                                   std::string_view client_key);
+                                                                    std::string_view client_key);
 
 }  // namespace tokengate::routing

@@ -26,11 +26,20 @@ namespace tokengate {
 inline std::size_t simple_escape_length(const char* p, const char* end) {
   if (end - p < 2) return 0;
   switch (p[1]) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
       return 2;
     case 'u': {
       if (end - p < 6) return 0;
-      auto digit = [&](int i) -> unsigned { return hex_digit_values[static_cast<unsigned char>(p[i])]; };
+      auto digit = [&](int i) -> unsigned {
+        return hex_digit_values[static_cast<unsigned char>(p[i])];
+      };
       unsigned a = digit(2), b = digit(3), c = digit(4), d = digit(5);
       if ((a | b | c | d) > 0xF || (a == 0xD && b >= 8)) return 0;  // not hex, or U+D800..DFFF
       return 6;
@@ -63,13 +72,15 @@ inline bool have_avx2() {
 // bytes to 0xFF where a byte matters): returns it, or where fewer than 64
 // bytes are left (the caller's loop takes the rest).
 template <typename Mark>
-__attribute__((target("avx2"))) inline const char* scan_avx2(const char* p, const char* end, Mark mark) {
+__attribute__((target("avx2"))) inline const char* scan_avx2(const char* p, const char* end,
+                                                             Mark mark) {
   while (end - p >= 64) {
     __m256i low = mark(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m256i high = mark(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
     __m256i either = _mm256_or_si256(low, high);
     if (!_mm256_testz_si256(either, either)) {
-      if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(low))) return p + __builtin_ctz(mask);
+      if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(low)))
+        return p + __builtin_ctz(mask);
       return p + 32 + __builtin_ctz(static_cast<unsigned>(_mm256_movemask_epi8(high)));
     }
     p += 64;
@@ -81,15 +92,16 @@ __attribute__((target("avx2"))) inline const char* scan_avx2(const char* p, cons
 // below 0x20) control characters and every non-ASCII byte.
 struct plain_string_stops {
   __attribute__((target("avx2"))) __m256i operator()(__m256i v) const {
-    return _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\'))),
-        _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v));
+    return _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')),
+                                           _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\'))),
+                           _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v));
   }
 };
 
 struct line_ends {
   __attribute__((target("avx2"))) __m256i operator()(__m256i v) const {
-    return _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')));
+    return _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')),
+                           _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')));
   }
 };
 
@@ -103,7 +115,8 @@ __attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p
 // 64-byte block where they end inside it: a prompt of source code holds a
 // \n or \" every few dozen bytes, and stopping at each cost 1 ms per MB
 // (optimisation 17).
-__attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(const char* p, const char* end) {
+__attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(const char* p,
+                                                                               const char* end) {
   plain_string_stops mark;
   while (end - p >= 64) {
     __m256i low = mark(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -113,8 +126,9 @@ __attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(c
       p += 64;
       continue;
     }
-    std::uint64_t stops = static_cast<std::uint64_t>(static_cast<unsigned>(_mm256_movemask_epi8(high))) << 32 |
-                          static_cast<unsigned>(_mm256_movemask_epi8(low));
+    std::uint64_t stops =
+        static_cast<std::uint64_t>(static_cast<unsigned>(_mm256_movemask_epi8(high))) << 32 |
+        static_cast<unsigned>(_mm256_movemask_epi8(low));
     const char* next = p + 64;
     while (stops) {
       auto k = static_cast<unsigned>(__builtin_ctzll(stops));
@@ -128,7 +142,8 @@ __attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(c
         next = after;
         break;
       }
-      stops &= ~(((std::uint64_t{1} << taken) - 1) << k);  // their bytes (a quote or backslash among them) are content
+      stops &= ~(((std::uint64_t{1} << taken) - 1)
+                 << k);  // their bytes (a quote or backslash among them) are content
     }
     p = next;
   }
@@ -137,7 +152,8 @@ __attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(c
 
 // The first CR or LF: an SSE event's data line is a chunk of 150-300
 // bytes, scanned once per event.
-__attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char* p, const char* end) {
+__attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char* p,
+                                                                      const char* end) {
   return scan_avx2(p, end, line_ends{});
 }
 
@@ -150,8 +166,9 @@ __attribute__((target("avx2"))) inline const char* find_line_end_avx2(const char
 // and, as negative numbers, every non-ASCII byte.
 inline unsigned plain_string_stops_sse(const char* p) {
   __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                                 _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+  __m128i special = _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+      _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
   return static_cast<unsigned>(_mm_movemask_epi8(special));
 }
 #endif
@@ -183,7 +200,8 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
     if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
   }
 #ifdef TOKENGATE_AVX2_SCAN
-  if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_avx2(p, end);
+  if (end - p >= 128 && byte_scan_detail::have_avx2())
+    p = byte_scan_detail::skip_plain_avx2(p, end);
 #endif
   return skip_plain_short_string_bytes(p, end);
 }
@@ -193,7 +211,8 @@ inline const char* skip_plain_string_bytes(const char* p, const char* end) {
 // non-ASCII byte, or an escape that needs the caller's general code.
 inline const char* skip_plain_bytes_and_escapes(const char* p, const char* end) {
 #ifdef TOKENGATE_AVX2_SCAN
-  if (end - p >= 128 && byte_scan_detail::have_avx2()) p = byte_scan_detail::skip_plain_and_escapes_avx2(p, end);
+  if (end - p >= 128 && byte_scan_detail::have_avx2())
+    p = byte_scan_detail::skip_plain_and_escapes_avx2(p, end);
 #endif
   for (;;) {  // the last 64 bytes, or all of them without AVX2
     p = skip_plain_string_bytes(p, end);
@@ -224,7 +243,8 @@ inline bool all_plain_string_bytes_reading_past_end(const char* p, const char* e
 // The first CR or LF at or after `p`.
 inline const char* find_line_end(const char* p, const char* end) {
 #ifdef TOKENGATE_AVX2_SCAN
-  if (end - p >= 64 && byte_scan_detail::have_avx2()) p = byte_scan_detail::find_line_end_avx2(p, end);
+  if (end - p >= 64 && byte_scan_detail::have_avx2())
+    p = byte_scan_detail::find_line_end_avx2(p, end);
 #endif
 #ifdef __SSE2__
   const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');

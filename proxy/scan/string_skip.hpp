@@ -41,10 +41,10 @@ enum : unsigned char {
   escape_letter = 1 << 0,  // may follow a backslash: " \ / b f n r t
   u_letter = 1 << 1,       // u, which four hex digits follow
   hex_digit = 1 << 2,
-  control = 1 << 3,        // below 0x20: never raw in a string
+  control = 1 << 3,  // below 0x20: never raw in a string
   quote = 1 << 4,
   backslash = 1 << 5,
-  d_digit = 1 << 6,         // d or D: \uD800..\uDFFF are surrogate halves
+  d_digit = 1 << 6,           // d or D: \uD800..\uDFFF are surrogate halves
   surrogate_second = 1 << 7,  // 8..F, the second hex digit of one
 };
 
@@ -55,9 +55,11 @@ struct class_table {
 constexpr class_table make_classes() {
   class_table t{};
   for (int c = 0; c < 0x20; ++c) t.bytes[c] = control;
-  for (char c : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'}) t.bytes[static_cast<unsigned char>(c)] |= escape_letter;
+  for (char c : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'})
+    t.bytes[static_cast<unsigned char>(c)] |= escape_letter;
   t.bytes['u'] |= u_letter;
-  for (char c : {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f', 'A', 'B', 'C', 'D', 'E', 'F'})
+  for (char c : {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a',
+                 'b', 'c', 'd', 'e', 'f', 'A', 'B', 'C', 'D', 'E', 'F'})
     t.bytes[static_cast<unsigned char>(c)] |= hex_digit;
   t.bytes['"'] |= quote;
   t.bytes['\\'] |= backslash;
@@ -85,16 +87,19 @@ inline constexpr lane_table second_high_4 = in_every_lane(utf8_skip_tables::seco
 
 // Byte i of `block`'s bytes one place earlier, the 64 bytes `before` it
 // supplying the first (one two-source byte permutation).
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i bytes_back_one(__m512i before, __m512i block) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i bytes_back_one(
+    __m512i before, __m512i block) {
   // Index 63 + i: `before`'s last byte, then `block` (the second source).
-  const __m512i index = _mm512_set_epi8(126, 125, 124, 123, 122, 121, 120, 119, 118, 117, 116, 115, 114, 113, 112, 111,
-                                        110, 109, 108, 107, 106, 105, 104, 103, 102, 101, 100, 99, 98, 97, 96, 95, 94,
-                                        93, 92, 91, 90, 89, 88, 87, 86, 85, 84, 83, 82, 81, 80, 79, 78, 77, 76, 75, 74,
-                                        73, 72, 71, 70, 69, 68, 67, 66, 65, 64, 63);
+  const __m512i index =
+      _mm512_set_epi8(126, 125, 124, 123, 122, 121, 120, 119, 118, 117, 116, 115, 114, 113, 112,
+                      111, 110, 109, 108, 107, 106, 105, 104, 103, 102, 101, 100, 99, 98, 97, 96,
+                      95, 94, 93, 92, 91, 90, 89, 88, 87, 86, 85, 84, 83, 82, 81, 80, 79, 78, 77,
+                      76, 75, 74, 73, 72, 71, 70, 69, 68, 67, 66, 65, 64, 63);
   return _mm512_permutex2var_epi8(before, index, block);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup(const lane_table& t, __m512i nibbles) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup(const lane_table& t,
+                                                                             __m512i nibbles) {
   return _mm512_shuffle_epi8(_mm512_load_si512(t.bytes), nibbles);
 }
 
@@ -104,40 +109,46 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup(con
 // utf8_skip.hpp). The continuations owed by the leads of three and four
 // bytes are kept as bit masks, `owed` bringing in those the last block's
 // leads ask of this one and taking out this block's for the next.
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline std::uint64_t utf8_errors(__m512i before, __m512i block,
-                                                                                        std::uint64_t& owed) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline std::uint64_t utf8_errors(
+    __m512i before, __m512i block, std::uint64_t& owed) {
   __m512i back1 = bytes_back_one(before, block);
   const __m512i low_nibble = _mm512_set1_epi8(0x0F);
-  __m512i pair_rules =
-      _mm512_and_si512(_mm512_and_si512(lookup(first_high_4, _mm512_and_si512(_mm512_srli_epi16(back1, 4), low_nibble)),
-                                        lookup(first_low_4, _mm512_and_si512(back1, low_nibble))),
-                       lookup(second_high_4, _mm512_and_si512(_mm512_srli_epi16(block, 4), low_nibble)));
-  std::uint64_t leads_of_3 = _mm512_cmpge_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xE0)));
-  std::uint64_t leads_of_4 = _mm512_cmpge_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xF0)));
+  __m512i pair_rules = _mm512_and_si512(
+      _mm512_and_si512(
+          lookup(first_high_4, _mm512_and_si512(_mm512_srli_epi16(back1, 4), low_nibble)),
+          lookup(first_low_4, _mm512_and_si512(back1, low_nibble))),
+      lookup(second_high_4, _mm512_and_si512(_mm512_srli_epi16(block, 4), low_nibble)));
+  std::uint64_t leads_of_3 =
+      _mm512_cmpge_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xE0)));
+  std::uint64_t leads_of_4 =
+      _mm512_cmpge_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xF0)));
   // A third byte is owed two after a lead of three or four, a fourth three
   // after a lead of four; owed and found (bit 7: two continuations in a
   // row) cancel, and either alone is an error.
   std::uint64_t owed_here = leads_of_3 << 2 | leads_of_4 << 3 | owed;
   owed = leads_of_3 >> 62 | leads_of_4 >> 61;
   std::uint64_t two_continuations = _mm512_movepi8_mask(pair_rules);
-  return _mm512_test_epi8_mask(pair_rules, _mm512_set1_epi8(0x7F)) | (two_continuations ^ owed_here);
+  return _mm512_test_epi8_mask(pair_rules, _mm512_set1_epi8(0x7F)) |
+         (two_continuations ^ owed_here);
 }
 
 // The ASCII bytes whose class (from `classes`) has any of `bits`.
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline std::uint64_t has(__m512i cls, std::uint64_t ascii,
-                                                                                 unsigned bits) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline std::uint64_t has(__m512i cls,
+                                                                                std::uint64_t ascii,
+                                                                                unsigned bits) {
   return _mm512_mask_test_epi8_mask(ascii, cls, _mm512_set1_epi8(static_cast<char>(bits)));
 }
 
 // What one block passes to the next: the text's state at the boundary.
 struct carried {
-  std::uint64_t escaped = 0;   // bit 0: the block's first byte is escaped (an odd run of backslashes ended the last)
-  std::uint64_t hex_owed = 0;  // the block's first bytes that must be a \u's digits
-  std::uint64_t u_late = 0;    // bits 0 and 1: a \u at the last block's bytes 62 and 63
-  std::uint64_t d_last = 0;    // bit 0: the last block's byte 63 was d or D
-  std::uint64_t utf8_owed = 0;  // continuations the last block's leads ask of this one
+  std::uint64_t escaped =
+      0;  // bit 0: the block's first byte is escaped (an odd run of backslashes ended the last)
+  std::uint64_t hex_owed = 0;        // the block's first bytes that must be a \u's digits
+  std::uint64_t u_late = 0;          // bits 0 and 1: a \u at the last block's bytes 62 and 63
+  std::uint64_t d_last = 0;          // bit 0: the last block's byte 63 was d or D
+  std::uint64_t utf8_owed = 0;       // continuations the last block's leads ask of this one
   std::uint64_t non_ascii_tail = 0;  // the last block ended in non-ASCII bytes
-  std::uint64_t starts = 0;    // where something started in the last block (0 before the first)
+  std::uint64_t starts = 0;  // where something started in the last block (0 before the first)
 
   bool inside_something() const { return (escaped | hex_owed | non_ascii_tail) != 0; }
 };
@@ -146,7 +157,8 @@ struct carried {
 // simdjson's way (subtracting each run's start from the odd bit positions
 // marks the byte after a run of odd length); `in` is bit 0 when the run
 // that ended the last block was odd. `out` gets the same for the next.
-inline std::uint64_t escaped_bytes(std::uint64_t backslashes, std::uint64_t in, std::uint64_t& out) {
+inline std::uint64_t escaped_bytes(std::uint64_t backslashes, std::uint64_t in,
+                                   std::uint64_t& out) {
   constexpr std::uint64_t odd_bits = 0xAAAAAAAAAAAAAAAAull;
   std::uint64_t run_starts = backslashes & ~in;
   std::uint64_t codes = (((run_starts << 1) | odd_bits) - run_starts) ^ odd_bits;
@@ -161,8 +173,8 @@ inline int last_start_at_or_before(std::uint64_t starts, int at) {
   return upto ? 63 - __builtin_clzll(upto) : -1;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_avx512(const char* const start,
-                                                                                       const char* const end) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_avx512(
+    const char* const start, const char* const end) {
   const __m512i classes_low = _mm512_load_si512(classes.bytes);
   const __m512i classes_high = _mm512_load_si512(classes.bytes + 64);
   carried last;
@@ -172,12 +184,14 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
     // the skip where the text ends: every path of a block that is not whole
     // returns.
     auto left = static_cast<std::size_t>(end - p);
-    __m512i block = left >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8((std::uint64_t{1} << left) - 1, p);
+    __m512i block = left >= 64 ? _mm512_loadu_si512(p)
+                               : _mm512_maskz_loadu_epi8((std::uint64_t{1} << left) - 1, p);
     std::uint64_t non_ascii = _mm512_movepi8_mask(block);
     std::uint64_t ascii = ~non_ascii;
     __m512i cls = _mm512_permutex2var_epi8(classes_low, block, classes_high);
     std::uint64_t stops = has(cls, ascii, quote | backslash | control);
-    if ((stops | non_ascii) == 0 && !last.inside_something()) {  // plain text throughout, the usual case
+    if ((stops | non_ascii) == 0 &&
+        !last.inside_something()) {  // plain text throughout, the usual case
       last = carried{.starts = ~std::uint64_t{0}};
       last_bytes = block;
       continue;
@@ -190,7 +204,9 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
       next.non_ascii_tail = non_ascii >> 61;
     }
     std::uint64_t continuation =
-        non_ascii ? non_ascii & _mm512_cmplt_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xC0))) : 0;
+        non_ascii
+            ? non_ascii & _mm512_cmplt_epu8_mask(block, _mm512_set1_epi8(static_cast<char>(0xC0)))
+            : 0;
     std::uint64_t escaped = 0;
     std::uint64_t hex_owed = last.hex_owed;
     std::uint64_t wrong = 0;
@@ -208,7 +224,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
         // for the caller, which pairs them.
         std::uint64_t d_digits = has(cls, ascii, d_digit);
         wrong |= (hex_owed & ~has(cls, ascii, hex_digit)) |
-                 (has(cls, ascii, surrogate_second) & (d_digits << 1 | last.d_last) & (u_escapes << 2 | last.u_late));
+                 (has(cls, ascii, surrogate_second) & (d_digits << 1 | last.d_last) &
+                  (u_escapes << 2 | last.u_late));
         next.u_late = u_escapes >> 62;
         next.d_last = d_digits >> 63;
       }
@@ -226,7 +243,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
       if (bad_utf8) at = std::min(at, __builtin_ctzll(bad_utf8) - 3);
       if (int here = last_start_at_or_before(next.starts, at); here >= 0) return p + here;
       // (The first block has no last block: its `starts` are none.)
-      if (int there = last_start_at_or_before(last.starts, 64 + at); there >= 0) return p - 64 + there;
+      if (int there = last_start_at_or_before(last.starts, 64 + at); there >= 0)
+        return p - 64 + there;
       return start;  // the caller starts over where this skip did
     }
     last = next;
@@ -244,7 +262,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline const char* skip_a
 // processor that has it.
 inline bool json_string_skip_available() {
 #ifdef TOKENGATE_AVX512_STRING
-  static const bool available = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+  static const bool available = __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vbmi") &&
                                 std::getenv("TOKENGATE_NO_AVX512") == nullptr;
   return available;
 #else

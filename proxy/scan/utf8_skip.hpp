@@ -55,26 +55,42 @@ inline constexpr unsigned char first_high[16] = {
 
 // By the low nibble of its first byte (which lead, among C_, E_ and F_).
 inline constexpr unsigned char first_low[16] = {
-    any_pair | overlong_3 | overlong_2 | overlong_4,       // C0 E0 F0
-    any_pair | overlong_2,                                 // C1
-    any_pair, any_pair,                                    // F2 F3
-    any_pair | too_large,                                  // F4
-    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,  // F5 .. FC
-    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
-    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
-    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000,
-    any_pair | too_large | too_large_1000 | surrogate,     // ED (FD)
-    any_pair | too_large | too_large_1000, any_pair | too_large | too_large_1000};  // FE FF
+    any_pair | overlong_3 | overlong_2 | overlong_4,  // C0 E0 F0
+    any_pair | overlong_2,                            // C1
+    any_pair,
+    any_pair,              // F2 F3
+    any_pair | too_large,  // F4
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,  // F5 .. FC
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000 | surrogate,  // ED (FD)
+    any_pair | too_large | too_large_1000,
+    any_pair | too_large | too_large_1000};  // FE FF
 
 // By the high nibble of its second byte.
 inline constexpr unsigned char second_high[16] = {
     // 0x0_ .. 0x7_ and 0xC_ .. 0xF_: ASCII or a lead, where a continuation may be owed
-    too_short, too_short, too_short, too_short, too_short, too_short, too_short, too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
     too_long | overlong_2 | two_continuations | overlong_3 | too_large_1000 | overlong_4,  // 0x8_
-    too_long | overlong_2 | two_continuations | overlong_3 | too_large,                   // 0x9_
-    too_long | overlong_2 | two_continuations | surrogate | too_large,                    // 0xA_
-    too_long | overlong_2 | two_continuations | surrogate | too_large,                    // 0xB_
-    too_short, too_short, too_short, too_short};
+    too_long | overlong_2 | two_continuations | overlong_3 | too_large,                    // 0x9_
+    too_long | overlong_2 | two_continuations | surrogate | too_large,                     // 0xA_
+    too_long | overlong_2 | two_continuations | surrogate | too_large,                     // 0xB_
+    too_short,
+    too_short,
+    too_short,
+    too_short};
 
 }  // namespace utf8_skip_tables
 
@@ -112,8 +128,9 @@ __attribute__((target("avx2"))) inline __m256i errors(__m256i block, __m256i bef
       by_second_high(_mm256_and_si256(_mm256_srli_epi16(block, 4), low_nibble)));
   // A continuation is owed here where the byte two back is E0 or above or
   // the byte three back is F0 or above (bit 7 after a saturating subtract).
-  __m256i owed = _mm256_or_si256(_mm256_subs_epu8(back2, _mm256_set1_epi8(static_cast<char>(0xE0 - 0x80))),
-                                 _mm256_subs_epu8(back3, _mm256_set1_epi8(static_cast<char>(0xF0 - 0x80))));
+  __m256i owed =
+      _mm256_or_si256(_mm256_subs_epu8(back2, _mm256_set1_epi8(static_cast<char>(0xE0 - 0x80))),
+                      _mm256_subs_epu8(back3, _mm256_set1_epi8(static_cast<char>(0xF0 - 0x80))));
   owed = _mm256_and_si256(owed, _mm256_set1_epi8(static_cast<char>(0x80)));
   // Owed and found (two continuations) cancel; either alone is an error.
   return _mm256_xor_si256(owed, pair_rules);
@@ -122,8 +139,8 @@ __attribute__((target("avx2"))) inline __m256i errors(__m256i block, __m256i bef
 // Where string content ends: a quote, a backslash or (unsigned) a control
 // character; non-ASCII bytes are content here.
 __attribute__((target("avx2"))) inline unsigned content_stops(__m256i v) {
-  __m256i quote_or_backslash =
-      _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')));
+  __m256i quote_or_backslash = _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')),
+                                               _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')));
   __m256i control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1F)), v);
   return static_cast<unsigned>(_mm256_movemask_epi8(_mm256_or_si256(quote_or_backslash, control)));
 }

@@ -1,9 +1,9 @@
 #include "server/access_log.hpp"
 
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
 
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 #include <cmath>
 
 namespace tokengate {
@@ -21,14 +21,17 @@ std::int64_t us_between(clock::time_point from, clock::time_point to) {
 double tokens_per_second(const request_context& ctx) {
   if (ctx.content_events < 2) return 0;
   auto seconds = std::chrono::duration<double>(ctx.last_token - ctx.first_token).count();
-  return seconds > 0 ? std::round(static_cast<double>(ctx.content_events - 1) / seconds * 10) / 10 : 0;
+  return seconds > 0 ? std::round(static_cast<double>(ctx.content_events - 1) / seconds * 10) / 10
+                     : 0;
 }
 
 }  // namespace
 
 void log_access(const request_context& ctx) {
   if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;
-  auto optional_int = [](const std::optional<long long>& v) { return v ? boost::json::value(*v) : boost::json::value(nullptr); };
+  auto optional_int = [](const std::optional<long long>& v) {
+    return v ? boost::json::value(*v) : boost::json::value(nullptr);
+  };
   boost::json::object line{
       {"request_id", ctx.request_id},
       {"method", ctx.method},
@@ -51,7 +54,10 @@ void log_access(const request_context& ctx) {
       {"output_tokens_per_second", tokens_per_second(ctx)},
       {"sse_events", ctx.sse_events},
       {"bytes_out", ctx.bytes_to_client},
-      {"limit", ctx.limit_clamped ? "clamped" : ctx.limit_injected ? "injected" : ctx.limit_enforced ? "enforced" : ""},
+      {"limit", ctx.limit_clamped    ? "clamped"
+                : ctx.limit_injected ? "injected"
+                : ctx.limit_enforced ? "enforced"
+                                     : ""},
       {"client_cancelled", ctx.client_gone},
       {"stream_failed", ctx.upstream_failed_midstream},
   };

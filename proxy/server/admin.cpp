@@ -1,5 +1,6 @@
 #include "server/admin.hpp"
 
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/write.hpp>
@@ -7,8 +8,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-
-#include <array>
 #include <stdexcept>
 
 #include "http/head_bytes.hpp"
@@ -30,7 +29,8 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       res.result(http::status::method_not_allowed);
       res.set(http::field::content_type, "application/json");
-      res.body() = json_error_body("admin endpoints accept GET only", "invalid_request_error", "method_not_allowed");
+      res.body() = json_error_body("admin endpoints accept GET only", "invalid_request_error",
+                                   "method_not_allowed");
     } else if (path == "/healthz") {
       res.set(http::field::content_type, "text/plain");
       res.body() = "ok\n";
@@ -48,7 +48,8 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
     } else {
       res.result(http::status::not_found);
       res.set(http::field::content_type, "application/json");
-      res.body() = json_error_body("unknown admin path " + std::string(path), "invalid_request_error", "unknown_url");
+      res.body() = json_error_body("unknown admin path " + std::string(path),
+                                   "invalid_request_error", "unknown_url");
     }
     res.keep_alive(req.keep_alive());
     res.content_length(res.body().size());
@@ -77,12 +78,15 @@ admin_listener::admin_listener(net::io_context& io, const std::string& address, 
   error_code ec;
   acceptor_.bind(endpoint, ec);
   if (ec)
-    throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + " (admin): " + ec.message());
+    throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) +
+                             " (admin): " + ec.message());
   acceptor_.listen();
   port_ = acceptor_.local_endpoint().port();
 }
 
-void admin_listener::start() { net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached); }
+void admin_listener::start() {
+  net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached);
+}
 
 void admin_listener::stop() {
   error_code ignored;
@@ -96,8 +100,8 @@ net::awaitable<void> admin_listener::accept_loop() {
       if (!acceptor_.is_open()) co_return;
       continue;
     }
-    net::co_spawn(acceptor_.get_executor(), admin_session(beast::tcp_stream(std::move(socket)), handlers_),
-                  net::detached);
+    net::co_spawn(acceptor_.get_executor(),
+                  admin_session(beast::tcp_stream(std::move(socket)), handlers_), net::detached);
   }
 }
 

@@ -22,7 +22,8 @@ int mimalloc_version() {
   using in_heap_function = bool (*)(const void*);
   static const int version = [] {
     auto* version_of = reinterpret_cast<version_function>(::dlsym(RTLD_DEFAULT, "mi_version"));
-    auto* in_heap = reinterpret_cast<in_heap_function>(::dlsym(RTLD_DEFAULT, "mi_is_in_heap_region"));
+    auto* in_heap =
+        reinterpret_cast<in_heap_function>(::dlsym(RTLD_DEFAULT, "mi_is_in_heap_region"));
     if (!version_of || !in_heap) return 0;
     void* probe = std::malloc(64);
     bool its_block = in_heap(probe);
@@ -64,12 +65,14 @@ constexpr int mimalloc_page_reset_option = 11;
 constexpr int mimalloc_purge_decommits_option = 5;
 
 bool mimalloc_keeps_freed_pages(long (*get_option)(int)) {
-  if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_allow_decommit_option) == 0;
+  if (mimalloc_version() < first_mimalloc_without_that_switch)
+    return get_option(mimalloc_allow_decommit_option) == 0;
   return get_option(mimalloc_decommit_delay_option) < 0;
 }
 
 bool mimalloc_resets_freed_pages(long (*get_option)(int)) {
-  if (mimalloc_version() < first_mimalloc_without_that_switch) return get_option(mimalloc_page_reset_option) != 0;
+  if (mimalloc_version() < first_mimalloc_without_that_switch)
+    return get_option(mimalloc_page_reset_option) != 0;
   return get_option(mimalloc_purge_decommits_option) == 0;
 }
 
@@ -95,9 +98,11 @@ void take_fresh_pages_giving_marked_ones_back() {
   auto* set_option = mimalloc_option_function<void(int, long)>("mi_option_set");
   auto* allocate = mimalloc_function<void*(std::size_t)>("mi_malloc");
   auto* release = mimalloc_function<void(void*)>("mi_free");
-  if (mimalloc_version() >= first_mimalloc_without_that_switch || !get_option || !set_option || !allocate || !release)
+  if (mimalloc_version() >= first_mimalloc_without_that_switch || !get_option || !set_option ||
+      !allocate || !release)
     return;
-  if (mimalloc_keeps_freed_pages(get_option)) return;  // (lazy_free: nothing is marked, pages are reset as freed)
+  if (mimalloc_keeps_freed_pages(get_option))
+    return;  // (lazy_free: nothing is marked, pages are reset as freed)
   // The option is the process's: one thread at a time sets it to 0 and back
   // to the delay read before any did.
   static std::mutex one_at_a_time;
@@ -129,7 +134,8 @@ bool lazy_freeing_asked = false;
 
 std::string allocator_name() {
   if (int v = mimalloc_version()) {
-    auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' + std::to_string(v % 10);
+    auto name = "mimalloc " + std::to_string(v / 100) + '.' + std::to_string(v / 10 % 10) + '.' +
+                std::to_string(v % 10);
     auto* get_option = mimalloc_option_function<long(int)>("mi_option_get");
     if (!get_option) return name;
     bool reset = mimalloc_resets_freed_pages(get_option);
@@ -137,18 +143,22 @@ std::string allocator_name() {
     if (mimalloc_version() < first_mimalloc_without_that_switch) {
       // (2.0 resets a page as it frees it whole; where it may also decommit
       // pages, it still does so after the delay.)
-      if (until_exit) return name + (reset ? ", freed pages given back lazily (MADV_FREE)" : ", freed pages kept until exit");
+      if (until_exit)
+        return name + (reset ? ", freed pages given back lazily (MADV_FREE)"
+                             : ", freed pages kept until exit");
       reset = false;
     } else if (until_exit) {
       return name + ", freed pages kept until exit";
     }
-    name += ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
+    name +=
+        ", freed pages kept " + std::to_string(get_option(mimalloc_decommit_delay_option)) + " ms";
     return reset ? name + ", then given back lazily (MADV_FREE)" : name;
   }
 #ifdef __GLIBC__
   if (!trim_after_bursts) return "glibc malloc, not trimmed after bursts";
   // (glibc's heap has no lazy freeing: it gives memory back as usual.)
-  return lazy_freeing_asked ? "glibc malloc, trimmed after bursts (lazy freeing needs mimalloc)" : "glibc malloc";
+  return lazy_freeing_asked ? "glibc malloc, trimmed after bursts (lazy freeing needs mimalloc)"
+                            : "glibc malloc";
 #else
   return "the C library's malloc";
 #endif

@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <map>
 
-#include "metrics/counters.hpp"
 #include "http/client_request.hpp"
+#include "metrics/counters.hpp"
 
 namespace tokengate {
 
@@ -32,7 +32,8 @@ class body_pool {
   static constexpr std::size_t default_max_bytes = 32 * 1024 * 1024;
   static constexpr clock::duration default_kept_for = std::chrono::seconds(10);
 
-  explicit body_pool(std::size_t max_bytes = default_max_bytes, clock::duration kept_for = default_kept_for)
+  explicit body_pool(std::size_t max_bytes = default_max_bytes,
+                     clock::duration kept_for = default_kept_for)
       : max_bytes_(max_bytes), kept_for_(kept_for) {}
 
   // A buffer of `length` bytes, their values unset: the smallest kept one

@@ -29,8 +29,10 @@ void connection_ticket::release() {
   gate_ = nullptr;
 }
 
-std::size_t connection_gate::address_hash::operator()(const std::array<unsigned char, 16>& a) const noexcept {
-  return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
+std::size_t connection_gate::address_hash::operator()(
+    const std::array<unsigned char, 16>& a) const noexcept {
+  return std::hash<std::string_view>{}(
+      std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
 }
 
 std::optional<connection_ticket> connection_gate::try_admit(const net::ip::address& client) {
@@ -41,7 +43,8 @@ std::optional<connection_ticket> connection_gate::try_admit(const net::ip::addre
   // (Raised only when this admission is a new peak: a load, no write, for
   // the connections below it.)
   auto peak = peak_.load(std::memory_order_relaxed);
-  while (open + 1 > peak && !peak_.compare_exchange_weak(peak, open + 1, std::memory_order_relaxed)) {
+  while (open + 1 > peak &&
+         !peak_.compare_exchange_weak(peak, open + 1, std::memory_order_relaxed)) {
   }
   connection_ticket ticket;
   ticket.gate_ = this;
@@ -63,13 +66,15 @@ std::optional<connection_ticket> connection_gate::try_admit(const net::ip::addre
 
 std::size_t default_max_connections(std::size_t descriptor_limit) {
   constexpr std::size_t reserved = 100;
-  return std::max<std::size_t>(64, descriptor_limit > reserved ? (descriptor_limit - reserved) / 2 : 0);
+  return std::max<std::size_t>(64,
+                               descriptor_limit > reserved ? (descriptor_limit - reserved) / 2 : 0);
 }
 
 std::size_t descriptor_limit() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
-  return limit.rlim_cur == RLIM_INFINITY ? std::size_t(1) << 20 : static_cast<std::size_t>(limit.rlim_cur);
+  return limit.rlim_cur == RLIM_INFINITY ? std::size_t(1) << 20
+                                         : static_cast<std::size_t>(limit.rlim_cur);
 }
 
 std::size_t raise_descriptor_limit() {

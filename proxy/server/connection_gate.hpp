@@ -2,8 +2,8 @@
 // Bounds on client connections, shared by every worker of the process:
 //  - a total (limits.max_connections): at the limit each worker holds the
 //    connection it just accepted and stops accepting, so new clients wait in
-//    the kernel's listen backlog until a connection closes, rather than the process running out of descriptors
-//    (which would fail upstream connects for streams already accepted);
+//    the kernel's listen backlog until a connection closes, rather than the process running out of
+//    descriptors (which would fail upstream connects for streams already accepted);
 //  - a per-address share (limits.max_connections_per_client): a client over
 //    it still gets a clear answer (429 on its first request), then the close.
 #include <array>
@@ -45,8 +45,8 @@ class connection_gate {
       : max_total_(max_total), max_per_client_(max_per_client) {}
 
   // Counts a connection just accepted from `client` (its address is kept only
-  // with a per-client bound), or nothing when the total is reached (the worker then holds that connection until a place
-  // frees). Any thread.
+  // with a per-client bound), or nothing when the total is reached (the worker then holds that
+  // connection until a place frees). Any thread.
   std::optional<connection_ticket> try_admit(const net::ip::address& client);
   std::size_t open() const { return open_.load(std::memory_order_relaxed); }
   // The most connections open at once since the peak was last restarted,

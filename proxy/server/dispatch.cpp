@@ -4,12 +4,12 @@
 #include <variant>
 
 #include "config/reload.hpp"
+#include "http/json_response.hpp"
+#include "io/any_stream.hpp"
 #include "routing/balancer.hpp"
 #include "routing/policy.hpp"
-#include "io/any_stream.hpp"
-#include "server/worker.hpp"
-#include "http/json_response.hpp"
 #include "server/proxy_exchange.hpp"
+#include "server/worker.hpp"
 
 namespace tokengate {
 
@@ -31,15 +31,18 @@ void abandon(worker& w, std::unique_ptr<early_forward>& early) {
 }
 
 // The plan for a config without routes: the listener's upstream, body as sent.
-upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg, const config::listener& listener,
-                               std::unique_ptr<early_forward>& early) {
+upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg,
+                                         const config::listener& listener,
+                                         std::unique_ptr<early_forward>& early) {
   upstream::exchange_plan plan;
   plan.config = std::move(cfg);
   // (the listener as the newest config names its upstream: server::reload
   // refuses a config in which it names none)
-  plan.upstreams.push_back(&plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
+  plan.upstreams.push_back(
+      &plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
   plan.edits.resize(plan.upstreams.size());
-  if (early && early->upstream == plan.upstreams.front()) plan.first_connection = std::move(early->acquired);
+  if (early && early->upstream == plan.upstreams.front())
+    plan.first_connection = std::move(early->acquired);
   return plan;
 }
 
@@ -54,10 +57,9 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
 // with the one sent (early_forward::agrees_with): then its target goes
 // first and the plan takes its connection; otherwise the plan is made
 // afresh and the caller closes that connection (abandon).
-std::variant<upstream::exchange_plan, request_error> plan_with_policy(worker& w, std::shared_ptr<const config::config> cfg,
-                                                                    client_request& request, request_context& ctx,
-                                                                    std::string_view client_key,
-                                                                    std::unique_ptr<early_forward>& early) {
+std::variant<upstream::exchange_plan, request_error> plan_with_policy(
+    worker& w, std::shared_ptr<const config::config> cfg, client_request& request,
+    request_context& ctx, std::string_view client_key, std::unique_ptr<early_forward>& early) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<request_error>(&decision)) {
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
@@ -83,7 +85,8 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(worker& w,
       std::rotate(order.begin(), sent, sent + 1);
       take_early = true;
     }
-  if (routed.route->retries >= 0 && order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
+  if (routed.route->retries >= 0 &&
+      order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
     order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
   upstream::exchange_plan plan;
   plan.config = cfg;
@@ -91,8 +94,8 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(worker& w,
   plan.edits.reserve(order.size());
   for (const auto* t : order) {
     plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
-    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t, *plan.upstreams.back(),
-                                                   ctx.usage_injected));
+    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t,
+                                                   *plan.upstreams.back(), ctx.usage_injected));
   }
   if (take_early) plan.first_connection = std::move(early->acquired);
   plan.output_limit = routed.output_limit;
@@ -108,27 +111,30 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(worker& w,
 
 net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
-                                      const config::listener& listener, request_context& ctx, bool keep_alive,
-                                      std::unique_ptr<early_forward>& early) {
+                                      const config::listener& listener, request_context& ctx,
+                                      bool keep_alive, std::unique_ptr<early_forward>& early) {
   auto target = request.head.target;
   const bool is_get_models = request.head.method == http::verb::get && ctx.path == "/v1/models";
   const bool is_post_api = request.head.method == http::verb::post && is_proxied_post(ctx.path);
 
   if (target.empty() || target.front() != '/') {
     // Absolute-form targets would let a client pick the upstream: never.
-    co_await send_error(stream, request_error::client(400, "invalid_target", "request target must be a path"),
-                        keep_alive, ctx);
+    co_await send_error(
+        stream, request_error::client(400, "invalid_target", "request target must be a path"),
+        keep_alive, ctx);
     co_return keep_alive;
   }
   if (!is_get_models && !is_post_api) {
     if (is_proxied_post(ctx.path) || ctx.path == "/v1/models")
-      co_await send_error(stream,
-                          request_error::client(405, "method_not_allowed",
-                                                "method " + ctx.method + " not allowed on " + ctx.path),
-                          keep_alive, ctx);
+      co_await send_error(
+          stream,
+          request_error::client(405, "method_not_allowed",
+                                "method " + ctx.method + " not allowed on " + ctx.path),
+          keep_alive, ctx);
     else
-      co_await send_error(stream, request_error::client(404, "unknown_url", "unknown path " + ctx.path), keep_alive,
-                          ctx);
+      co_await send_error(stream,
+                          request_error::client(404, "unknown_url", "unknown path " + ctx.path),
+                          keep_alive, ctx);
     co_return keep_alive;
   }
 
@@ -143,10 +149,11 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     routing::scan_error invalid;
     if (is_post_api && !routing::scan_object(body_text(request), invalid)) {
       abandon(w, early);
-      co_await send_error(stream,
-                          request_error::client(400, "invalid_json",
-                                                "request body is not a valid JSON object: " + invalid.message),
-                          keep_alive, ctx);
+      co_await send_error(
+          stream,
+          request_error::client(400, "invalid_json",
+                                "request body is not a valid JSON object: " + invalid.message),
+          keep_alive, ctx);
       co_return keep_alive;
     }
     auto plan = passthrough_plan(cfg, listener, early);
@@ -155,13 +162,14 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
   }
 
   auto client_key = routing::client_key_from(request.head.value_of(known_field::authorization),
-                                               request.head.value_of(known_field::x_api_key));
+                                             request.head.value_of(known_field::x_api_key));
   if (is_get_models) {
     auto auth = routing::authenticate(*cfg, client_key);
     if (auto* e = std::get_if<request_error>(&auth)) {
       co_await send_error(stream, std::move(*e), keep_alive, ctx);
     } else {
-      co_await send_json(stream, routing::models_list_json(*cfg, std::get<const config::client_key*>(auth)),
+      co_await send_json(stream,
+                         routing::models_list_json(*cfg, std::get<const config::client_key*>(auth)),
                          keep_alive, ctx);
     }
     co_return keep_alive;
@@ -173,7 +181,9 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_await send_error(stream, std::move(*e), keep_alive, ctx);
     co_return keep_alive;
   }
-  co_return co_await proxy_exchange(stream, watcher, request, w, std::get<upstream::exchange_plan>(planned), ctx) && keep_alive;
+  co_return co_await proxy_exchange(stream, watcher, request, w,
+                                    std::get<upstream::exchange_plan>(planned), ctx) &&
+      keep_alive;
 }
 
 }  // namespace tokengate

@@ -3,9 +3,10 @@
 // through the policy (when the config has routes) to a plan of upstreams,
 // then to the proxy exchange; everything else gets a JSON error.
 #include <boost/beast/http/message.hpp>
+
+#include "http/client_request.hpp"
 #include "io/net.hpp"
 #include "server/early_forward.hpp"
-#include "http/client_request.hpp"
 
 namespace tokengate {
 
@@ -13,7 +14,9 @@ class any_stream;
 class client_watcher;
 class worker;
 struct request_context;
-namespace config { struct listener; }
+namespace config {
+struct listener;
+}
 
 // The paths whose POSTs go upstream.
 bool is_proxied_post(std::string_view path);
@@ -23,7 +26,7 @@ bool is_proxied_post(std::string_view path);
 // is used when the whole body agrees with it, and closed otherwise.
 net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
-                                      const config::listener& listener, request_context& ctx, bool keep_alive,
-                                      std::unique_ptr<early_forward>& early);
+                                      const config::listener& listener, request_context& ctx,
+                                      bool keep_alive, std::unique_ptr<early_forward>& early);
 
 }  // namespace tokengate

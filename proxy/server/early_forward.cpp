@@ -1,20 +1,19 @@
 #include "server/early_forward.hpp"
 
+#include <algorithm>
 #include <boost/asio/read.hpp>
 
-#include <algorithm>
-
 #include "config/reload.hpp"
+#include "http/read_message.hpp"
+#include "io/any_stream.hpp"
+#include "io/write_all.hpp"
 #include "routing/balancer.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
-#include "io/any_stream.hpp"
 #include "server/dispatch.hpp"
-#include "http/read_message.hpp"
-#include "upstream/request.hpp"
 #include "server/worker.hpp"
-#include "io/write_all.hpp"
 #include "upstream/pool.hpp"
+#include "upstream/request.hpp"
 
 namespace tokengate {
 namespace {
@@ -46,8 +45,9 @@ void first_bytes(std::vector<net::const_buffer>& pieces, std::size_t n) {
 // yet, an error the whole body must confirm, an edit that would not stay
 // well-formed).
 std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const config::config> cfg,
-                                             const config::listener& listener, const client_request& request,
-                                             std::string_view path, std::size_t have,
+                                             const config::listener& listener,
+                                             const client_request& request, std::string_view path,
+                                             std::size_t have,
                                              std::vector<routing::splice>& edits) {
   early_forward plan;
   edits.clear();
@@ -64,8 +64,8 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   std::string members(start.substr(0, end));
   members += '}';
   const auto& head = request.head;
-  auto client_key =
-      routing::client_key_from(head.value_of(known_field::authorization), head.value_of(known_field::x_api_key));
+  auto client_key = routing::client_key_from(head.value_of(known_field::authorization),
+                                             head.value_of(known_field::x_api_key));
   auto decision = routing::apply_policy(*cfg, {path, members, client_key, request.body.size()});
   auto* routed = std::get_if<routing::routed_request>(&decision);
   if (!routed) return std::nullopt;
@@ -84,7 +84,8 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   // (",…}") follow it as well-formed JSON. (tests/fuzz/policy_fuzz checks
   // that the body sent this way equals, as JSON, the one the whole body's
   // plan would send.)
-  edits = routing::edits_for_target(members, path, *routed, *plan.target, *plan.upstream, plan.usage_needed);
+  edits = routing::edits_for_target(members, path, *routed, *plan.target, *plan.upstream,
+                                    plan.usage_needed);
   plan.config = std::move(cfg);
   return plan;
 }
@@ -92,9 +93,11 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
 // Sends the body on as it arrives, after the head, all of it but its last
 // byte. Returns the client's read error; the connection is let go (and the
 // rest read without forwarding) when the upstream fails to take it.
-net::awaitable<error_code> forward_while_reading(any_stream& client, client_request& request, worker& w,
-                                                 request_context& ctx, early_forward& plan,
-                                                 const std::vector<routing::splice>& edits, std::size_t& have) {
+net::awaitable<error_code> forward_while_reading(any_stream& client, client_request& request,
+                                                 worker& w, request_context& ctx,
+                                                 early_forward& plan,
+                                                 const std::vector<routing::splice>& edits,
+                                                 std::size_t& have) {
   const auto& settings = *plan.upstream;
   auto& pool = w.upstreams().pool_for(settings);
   auto& body = request.body;
@@ -130,12 +133,13 @@ net::awaitable<error_code> forward_while_reading(any_stream& client, client_requ
 // Whether this body may go upstream before it is whole: long enough (by
 // its declared length, already its buffer's size), an API request that
 // will be proxied, and the client not refused whatever it sends.
-bool forwardable(const client_request& request, std::string_view path, const config::limit_settings& limits,
-                 bool may_forward) {
+bool forwardable(const client_request& request, std::string_view path,
+                 const config::limit_settings& limits, bool may_forward) {
   const auto target = request.head.target;
   const auto from = limits.forward_early_bytes;
   return may_forward && from > 0 && request.body.size() >= std::max(from, direct_from) &&
-         request.head.method == http::verb::post && is_proxied_post(path) && !target.empty() && target.front() == '/';
+         request.head.method == http::verb::post && is_proxied_post(path) && !target.empty() &&
+         target.front() == '/';
 }
 
 // Decides on the body's start (reading more of it while that does not
@@ -143,8 +147,8 @@ bool forwardable(const client_request& request, std::string_view path, const con
 // `early` when the upstream holds all but the last byte, or when the
 // connection could not be had (the exchange reports that failure).
 net::awaitable<error_code> forward_early(any_stream& client, client_request& request, worker& w,
-                                         const config::listener& listener, request_context& ctx, std::size_t& have,
-                                         std::unique_ptr<early_forward>& early) {
+                                         const config::listener& listener, request_context& ctx,
+                                         std::size_t& have, std::unique_ptr<early_forward>& early) {
   auto cfg = w.snapshot();
   auto& body = request.body;
   const auto decide_upto = std::min(body.size(), decide_within);
@@ -159,18 +163,22 @@ net::awaitable<error_code> forward_early(any_stream& client, client_request& req
       tried_at = have;
     }
     if (plan || have >= decide_upto) break;
-    auto [ec, n] = co_await client.async_read_some(net::buffer(body.data() + have, decide_upto - have), use_tuple);
+    auto [ec, n] = co_await client.async_read_some(
+        net::buffer(body.data() + have, decide_upto - have), use_tuple);
     have += n;
     if (ec) co_return ec;
   }
-  if (!plan || have == body.size()) co_return error_code{};  // undecided, or nothing left to overlap
+  if (!plan || have == body.size())
+    co_return error_code{};  // undecided, or nothing left to overlap
   const auto& settings = *plan->upstream;
-  if (settings.max_concurrent_streams && w.upstreams().active_streams(settings.name) >= settings.max_concurrent_streams)
+  if (settings.max_concurrent_streams &&
+      w.upstreams().active_streams(settings.name) >= settings.max_concurrent_streams)
     co_return error_code{};
   plan->acquired = co_await w.upstreams().pool_for(settings).acquire();
   if (plan->acquired.conn) {
     ctx.upstream_connected = clock::now();
-    if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have)) co_return ec;
+    if (auto ec = co_await forward_while_reading(client, request, w, ctx, *plan, edits, have))
+      co_return ec;
     if (plan->acquired.conn) w.metrics().upstream_rq_forwarded_early.add();
   }
   // (Neither: the upstream failed mid-body; the exchange tries afresh.)
@@ -182,19 +190,21 @@ net::awaitable<error_code> forward_early(any_stream& client, client_request& req
 }  // namespace
 
 bool early_forward::agrees_with(const routing::routed_request& whole, std::string_view path) const {
-  if (whole.route != route || whole.model != model || whole.output_limit != output_limit || whole.stream != stream ||
-      routing::usage_needed(whole, path) != usage_needed)
+  if (whole.route != route || whole.model != model || whole.output_limit != output_limit ||
+      whole.stream != stream || routing::usage_needed(whole, path) != usage_needed)
     return false;
   for (const auto& m : whole.scan.members)
     if (m.member_begin > decided_on && routing::policy_reads(m.key)) return false;
   return true;
 }
 
-net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer, client_request& request,
-                                     worker& w, const config::listener& listener, request_context& ctx, bool may_forward,
-                                     std::unique_ptr<early_forward>& early) {
+net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
+                                     client_request& request, worker& w,
+                                     const config::listener& listener, request_context& ctx,
+                                     bool may_forward, std::unique_ptr<early_forward>& early) {
   const auto max_body = w.config().limits.max_body_bytes;
-  if (request.head.chunked) co_return co_await read_chunked_body(client, buffer, request.body, max_body);
+  if (request.head.chunked)
+    co_return co_await read_chunked_body(client, buffer, request.body, max_body);
   // A body of known length is read straight into its buffer, after what
   // the head's read brought: no copy through the connection's buffer (a
   // 200 KB prompt read through it in 4 KiB reads was about 50 copies).
@@ -207,9 +217,11 @@ net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buf
   buffer.consume(have);
 
   if (forwardable(request, ctx.path, w.config().limits, may_forward))
-    if (auto ec = co_await forward_early(client, request, w, listener, ctx, have, early)) co_return ec;
+    if (auto ec = co_await forward_early(client, request, w, listener, ctx, have, early))
+      co_return ec;
   if (have == length) co_return error_code{};
-  auto [ec, n] = co_await net::async_read(client, net::buffer(body.data() + have, length - have), use_tuple);
+  auto [ec, n] =
+      co_await net::async_read(client, net::buffer(body.data() + have, length - have), use_tuple);
   co_return ec;
 }
 

@@ -14,31 +14,32 @@
 // closed before the last byte, so the upstream never had a complete
 // request, and the request goes the usual way.
 #include <boost/beast/core/flat_buffer.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "config/config.hpp"
-#include "io/net.hpp"
 #include "http/client_request.hpp"
 #include "http/request_context.hpp"
+#include "io/net.hpp"
 #include "upstream/pool.hpp"
 
 namespace tokengate {
 
 class any_stream;
 class worker;
-namespace routing { struct routed_request; }
+namespace routing {
+struct routed_request;
+}
 
 // What forwarding early left: the upstream connection holding all of the
 // request but the body's last byte (or the failure to connect, which the
 // exchange reports rather than meet twice), and the decision it was sent
 // under. Let go unused, the connection closes: the request never completes.
 struct early_forward {
-  std::shared_ptr<const config::config> config;     // the snapshot it was decided on
-  const config::upstream* upstream = nullptr;        // where it went
-  const config::route_target* target = nullptr;      // the route's target (null without routes)
+  std::shared_ptr<const config::config> config;  // the snapshot it was decided on
+  const config::upstream* upstream = nullptr;    // where it went
+  const config::route_target* target = nullptr;  // the route's target (null without routes)
   // The decision the body's first members gave (with routes).
   const config::route* route = nullptr;
   std::string model;
@@ -59,8 +60,9 @@ struct early_forward {
 // limits.forward_early_bytes or more, 16 KiB at least), it is forwarded
 // as it arrives where the first members allow a decision, and `early` is
 // set once the upstream holds all of it but its last byte.
-net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer, client_request& request,
-                                     worker& w, const config::listener& listener, request_context& ctx, bool may_forward,
-                                     std::unique_ptr<early_forward>& early);
+net::awaitable<error_code> read_body(any_stream& client, beast::flat_buffer& buffer,
+                                     client_request& request, worker& w,
+                                     const config::listener& listener, request_context& ctx,
+                                     bool may_forward, std::unique_ptr<early_forward>& early);
 
 }  // namespace tokengate

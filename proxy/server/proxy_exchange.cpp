@@ -23,13 +23,15 @@ net::awaitable<bool> answer_client(upstream::exchange_state& s, client_request& 
   // Nothing is sent upstream again; the request's head went back with the attempt.
   upstream::in_flight streaming(*got.in_flight);
   const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
-  keep_client = co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version);
+  keep_client =
+      co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version);
   co_return keep_client;
 }
 
 }  // namespace
 
-net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request, worker& w,
+net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
+                                    client_request& request, worker& w,
                                     upstream::exchange_plan& plan, request_context& ctx) {
   upstream::exchange_state s(client, ctx);
   bool keep_client = request.head.keep_alive();

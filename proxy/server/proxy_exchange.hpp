@@ -15,7 +15,8 @@ namespace tokengate {
 class worker;
 
 // Returns whether the client connection may carry another request.
-net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher, client_request& request, worker& w,
+net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
+                                    client_request& request, worker& w,
                                     upstream::exchange_plan& plan, request_context& ctx);
 
 }  // namespace tokengate

@@ -9,7 +9,8 @@ namespace {
 
 std::optional<std::uint64_t> micros_between(clock::time_point from, clock::time_point to) {
   if (from == clock::time_point{} || to == clock::time_point{} || to < from) return std::nullopt;
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
 }
 
 metrics::outcome outcome_of(const request_context& ctx) {
@@ -33,8 +34,10 @@ void record_request(worker& w, const request_context& ctx) {
     series.ttft.record_micros(*v);
     windows.ttft.record(*v, now);
   }
-  if (auto v = micros_between(ctx.request_sent, ctx.first_token)) series.upstream_ttft.record_micros(*v);
-  if (auto v = micros_between(ctx.request_sent, ctx.upstream_headers)) series.upstream_first_byte.record_micros(*v);
+  if (auto v = micros_between(ctx.request_sent, ctx.first_token))
+    series.upstream_ttft.record_micros(*v);
+  if (auto v = micros_between(ctx.request_sent, ctx.upstream_headers))
+    series.upstream_first_byte.record_micros(*v);
   if (ctx.content_events > 1) {
     if (auto span = micros_between(ctx.first_token, ctx.last_token)) {
       auto tpot = *span / (ctx.content_events - 1);

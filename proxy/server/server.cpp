@@ -1,18 +1,19 @@
 #include "server/server.hpp"
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
 #include <future>
+#include <latch>
 
 #include "config/reload.hpp"
+#include "io/port_in_use.hpp"
+#include "io/tls_credentials.hpp"
 #include "metrics/cpu_wait.hpp"
 #include "metrics/process_memory.hpp"
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
-#include "io/port_in_use.hpp"
-#include "io/tls_credentials.hpp"
 #include "server/worker.hpp"
 
 namespace tokengate {
@@ -23,8 +24,9 @@ server::server(std::shared_ptr<const config::config> config)
   gate_ = std::make_unique<connection_gate>(
       limits.max_connections ? limits.max_connections : default_max_connections(descriptor_limit()),
       limits.max_connections_per_client);
-  int count = config_->workers > 0 ? config_->workers
-                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int count = config_->workers > 0
+                  ? config_->workers
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, store_, *gate_));
 }
 
@@ -39,9 +41,11 @@ void say_if_shared(const std::string& address, std::uint16_t port, const std::st
   error_code ec;
   auto ip = net::ip::make_address(address, ec);
   if (ec || !port_already_listened({ip, port})) return;
-  spdlog::warn("{}:{} ({}) is already open in another process: this one shares its new connections with it "
-               "(SO_REUSEPORT), as in a binary upgrade or instances side by side; if that is not meant, stop one",
-               address, port, what);
+  spdlog::warn(
+      "{}:{} ({}) is already open in another process: this one shares its new connections with it "
+      "(SO_REUSEPORT), as in a binary upgrade or instances side by side; if that is not meant, "
+      "stop one",
+      address, port, what);
 }
 
 }  // namespace
@@ -49,14 +53,17 @@ void say_if_shared(const std::string& address, std::uint16_t port, const std::st
 void server::start() {
   for (const auto& l : config_->listeners) {
     std::shared_ptr<tls_credentials> tls;
-    if (l.tls) certificates_[l.name] = tls = std::make_shared<tls_credentials>(l.tls->cert_file, l.tls->key_file);
+    if (l.tls)
+      certificates_[l.name] = tls =
+          std::make_shared<tls_credentials>(l.tls->cert_file, l.tls->key_file);
     std::uint16_t port = l.port;
     say_if_shared(l.address, port, "listener '" + l.name + "'");
     for (auto& w : workers_) port = w->bind(l, port, tls);  // port 0: the first bind picks it
     ports_[l.name] = port;
   }
   if (config_->admin) {
-    say_if_shared(config_->admin->address, config_->admin->port, "admin: a scrape sees one process at a time");
+    say_if_shared(config_->admin->address, config_->admin->port,
+                  "admin: a scrape sees one process at a time");
     admin_handlers handlers;
     handlers.ready = [this] { return !workers_.front()->draining(); };
     handlers.metrics_text = [this] { return metrics_text(); };
@@ -77,7 +84,9 @@ void server::start() {
   }
 }
 
-std::uint16_t server::port(const std::string& listener_name) const { return ports_.at(listener_name); }
+std::uint16_t server::port(const std::string& listener_name) const {
+  return ports_.at(listener_name);
+}
 
 namespace {
 // A burst, for giving its memory back after: at least this many more
@@ -126,7 +135,18 @@ void server::release_unused_body_buffers() {
 }
 
 void server::close_stale_pooled_connections() {
-  for (auto& w : workers_) net::post(w->io(), [w = w.get()] { w->upstreams().close_stale_connections(); });
+  for (auto& w : workers_)
+    net::post(w->io(), [w = w.get()] { w->upstreams().close_stale_connections(); });
+}
+
+void server::close_stale_pooled_connections_now() {
+  std::latch swept(static_cast<std::ptrdiff_t>(workers_.size()));
+  for (auto& w : workers_)
+    net::post(w->io(), [w = w.get(), &swept] {
+      w->upstreams().close_stale_connections();
+      swept.count_down();
+    });
+  swept.wait();
 }
 
 std::size_t server::max_connections() const { return gate_->max_total(); }
@@ -143,7 +163,8 @@ std::vector<std::string> server::reload(std::shared_ptr<const config::config> ne
   config::check_bound_listeners_keep_an_upstream(config_->listeners, *next);
   store_->replace(next);
   // Each worker's pools are its own thread's: it adopts the new settings there.
-  for (auto& w : workers_) net::post(w->io(), [w = w.get(), next] { w->upstreams().adopt_settings(*next); });
+  for (auto& w : workers_)
+    net::post(w->io(), [w = w.get(), next] { w->upstreams().adopt_settings(*next); });
   ++reloads_ok_;
   return config::changes_needing_restart(*config_, *next);
 }
@@ -155,13 +176,14 @@ std::size_t server::reload_certificates(bool only_changed) {
     try {
       credentials->reload();
       ++tls_reloads_ok_;
-      spdlog::info("reload: listener '{}' presents the certificate in {} to new connections", listener,
-                   credentials->cert_file());
+      spdlog::info("reload: listener '{}' presents the certificate in {} to new connections",
+                   listener, credentials->cert_file());
     } catch (const std::exception& e) {
       ++failed;
       ++tls_reloads_failed_;
-      spdlog::error("certificate reload refused for listener '{}', its current certificate stays: {}", listener,
-                    e.what());
+      spdlog::error(
+          "certificate reload refused for listener '{}', its current certificate stays: {}",
+          listener, e.what());
     }
   }
   return failed;
@@ -178,21 +200,34 @@ std::string server::metrics_text() const {
   text += metrics::render_latency_prometheus(latency);
   text += metrics::render_process_memory_prometheus(metrics::read_process_memory());
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
-  text += "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once (limits.max_connections).\n"
-          "# TYPE tokengate_downstream_cx_limit gauge\n"
-          "tokengate_downstream_cx_limit " + std::to_string(gate_->max_total()) + "\n";
-  text += "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
-          "# TYPE tokengate_config_reloads_total counter\n"
-          "tokengate_config_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_.load()) + "\n"
-          "tokengate_config_reloads_total{result=\"failure\"} " + std::to_string(reloads_failed_.load()) + "\n";
+  text +=
+      "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
+      "(limits.max_connections).\n"
+      "# TYPE tokengate_downstream_cx_limit gauge\n"
+      "tokengate_downstream_cx_limit " +
+      std::to_string(gate_->max_total()) + "\n";
+  text +=
+      "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
+      "# TYPE tokengate_config_reloads_total counter\n"
+      "tokengate_config_reloads_total{result=\"success\"} " +
+      std::to_string(reloads_ok_.load()) +
+      "\n"
+      "tokengate_config_reloads_total{result=\"failure\"} " +
+      std::to_string(reloads_failed_.load()) + "\n";
   // Declared even without TLS listeners, so dashboards and rules find the
   // families; the gauge then has no samples.
-  text += "# HELP tokengate_tls_certificate_reloads_total Certificate reloads by result.\n"
-          "# TYPE tokengate_tls_certificate_reloads_total counter\n"
-          "tokengate_tls_certificate_reloads_total{result=\"success\"} " + std::to_string(tls_reloads_ok_.load()) + "\n"
-          "tokengate_tls_certificate_reloads_total{result=\"failure\"} " + std::to_string(tls_reloads_failed_.load()) + "\n"
-          "# HELP tokengate_tls_certificate_expiry_timestamp_seconds When the certificate each listener presents expires.\n"
-          "# TYPE tokengate_tls_certificate_expiry_timestamp_seconds gauge\n";
+  text +=
+      "# HELP tokengate_tls_certificate_reloads_total Certificate reloads by result.\n"
+      "# TYPE tokengate_tls_certificate_reloads_total counter\n"
+      "tokengate_tls_certificate_reloads_total{result=\"success\"} " +
+      std::to_string(tls_reloads_ok_.load()) +
+      "\n"
+      "tokengate_tls_certificate_reloads_total{result=\"failure\"} " +
+      std::to_string(tls_reloads_failed_.load()) +
+      "\n"
+      "# HELP tokengate_tls_certificate_expiry_timestamp_seconds When the certificate each "
+      "listener presents expires.\n"
+      "# TYPE tokengate_tls_certificate_expiry_timestamp_seconds gauge\n";
   for (const auto& [listener, credentials] : certificates_)
     text += "tokengate_tls_certificate_expiry_timestamp_seconds{listener=\"" + listener + "\"} " +
             std::to_string(credentials->not_after()) + "\n";

@@ -32,7 +32,8 @@ class server {
   std::size_t worker_count() const { return workers_.size(); }
   std::size_t max_connections() const;  // limits.max_connections, or its default
   std::string metrics_text() const;
-  std::string stats_json() const;  // p50/p95/p99/max per route: last minute, five minutes, since start
+  std::string stats_json()
+      const;  // p50/p95/p99/max per route: last minute, five minutes, since start
 
   // Swaps in a new policy (already validated). Requests in flight keep the
   // one they started with. Throws config_error, and the running policy
@@ -71,8 +72,10 @@ class server {
   // Each worker closes the pooled upstream connections that their upstream
   // has closed while they waited, or that have waited longer than their
   // upstream's timeouts.pooled (upstream/pool.hpp), on its own thread.
-  // Called once a second by `serve`.
+  // Called once a second by `serve`. The `_now` form returns once every
+  // worker has swept (what a test waits for).
   void close_stale_pooled_connections();
+  void close_stale_pooled_connections_now();
 
   // Stops accepting, lets requests in flight finish until the drain
   // deadline, then stops the workers. Blocks until done.
@@ -91,7 +94,7 @@ class server {
   std::map<std::string, std::uint16_t> ports_;
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};
-  int quiet_checks_ = 0;  // calls in a row that found the burst over
+  int quiet_checks_ = 0;        // calls in a row that found the burst over
   int collects_to_repeat_ = 0;  // after a collect: see release_memory_after_burst
   bool stopped_ = false;
 };

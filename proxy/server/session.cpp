@@ -1,23 +1,23 @@
 #include "server/session.hpp"
 
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <random>
 
+#include "http/json_response.hpp"
 #include "http/read_message.hpp"
-#include "server/request_record.hpp"
-#include "io/any_stream.hpp"
-#include "server/body_pool.hpp"
-#include "io/client_watcher.hpp"
-#include "server/connection_gate.hpp"
 #include "http/request_context.hpp"
-#include "server/worker.hpp"
+#include "io/any_stream.hpp"
+#include "io/client_watcher.hpp"
+#include "server/body_pool.hpp"
+#include "server/connection_gate.hpp"
 #include "server/dispatch.hpp"
 #include "server/early_forward.hpp"
-#include "http/json_response.hpp"
+#include "server/request_record.hpp"
+#include "server/worker.hpp"
 
 namespace tokengate {
 namespace {
@@ -45,10 +45,11 @@ std::string request_id_for(std::string_view given) {
 // first read waits for epoll (worker::prepare_accepted), so one accepted
 // with its request already sent waits here too. (A client that connects
 // and sends nothing holds the drain until head_timeout.)
-net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
-                                      worker& w, bool first) {
+net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& buffer,
+                                      client_watcher& watcher, worker& w, bool first) {
   const auto timeout = first ? w.config().limits.head_timeout : w.config().limits.idle_timeout;
-  if (watcher.reading()) {  // the last response's watch goes on as this wait (server/client_watcher.hpp)
+  if (watcher.reading()) {  // the last response's watch goes on as this wait
+                            // (server/client_watcher.hpp)
     w.mark_idle(&stream);
     stream.expires_after(timeout);
     auto [ec] = co_await watcher.async_wait_read(use_tuple);
@@ -72,17 +73,21 @@ net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& bu
 
 // Maps a parser error on a client request to the answer it deserves, or
 // nothing when the client simply went away.
-std::optional<request_error> classify_read_error(const error_code& ec, const config::limit_settings& limits) {
+std::optional<request_error> classify_read_error(const error_code& ec,
+                                                 const config::limit_settings& limits) {
   if (ec == http::error::header_limit)
-    return request_error::client(431, "request_header_too_large",
-                                 "request head exceeds " + std::to_string(limits.max_head_bytes) + " bytes");
+    return request_error::client(
+        431, "request_header_too_large",
+        "request head exceeds " + std::to_string(limits.max_head_bytes) + " bytes");
   if (ec == http::error::body_limit)
-    return request_error::client(413, "request_too_large",
-                                 "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes");
+    return request_error::client(
+        413, "request_too_large",
+        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes");
   // A head or body that does not arrive in time (slowloris): the stream's
   // deadline has already closed the socket, so the answer is the close.
   if (ec == beast::error::timeout) return std::nullopt;
-  if (ec == http::error::end_of_stream || ec == net::error::eof || is_disconnect(ec)) return std::nullopt;
+  if (ec == http::error::end_of_stream || ec == net::error::eof || is_disconnect(ec))
+    return std::nullopt;
   return request_error::client(400, "invalid_request", "malformed HTTP request: " + ec.message());
 }
 
@@ -94,8 +99,8 @@ constexpr std::chrono::seconds linger_after_early_answer{5};
 
 // A request that could not be read answered when it deserves an answer;
 // returns whether it did (the client may then still be sending).
-net::awaitable<bool> answer_read_error(any_stream& stream, const error_code& ec, const config::limit_settings& limits,
-                                       request_context& ctx) {
+net::awaitable<bool> answer_read_error(any_stream& stream, const error_code& ec,
+                                       const config::limit_settings& limits, request_context& ctx) {
   auto failure = classify_read_error(ec, limits);
   if (!failure) co_return false;
   co_await send_error(stream, std::move(*failure), false, ctx);
@@ -107,13 +112,16 @@ net::awaitable<bool> answer_read_error(any_stream& stream, const error_code& ec,
 using read_outcome = std::optional<bool>;
 
 // The request's head, read and checked; its identity in `ctx`.
-net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& buffer, request_head& head,
-                                       request_context& ctx, const config::limit_settings& limits) {
+net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& buffer,
+                                       request_head& head, request_context& ctx,
+                                       const config::limit_settings& limits) {
   stream.expires_after(limits.head_timeout);
-  auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes, limits.max_header_count);
+  auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes,
+                                        limits.max_header_count);
   ctx.received = clock::now();
   // (A refused head's views point into the buffer, and may be part of a field.)
-  ctx.request_id = request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
+  ctx.request_id =
+      request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
   // (Too many fields, not too many bytes: the parser stopped with the
   // fields full. A head over the byte limit has none parsed.)
   if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
@@ -132,12 +140,13 @@ net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& b
   ctx.path = std::string(head.target.substr(0, head.target.find('?')));
   ctx.dialect = dialect_for_path(ctx.path);
   if (!head.host_fields_allowed()) {
-    co_await send_error(stream,
-                        request_error::client(400, "invalid_host",
-                                              head.version >= 11
-                                                  ? "an HTTP/1.1 request must have exactly one Host header"
-                                                  : "a request must not have more than one Host header"),
-                        false, ctx);
+    co_await send_error(
+        stream,
+        request_error::client(400, "invalid_host",
+                              head.version >= 11
+                                  ? "an HTTP/1.1 request must have exactly one Host header"
+                                  : "a request must not have more than one Host header"),
+        false, ctx);
     co_return true;  // (a body may be on its way)
   }
   co_return std::nullopt;
@@ -145,9 +154,10 @@ net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& b
 
 // The request whole: its head, then its body (forwarded while it arrives
 // where it is long, server/early_forward.hpp).
-net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer& buffer, client_request& request,
-                                          request_context& ctx, worker& w, const config::listener& listener,
-                                          bool may_forward, std::unique_ptr<early_forward>& early) {
+net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer& buffer,
+                                          client_request& request, request_context& ctx, worker& w,
+                                          const config::listener& listener, bool may_forward,
+                                          std::unique_ptr<early_forward>& early) {
   const auto& limits = w.config().limits;
   auto& head = request.head;
   if (auto ended = co_await read_head(stream, buffer, head, ctx, limits)) co_return ended;
@@ -169,8 +179,9 @@ net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer
 
 // A request read whole, answered and recorded; returns whether the
 // connection may carry another.
-net::awaitable<bool> serve_request(any_stream& stream, client_watcher& watcher, client_request& request,
-                                   request_context& ctx, worker& w, const config::listener& listener,
+net::awaitable<bool> serve_request(any_stream& stream, client_watcher& watcher,
+                                   client_request& request, request_context& ctx, worker& w,
+                                   const config::listener& listener,
                                    std::unique_ptr<early_forward>& early) {
   w.metrics().downstream_rq_total.add();
   w.metrics().downstream_rq_active.add();
@@ -179,7 +190,8 @@ net::awaitable<bool> serve_request(any_stream& stream, client_watcher& watcher, 
     w.metrics().downstream_rq_paced.add();
     co_await w.setups().wait_turn(net::use_awaitable);
   }
-  keep_alive = co_await dispatch_request(stream, watcher, request, w, listener, ctx, keep_alive, early);
+  keep_alive =
+      co_await dispatch_request(stream, watcher, request, w, listener, ctx, keep_alive, early);
   w.metrics().downstream_rq_active.sub();
   if (ctx.status) w.metrics().count_status(ctx.status);
   ctx.finished = clock::now();
@@ -191,19 +203,21 @@ net::awaitable<bool> serve_request(any_stream& stream, client_watcher& watcher, 
 // learns why, and the connection is gone as soon as it would have been idle.
 net::awaitable<void> refuse_over_client_limit(any_stream& stream, request_context& ctx, worker& w) {
   w.metrics().downstream_cx_refused_per_client.add();
-  co_await send_error(stream,
-                      request_error::policy(429, "rate_limit_error", "too_many_connections",
-                                            "too many connections from your address (limit " +
-                                                std::to_string(w.config().limits.max_connections_per_client) +
-                                                "); reuse a keep-alive connection or wait for one to close"),
-                      false, ctx);
+  co_await send_error(
+      stream,
+      request_error::policy(429, "rate_limit_error", "too_many_connections",
+                            "too many connections from your address (limit " +
+                                std::to_string(w.config().limits.max_connections_per_client) +
+                                "); reuse a keep-alive connection or wait for one to close"),
+      false, ctx);
   w.metrics().count_status(429);
 }
 
 // Serves requests until the connection is to end; returns whether the
 // client may still be sending (answered before its request was read whole).
-net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buffer, client_watcher& watcher,
-                                    worker& w, const config::listener& listener, bool over_client_limit) {
+net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buffer,
+                                    client_watcher& watcher, worker& w,
+                                    const config::listener& listener, bool over_client_limit) {
   bool first = true;
   for (;;) {
     // In a drain a kept-alive connection ends here; a new one's first
@@ -217,8 +231,10 @@ net::awaitable<bool> serve_requests(any_stream& stream, beast::flat_buffer& buff
     request_context ctx;
     client_request request;
     body_given_back keep_body_buffer(w.bodies(), request.body);
-    std::unique_ptr<early_forward> early;  // (on the heap: most requests have none, and the frame lasts the session)
-    auto ended = co_await read_request(stream, buffer, request, ctx, w, listener, !over_client_limit, early);
+    std::unique_ptr<early_forward>
+        early;  // (on the heap: most requests have none, and the frame lasts the session)
+    auto ended =
+        co_await read_request(stream, buffer, request, ctx, w, listener, !over_client_limit, early);
     if (ended) co_return *ended;
     watcher.expect_requests_of(request.head.bytes.size() + request.body.size());
     if (over_client_limit) {
@@ -240,7 +256,8 @@ net::awaitable<bool> session_loop(any_stream& stream, worker& w, const config::l
   std::exception_ptr failed;
   bool may_still_send = false;
   try {
-    may_still_send = co_await serve_requests(stream, buffer, watcher, w, listener, over_client_limit);
+    may_still_send =
+        co_await serve_requests(stream, buffer, watcher, w, listener, over_client_limit);
   } catch (...) {
     failed = std::current_exception();
   }

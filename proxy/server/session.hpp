@@ -6,7 +6,9 @@ namespace tokengate {
 class any_stream;
 class connection_ticket;
 class worker;
-namespace config { struct listener; }
+namespace config {
+struct listener;
+}
 
 // One client connection, from the TLS handshake (if any) to the close:
 // read a request with limits → proxy it → repeat while keep-alive. The

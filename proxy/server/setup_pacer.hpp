@@ -25,7 +25,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
-
 #include <cstddef>
 #include <deque>
 

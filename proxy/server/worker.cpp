@@ -1,23 +1,22 @@
 #include "server/worker.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <spdlog/spdlog.h>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <stdexcept>
 
 #include "io/accept_now.hpp"
 #include "io/any_stream.hpp"
 #include "io/drained_read.hpp"
-#include "server/connection_gate.hpp"
-#include "server/session.hpp"
 #include "io/tls_context.hpp"
 #include "io/tls_credentials.hpp"
+#include "server/connection_gate.hpp"
+#include "server/session.hpp"
 
 namespace tokengate {
 namespace {
@@ -49,8 +48,8 @@ std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
   error_code ec;
   acceptor->bind(endpoint, ec);
   if (ec)  // an operator's mistake: say which listener, not where in Asio
-    throw std::runtime_error("cannot listen on " + settings.address + ":" + std::to_string(port) + " (listener '" +
-                             settings.name + "'): " + ec.message());
+    throw std::runtime_error("cannot listen on " + settings.address + ":" + std::to_string(port) +
+                             " (listener '" + settings.name + "'): " + ec.message());
   acceptor->listen(net::socket_base::max_listen_connections);
   acceptor->non_blocking(true);  // (accept_now takes connections without waiting)
   bool inherited = accepted_sockets_inherit_options();
@@ -58,7 +57,8 @@ std::uint16_t worker::bind(const config::listener& settings, std::uint16_t port,
     acceptor->set_option(tcp::no_delay(true));
     if (!tls) {
       int on = 1;
-      inherited = ::setsockopt(acceptor->native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+      inherited =
+          ::setsockopt(acceptor->native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
     }
   }
   auto bound = acceptor->local_endpoint().port();
@@ -70,7 +70,8 @@ void worker::start_accepting() {
   for (auto& l : listeners_) net::co_spawn(io_, accept_loop(l), net::detached);
 }
 
-net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l, const net::ip::address& client) {
+net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l,
+                                                               const net::ip::address& client) {
   if (auto ticket = gate_.try_admit(client)) co_return ticket;
   // At limits.max_connections: this connection waits here unserved, and the
   // accept loop with it, so later clients wait in the listen backlog (as with
@@ -82,8 +83,10 @@ net::awaitable<std::optional<connection_ticket>> worker::admit(bound_listener& l
   auto now = std::chrono::steady_clock::now();
   if (now - last_pause_logged_ >= std::chrono::seconds(10)) {
     last_pause_logged_ = now;
-    spdlog::warn("listener '{}' (worker {}): {} client connections open, at limits.max_connections; "
-                 "new connections wait until one closes", l.settings->name, index_, gate_.open());
+    spdlog::warn(
+        "listener '{}' (worker {}): {} client connections open, at limits.max_connections; "
+        "new connections wait until one closes",
+        l.settings->name, index_, gate_.open());
   }
   net::steady_timer pause(io_);
   for (;;) {
@@ -158,8 +161,10 @@ void worker::prepare_accepted(const bound_listener& l, tcp::socket& socket) {
 }
 
 void worker::start_session(bound_listener& l, tcp::socket socket, connection_ticket ticket) {
-  auto stream = l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
-  net::co_spawn(io_, run_session(std::move(stream), std::move(ticket), *this, *l.settings), net::detached);
+  auto stream =
+      l.tls ? tls_stream_for(std::move(socket), l.tls->current()) : any_stream(std::move(socket));
+  net::co_spawn(io_, run_session(std::move(stream), std::move(ticket), *this, *l.settings),
+                net::detached);
 }
 
 void worker::begin_drain() {

@@ -3,19 +3,18 @@
 // kernel spreads connections over workers with SO_REUSEPORT), its own
 // upstream pools and metric shard. Nothing here is shared between threads
 // except the read-only config snapshot and the atomics in the metric shard.
-#include <boost/asio/ssl/context.hpp>
-
 #include <atomic>
+#include <boost/asio/ssl/context.hpp>
 #include <map>
 #include <memory>
 #include <unordered_set>
 #include <vector>
 
 #include "config/config.hpp"
+#include "io/net.hpp"
 #include "metrics/counters.hpp"
 #include "metrics/latency.hpp"
 #include "metrics/realtime_estimate.hpp"
-#include "io/net.hpp"
 #include "server/body_pool.hpp"
 #include "server/setup_pacer.hpp"
 #include "upstream/worker_upstreams.hpp"
@@ -33,8 +32,12 @@ class tls_credentials;
 class config_store {
  public:
   explicit config_store(std::shared_ptr<const config::config> c) : current_(std::move(c)) {}
-  std::shared_ptr<const config::config> snapshot() const { return current_.load(std::memory_order_acquire); }
-  void replace(std::shared_ptr<const config::config> c) { current_.store(std::move(c), std::memory_order_release); }
+  std::shared_ptr<const config::config> snapshot() const {
+    return current_.load(std::memory_order_acquire);
+  }
+  void replace(std::shared_ptr<const config::config> c) {
+    current_.store(std::move(c), std::memory_order_release);
+  }
 
  private:
   std::atomic<std::shared_ptr<const config::config>> current_;
@@ -97,7 +100,8 @@ class worker {
   // A place in the connection limits for a connection just accepted, waiting
   // for one at limits.max_connections; nothing when the listener closed
   // (drain) while it waited.
-  net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l, const net::ip::address& client);
+  net::awaitable<std::optional<connection_ticket>> admit(bound_listener& l,
+                                                         const net::ip::address& client);
 
   int index_;
   // Before io_, so that they outlast it: a session still open when the

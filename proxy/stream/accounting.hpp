@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "metrics/latency.hpp"
 #include "http/request_context.hpp"
+#include "metrics/latency.hpp"
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 
@@ -21,7 +21,12 @@ class stream_accounting final : public sse_sink {
  public:
   stream_accounting(request_context& ctx, const sse_parser& parser, std::optional<long long> limit,
                     metrics::series& series, metrics::route_windows& windows)
-      : ctx_(ctx), parser_(parser), limit_(limit), series_(series), windows_(windows), observer_(ctx.dialect) {
+      : ctx_(ctx),
+        parser_(parser),
+        limit_(limit),
+        series_(series),
+        windows_(windows),
+        observer_(ctx.dialect) {
     drops_.reserve(4);
   }
 
@@ -33,7 +38,9 @@ class stream_accounting final : public sse_sink {
   const stream_facts& facts() const { return observer_.facts(); }
   // The output tokens the upstream reported for what was forwarded: at a
   // cut, as reported before the event cut off.
-  std::optional<std::int64_t> output_tokens() const { return cut_ ? output_before_cut_ : observer_.facts().output_tokens; }
+  std::optional<std::int64_t> output_tokens() const {
+    return cut_ ? output_before_cut_ : observer_.facts().output_tokens;
+  }
 
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
@@ -54,14 +61,16 @@ class stream_accounting final : public sse_sink {
         ctx_.first_token = arrived_;
       } else {
         auto gap = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(arrived_ - ctx_.last_token).count());
+            std::chrono::duration_cast<std::chrono::microseconds>(arrived_ - ctx_.last_token)
+                .count());
         series_.inter_token.record_micros(gap);
         windows_.inter_token.record(gap, arrived_);
       }
       ctx_.last_token = arrived_;
     }
     // The usage-only chunk (choices: []) the client did not ask for.
-    if (ctx_.usage_injected && kinds == kind_usage) drops_.emplace_back(parser_.boundary(), parser_.position());
+    if (ctx_.usage_injected && kinds == kind_usage)
+      drops_.emplace_back(parser_.boundary(), parser_.position());
   }
 
  private:

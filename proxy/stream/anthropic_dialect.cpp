@@ -11,16 +11,21 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   constexpr std::string_view thinking_delta = R"(,"delta":{"type":"thinking_delta","thinking":")";
   // A tool call's arguments, streamed as fragments of JSON text (agents'
   // streams are mostly these): their content is not looked at.
-  constexpr std::string_view input_json_delta = R"(,"delta":{"type":"input_json_delta","partial_json":")";
-  constexpr std::string_view tail = R"("})";  // the string's quote and the delta's brace; then the event's
+  constexpr std::string_view input_json_delta =
+      R"(,"delta":{"type":"input_json_delta","partial_json":")";
+  constexpr std::string_view tail =
+      R"("})";  // the string's quote and the delta's brace; then the event's
   // (The first test is a quick no for the other shapes, whose first member
   // is not `type`: an OpenAI chunk starts with {"id".)
-  if (data.size() < head.size() + tail.size() + 1 || data[2] != head[2] || data.back() != '}') return false;
+  if (data.size() < head.size() + tail.size() + 1 || data[2] != head[2] || data.back() != '}')
+    return false;
   // Blanks before the event's brace, as Anthropic pads thinking deltas
   // (JSON allows them there), are stepped over.
   auto inner = data.substr(0, data.size() - 1);
   while (inner.size() > head.size() && is_json_blank(inner.back())) inner.remove_suffix(1);
-  if (inner.size() < head.size() + tail.size() || !inner.starts_with(head) || !inner.ends_with(tail)) return false;
+  if (inner.size() < head.size() + tail.size() || !inner.starts_with(head) ||
+      !inner.ends_with(tail))
+    return false;
   // The index: a plain integer, as the full parser reads one (nothing here
   // depends on its value).
   auto rest = data.substr(head.size(), inner.size() - head.size() - tail.size());
@@ -63,7 +68,8 @@ void read_block_start(const json_fields::json::object& e, observation& o) {
   if (!block) return;
   auto type = str(*block, "type");
   if (type == "tool_use" || type == "server_tool_use")
-    o.open_tool_call(observation::tool_key(0, integer(&e, "index").value_or(0)), str(*block, "name"));
+    o.open_tool_call(observation::tool_key(0, integer(&e, "index").value_or(0)),
+                     str(*block, "name"));
   else if (type == "text")
     o.text(0, str(*block, "text"));
   else if (type == "thinking")
@@ -75,10 +81,13 @@ void read_block_delta(const json_fields::json::object& e, observation& o) {
   auto* delta = obj(e, "delta");
   if (!delta) return;
   auto type = str(*delta, "type");
-  if (type == "text_delta") o.text(0, str(*delta, "text"));
-  else if (type == "thinking_delta") o.reasoning(str(*delta, "thinking"));
+  if (type == "text_delta")
+    o.text(0, str(*delta, "text"));
+  else if (type == "thinking_delta")
+    o.reasoning(str(*delta, "thinking"));
   else if (type == "input_json_delta")
-    o.tool_arguments(observation::tool_key(0, integer(&e, "index").value_or(0)), str(*delta, "partial_json"));
+    o.tool_arguments(observation::tool_key(0, integer(&e, "index").value_or(0)),
+                     str(*delta, "partial_json"));
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "stream/chat_dialect.hpp"
 
-#include "stream/json_fields.hpp"
-
-#include "stream/json_pieces.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
+
+#include "stream/json_fields.hpp"
+#include "stream/json_pieces.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -16,7 +15,8 @@ constexpr int max_depth = 16;
 
 class reader {
  public:
-  explicit reader(std::string_view text) : begin_(text.data()), p_(begin_), end_(begin_ + text.size()) {}
+  explicit reader(std::string_view text)
+      : begin_(text.data()), p_(begin_), end_(begin_ + text.size()) {}
 
   // The chunk, from its '{'; or, `resumed`, from `at` bytes in, after
   // members that an earlier read found valid and of no interest (see
@@ -48,7 +48,7 @@ class reader {
  private:
   void skip_space() {
     // (Chunks rarely hold any: one test answers for the usual case.)
-    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
+    if (p_<end_&& static_cast<unsigned char>(*p_)> ' ') return;
     while (p_ < end_ && is_json_blank(*p_)) ++p_;
   }
   bool next_is(char c) {
@@ -148,7 +148,9 @@ bool reader::number() {
 
 bool reader::literal(std::string_view word) {
   skip_space();
-  if (static_cast<std::size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word) return false;
+  if (static_cast<std::size_t>(end_ - p_) < word.size() ||
+      std::string_view(p_, word.size()) != word)
+    return false;
   p_ += word.size();
   return true;
 }
@@ -284,7 +286,10 @@ bool reader::tool_calls(chat_chunk::choice& c) {
 bool reader::delta(chat_chunk::choice& c) {
   seen_once seen;
   return members([&](std::string_view name) {
-    unsigned bit = name == "content" ? 1 : name == "reasoning_content" ? 2 : name == "reasoning" ? 4 : 0;
+    unsigned bit = name == "content"             ? 1
+                   : name == "reasoning_content" ? 2
+                   : name == "reasoning"         ? 4
+                                                 : 0;
     if (name == "tool_calls") return seen.first(8) && tool_calls(c);
     if (bit == 0) return value();
     if (!seen.first(bit)) return false;
@@ -353,33 +358,36 @@ bool reader::object(chat_chunk& out, bool resumed) {
   if (!resumed && !take('{')) return false;
   seen_once seen;
   bool has_choices = false;
-  bool ok = members([&](std::string_view name) {
-    // These change how the event is read (errors, Anthropic, Responses).
-    if (name == "type" || name == "error") return false;
-    if (name == "choices" || name == "usage") note_first_looked_at_member(name);
-    if (name == "choices") {
-      if (!seen.first(1) || !take('[')) return false;  // choices that are not an array: not this shape
-      has_choices = true;
-      if (take(']')) return true;
-      do {
-        if (!next_is('{')) {
-          if (!value()) return false;  // a choice that is not an object is skipped
-          continue;
+  bool ok = members(
+      [&](std::string_view name) {
+        // These change how the event is read (errors, Anthropic, Responses).
+        if (name == "type" || name == "error") return false;
+        if (name == "choices" || name == "usage") note_first_looked_at_member(name);
+        if (name == "choices") {
+          if (!seen.first(1) || !take('['))
+            return false;  // choices that are not an array: not this shape
+          has_choices = true;
+          if (take(']')) return true;
+          do {
+            if (!next_is('{')) {
+              if (!value()) return false;  // a choice that is not an object is skipped
+              continue;
+            }
+            ++p_;
+            if (out.choice_count == chat_chunk::max_choices) return false;
+            if (!choice(out.add_choice())) return false;
+          } while (take(','));
+          return take(']');
         }
-        ++p_;
-        if (out.choice_count == chat_chunk::max_choices) return false;
-        if (!choice(out.add_choice())) return false;
-      } while (take(','));
-      return take(']');
-    }
-    if (name == "usage") {
-      if (!seen.first(2)) return false;
-      if (!take('{')) return value();  // null usage: none
-      out.usage = true;
-      return usage(out);
-    }
-    return value();
-  }, resumed);
+        if (name == "usage") {
+          if (!seen.first(2)) return false;
+          if (!take('{')) return value();  // null usage: none
+          out.usage = true;
+          return usage(out);
+        }
+        return value();
+      },
+      resumed);
   return ok && has_choices;
 }
 
@@ -407,7 +415,8 @@ bool bytes_end_at(const char* floor, const char* at, std::string_view bytes) {
 // to check: there the remembered ones end with `:`, so no sign, fraction
 // or exponent can hide in front.
 const char* plain_integer_ending_at(const char* floor, const char* end) {
-  const char* limit = end - std::min<std::ptrdiff_t>(19, end - floor);  // (a 19th digit looked at, to refuse it)
+  const char* limit =
+      end - std::min<std::ptrdiff_t>(19, end - floor);  // (a 19th digit looked at, to refuse it)
   const char* p = end;
   while (p > limit && is_digit(p[-1])) --p;
   auto digits = end - p;
@@ -422,12 +431,14 @@ std::int64_t digits_value(const char* p, const char* end) {
 
 }  // namespace
 
-const char* chat_chunk_reader::remembered_content_end(std::string_view data, std::optional<std::int64_t>& prompt_tokens,
-                                                      std::optional<std::int64_t>& completion_tokens) const {
+const char* chat_chunk_reader::remembered_content_end(
+    std::string_view data, std::optional<std::int64_t>& prompt_tokens,
+    std::optional<std::int64_t>& completion_tokens) const {
   std::string_view frame(frame_);
   auto before = frame.substr(0, before_), after = frame.substr(before_);
   if (frame.empty() || data.size() < frame.size() || !data.starts_with(before)) return nullptr;
-  if (tail_hole_count_ == 0) return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
+  if (tail_hole_count_ == 0)
+    return data.ends_with(after) ? data.data() + data.size() - after.size() : nullptr;
   // The holes are found from the end, each after the remembered bytes that
   // follow it: a string back to the last quote before those bytes, an
   // integer over its digits. The remembered bytes before each must end
@@ -444,7 +455,8 @@ const char* chat_chunk_reader::remembered_content_end(std::string_view data, std
     const char* value_end = at - piece.size();
     const char* value;
     if (string_holes_ & (1u << i)) {
-      auto quote = std::string_view(content, static_cast<std::size_t>(value_end - content)).rfind('"');
+      auto quote =
+          std::string_view(content, static_cast<std::size_t>(value_end - content)).rfind('"');
       if (quote == std::string_view::npos) return nullptr;
       value = content + quote + 1;
       bool escaped = false;
@@ -465,9 +477,12 @@ namespace {
 // The flag of a choice that a string in `role` decides.
 bool& decided_flag(chat_chunk::choice& c, string_role role) {
   switch (role) {
-    case string_role::reasoning: return c.reasoning;
-    case string_role::arguments: return c.tool_call;
-    case string_role::text: break;
+    case string_role::reasoning:
+      return c.reasoning;
+    case string_role::arguments:
+      return c.tool_call;
+    case string_role::text:
+      break;
   }
   return c.text;
 }
@@ -493,8 +508,10 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
       decided_flag(choice, remembered_role_) = begin != end;
       out.usage = remembered_usage_;
       // Counts that are holes were read from this chunk's own digits.
-      out.prompt_tokens = prompt_hole_ == max_tail_holes ? remembered_prompt_tokens_ : prompt_tokens;
-      out.completion_tokens = completion_hole_ == max_tail_holes ? remembered_completion_tokens_ : completion_tokens;
+      out.prompt_tokens =
+          prompt_hole_ == max_tail_holes ? remembered_prompt_tokens_ : prompt_tokens;
+      out.completion_tokens =
+          completion_hole_ == max_tail_holes ? remembered_completion_tokens_ : completion_tokens;
       ++remembered_reads_;
       return true;
     }
@@ -514,7 +531,8 @@ bool chat_chunk_reader::read(std::string_view data, chat_chunk& out) {
   constexpr std::size_t longest_remembered = 512;
   // Arguments only where no name also decides `tool_call`.
   if (r.text_strings() == 1 && out.choice_count == 1 && out.choices[0].finish_reason.empty() &&
-      data.size() <= longest_remembered && !(r.text_string_role() == string_role::arguments && r.tool_names() > 0)) {
+      data.size() <= longest_remembered &&
+      !(r.text_string_role() == string_role::arguments && r.tool_names() > 0)) {
     auto content = r.text_string();
     auto start = static_cast<std::size_t>(content.data() - data.data());
     frame_.assign(data.substr(0, start));
@@ -575,8 +593,8 @@ struct tail_hole {
 // '}'): `{"key":count,...}` with plain keys and plain integers (or
 // nulls); each integer is a hole, and the places of prompt_tokens' and
 // completion_tokens' are noted. False for anything else.
-bool count_holes(std::string_view text, std::size_t open, tail_hole* holes, std::size_t& count, std::size_t room,
-                 std::size_t& prompt_at, std::size_t& completion_at) {
+bool count_holes(std::string_view text, std::size_t open, tail_hole* holes, std::size_t& count,
+                 std::size_t room, std::size_t& prompt_at, std::size_t& completion_at) {
   std::size_t p = open + 1, end = text.size() - 1;
   if (p == end) return true;  // {}: nothing varies
   while (true) {
@@ -621,8 +639,9 @@ void chat_chunk_reader::remember_tail_holes() {
     std::size_t member_prompt_at = none, member_completion_at = none;
     if (members.ends_with('}')) {
       value_begin = members.rfind('{');
-      if (value_begin == none || !count_holes(members, value_begin, here, here_count, max_tail_holes - count,
-                                              member_prompt_at, member_completion_at))
+      if (value_begin == none ||
+          !count_holes(members, value_begin, here, here_count, max_tail_holes - count,
+                       member_prompt_at, member_completion_at))
         break;
     } else if (members.ends_with('"')) {
       auto quote = members.substr(0, members.size() - 1).rfind('"');
@@ -674,7 +693,8 @@ bool chat_reading::read_lean(std::string_view data, observation& o) {
   if (!chunks_.read(data, chunk)) return false;
   for (std::size_t i = 0; i < chunk.choice_count; ++i) {
     const auto& c = chunk.choices[i];
-    o.add_kinds((c.text ? kind_text : 0u) | (c.reasoning ? kind_reasoning : 0u) | (c.tool_call ? kind_tool_call : 0u));
+    o.add_kinds((c.text ? kind_text : 0u) | (c.reasoning ? kind_reasoning : 0u) |
+                (c.tool_call ? kind_tool_call : 0u));
     o.finish(c.index, c.finish_reason);
   }
   if (chunk.usage) o.usage(chunk.prompt_tokens, chunk.completion_tokens);
@@ -715,7 +735,8 @@ void chat_reading::read_full(const boost::json::value& event, observation& o) {
     o.text(n, str(choice, "text"));  // completions
     o.finish(n, str(choice, "finish_reason"));
   }
-  if (auto* usage = obj(e, "usage")) o.usage(integer(usage, "prompt_tokens"), integer(usage, "completion_tokens"));
+  if (auto* usage = obj(e, "usage"))
+    o.usage(integer(usage, "prompt_tokens"), integer(usage, "completion_tokens"));
 }
 
 }  // namespace tokengate::stream

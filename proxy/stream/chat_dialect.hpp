@@ -97,12 +97,13 @@ class chat_chunk_reader {
  private:
   // Where the content string of a chunk shaped as remembered ends; null
   // when the chunk is not shaped so. Sets the usage counts that are holes.
-  const char* remembered_content_end(std::string_view data, std::optional<std::int64_t>& prompt_tokens,
+  const char* remembered_content_end(std::string_view data,
+                                     std::optional<std::int64_t>& prompt_tokens,
                                      std::optional<std::int64_t>& completion_tokens) const;
   void remember_tail_holes();
 
-  std::string frame_;         // the bytes before the content string, then those after it
-  std::size_t before_ = 0;    // where the bytes after it start in frame_
+  std::string frame_;       // the bytes before the content string, then those after it
+  std::size_t before_ = 0;  // where the bytes after it start in frame_
   // Values of the remembered chunk's last members that change from chunk
   // to chunk, left out of frame_ too: OpenAI's padding string (every
   // chunk ends with "obfuscation": a string of random length), a stamp or

@@ -1,8 +1,7 @@
 #include "stream/client_framing.hpp"
 
-#include <boost/beast/http/status.hpp>
-
 #include <algorithm>
+#include <boost/beast/http/status.hpp>
 #include <charconv>
 #include <span>
 
@@ -11,15 +10,19 @@
 
 namespace tokengate::stream {
 
-std::string client_head(const response_head& head, const std::vector<std::pair<std::string, std::string>>& extra,
-                        const request_context& ctx, const std::optional<std::uint64_t>& content_length, bool chunked,
+std::string client_head(const response_head& head,
+                        const std::vector<std::pair<std::string, std::string>>& extra,
+                        const request_context& ctx,
+                        const std::optional<std::uint64_t>& content_length, bool chunked,
                         bool keep_alive) {
   auto status = http::int_to_status(head.status);
   // (A code of the upstream's own keeps its own reason phrase.)
-  std::string_view reason =
-      status == http::status::unknown ? head.reason : std::string_view(http::obsolete_reason(status));
+  std::string_view reason = status == http::status::unknown
+                                ? head.reason
+                                : std::string_view(http::obsolete_reason(status));
   head_writer out(head.status, reason, head.bytes.size() + 160);
-  static constexpr std::array<std::string_view, 2> streaming_fields{"Cache-Control", "X-Accel-Buffering"};
+  static constexpr std::array<std::string_view, 2> streaming_fields{"Cache-Control",
+                                                                    "X-Accel-Buffering"};
   forward_response_headers(head, out, ctx.request_id, extra,
                            ctx.streamed ? std::span<const std::string_view>(streaming_fields)
                                         : std::span<const std::string_view>());

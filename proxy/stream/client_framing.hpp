@@ -2,9 +2,8 @@
 // How a relayed answer is framed for the client: the head it gets (the
 // upstream's status and end-to-end fields, then ours), and the pieces of
 // one write as one HTTP chunk when its body is chunked.
-#include <boost/beast/core/flat_buffer.hpp>
-
 #include <array>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,8 +20,10 @@ namespace tokengate::stream {
 // The client's head: the upstream's status and end-to-end fields, then
 // `extra` (the plan's, e.g. the clamp notice), the streaming ones and the
 // framing, which replace any the upstream sent of the same name.
-std::string client_head(const response_head& head, const std::vector<std::pair<std::string, std::string>>& extra,
-                        const request_context& ctx, const std::optional<std::uint64_t>& content_length, bool chunked,
+std::string client_head(const response_head& head,
+                        const std::vector<std::pair<std::string, std::string>>& extra,
+                        const request_context& ctx,
+                        const std::optional<std::uint64_t>& content_length, bool chunked,
                         bool keep_alive);
 
 // The size line of an HTTP chunk of `size` bytes, written into `line`.

@@ -14,7 +14,8 @@ std::string make_error_event(dialect d, std::string_view type, std::string_view 
       return "event: error\ndata: " + json::serialize(body) + "\n\n";
     }
     case dialect::openai_responses: {
-      json::object body{{"type", "error"}, {"code", code}, {"message", message}, {"param", nullptr}};
+      json::object body{
+          {"type", "error"}, {"code", code}, {"message", message}, {"param", nullptr}};
       return "event: error\ndata: " + json::serialize(body) + "\n\n";
     }
     default: {

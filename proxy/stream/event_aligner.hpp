@@ -1,6 +1,5 @@
 #pragma once
 #include <boost/asio/buffer.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,7 +22,8 @@ class event_aligner {
   // Which bytes of [forwarded, upto) to send now, minus the dropped ranges;
   // `chunk` holds the stream from absolute offset `chunk_at`.
   void plan(std::string_view chunk, std::uint64_t chunk_at, std::uint64_t upto,
-            std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops, std::vector<net::const_buffer>& out) {
+            std::vector<std::pair<std::uint64_t, std::uint64_t>>& drops,
+            std::vector<net::const_buffer>& out) {
     out.clear();
     auto emit = [&](std::uint64_t from, std::uint64_t to) {
       // [from, to) lies in held_ (before chunk_at) and/or in chunk.

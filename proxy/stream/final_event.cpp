@@ -12,12 +12,15 @@ std::string make_limit_final_events(dialect d, long long output_tokens) {
       return "data: {\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"\","
              "\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
     case dialect::anthropic_messages:
-      return "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\","
-             "\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + n +
-             "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+      return "event: message_delta\ndata: "
+             "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\","
+             "\"stop_sequence\":null},\"usage\":{\"output_tokens\":" +
+             n + "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     case dialect::openai_responses:
-      return "event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"status\":"
-             "\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"output_tokens\":" +
+      return "event: response.incomplete\ndata: "
+             "{\"type\":\"response.incomplete\",\"response\":{\"status\":"
+             "\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{"
+             "\"output_tokens\":" +
              n + "}}}\n\n";
     case dialect::other:
       return {};

@@ -3,7 +3,6 @@
 // full reading does: a member of the wrong type reads as absent.
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string_view>

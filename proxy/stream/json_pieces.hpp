@@ -30,9 +30,11 @@ inline const char* string_end(const char* p, const char* end, bool& escaped) {
       if (e == 'u') {
         auto code = hex4(std::string_view(p + 2, static_cast<std::size_t>(end - p - 2)));
         if (!code) return nullptr;
-        if (*code >= 0xD800 && *code <= 0xDFFF) return nullptr;  // surrogates: leave pairing to the full parser
+        if (*code >= 0xD800 && *code <= 0xDFFF)
+          return nullptr;  // surrogates: leave pairing to the full parser
         p += 6;
-      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                 e == 'r' || e == 't') {
         p += 2;
       } else {
         return nullptr;
@@ -40,7 +42,8 @@ inline const char* string_end(const char* p, const char* end, bool& escaped) {
     } else if (c < 0x80) {
       ++p;
     } else {
-      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p), reinterpret_cast<const unsigned char*>(end));
+      auto n = utf8_sequence(reinterpret_cast<const unsigned char*>(p),
+                             reinterpret_cast<const unsigned char*>(end));
       if (n == 0) return nullptr;
       p += n;
     }
@@ -55,7 +58,8 @@ inline const char* string_end(const char* p, const char* end, bool& escaped) {
 inline std::size_t plain_integer_length(const char* p, const char* end) {
   constexpr std::ptrdiff_t max_digits = 18;
   const char* q = p;
-  while (q < end && *q >= '0' && *q <= '9' && q - p <= max_digits) ++q;  // (a 19th is looked at, not read)
+  while (q < end && *q >= '0' && *q <= '9' && q - p <= max_digits)
+    ++q;  // (a 19th is looked at, not read)
   auto digits = q - p;
   if (digits == 0 || digits > max_digits || (digits > 1 && *p == '0')) return 0;
   if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return 0;

@@ -78,7 +78,9 @@ class observation {
   void reasoning(std::string_view text);
   // Tool calls are keyed by (choice, index) for OpenAI and by content
   // block or output index elsewhere: one integer covers both.
-  static std::int64_t tool_key(std::int64_t choice, std::int64_t index) { return choice * 1'000'000 + index; }
+  static std::int64_t tool_key(std::int64_t choice, std::int64_t index) {
+    return choice * 1'000'000 + index;
+  }
   void open_tool_call(std::int64_t key, std::string_view name);
   void tool_arguments(std::int64_t key, std::string_view fragment);
   void finish(std::int64_t choice, std::string_view reason);
@@ -96,7 +98,8 @@ class observation {
   bool record_;
   unsigned kinds_ = 0;
   stream_facts facts_;
-  std::map<std::int64_t, std::size_t> tool_call_slots_;  // tool key → tool_calls position (recording)
+  std::map<std::int64_t, std::size_t>
+      tool_call_slots_;  // tool key → tool_calls position (recording)
 };
 
 }  // namespace tokengate::stream

@@ -1,9 +1,8 @@
 #include "stream/observer.hpp"
 
+#include <array>
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
-
-#include <array>
 
 #include "stream/json_fields.hpp"
 
@@ -16,7 +15,8 @@ namespace json = boost::json;
 // observed one at a time, so a typical event costs no heap allocation.
 thread_local std::array<unsigned char, 16 * 1024> parse_scratch;
 
-using any_reading = std::variant<chat_reading, responses_reading, anthropic_reading, native_reading>;
+using any_reading =
+    std::variant<chat_reading, responses_reading, anthropic_reading, native_reading>;
 
 any_reading reading_for(dialect d) {
   switch (d) {
@@ -70,7 +70,8 @@ void stream_observer::feed_ndjson(std::string_view bytes) {
   while (!bytes.empty()) {
     auto nl = bytes.find('\n');
     if (nl == std::string_view::npos) {
-      if (ndjson_line_.size() + bytes.size() <= sse_parser::default_max_event_bytes) ndjson_line_.append(bytes);
+      if (ndjson_line_.size() + bytes.size() <= sse_parser::default_max_event_bytes)
+        ndjson_line_.append(bytes);
       return;
     }
     std::string_view line = bytes.substr(0, nl);

@@ -1,10 +1,10 @@
 #include "stream/relay.hpp"
 
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/write.hpp>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -56,7 +56,8 @@ struct framing {
   bool client_keep_alive;
 };
 
-framing framing_for(const response_head& head, bool client_keep_alive, unsigned client_http_version) {
+framing framing_for(const response_head& head, bool client_keep_alive,
+                    unsigned client_http_version) {
   framing f;
   f.head_only = head.ends_with_head();
   f.content_length = f.head_only ? std::nullopt : head.content_length;
@@ -78,8 +79,9 @@ framing framing_for(const response_head& head, bool client_keep_alive, unsigned 
 // the caller's frame is out of the cache by the next event.
 class response_relay {
  public:
-  response_relay(upstream::exchange_state& s, upstream::answer& a, const upstream::exchange_plan& plan,
-                 const relay_env& env, bool client_keep_alive, unsigned client_http_version);
+  response_relay(upstream::exchange_state& s, upstream::answer& a,
+                 const upstream::exchange_plan& plan, const relay_env& env, bool client_keep_alive,
+                 unsigned client_http_version);
   response_relay(const response_relay&) = delete;
   response_relay& operator=(const response_relay&) = delete;
 
@@ -162,7 +164,8 @@ class response_relay {
   // turn of its event loop.
   clock::time_point now_;
   bool waited_for_client_ = false;  // since the last read: its time stamp may be long past
-  bool upstream_ended_ = false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
+  bool upstream_ended_ =
+      false;  // EOF seen: the decoder hears of it once the bytes in hand are decoded
   bool grow_before_next_read_ = false;
   std::size_t room_ = 0;  // the last read's room
   // The read buffer's bytes decoded by the last turn: their write is done
@@ -179,8 +182,9 @@ class response_relay {
   error_code failure_;
 };
 
-response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a, const upstream::exchange_plan& plan,
-                               const relay_env& env, bool client_keep_alive, unsigned client_http_version)
+response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
+                               const upstream::exchange_plan& plan, const relay_env& env,
+                               bool client_keep_alive, unsigned client_http_version)
     : s_(s),
       ctx_(s.ctx),
       a_(a),
@@ -193,7 +197,8 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
       windows_(env.latency.windows_for(ctx_.route)),
       // The limit is only enforced where cutting leaves a well-formed stream.
       accounting_(ctx_, sse_,
-                  a.head.value_of(known_field::content_type).starts_with("text/event-stream") && framing_.chunked
+                  a.head.value_of(known_field::content_type).starts_with("text/event-stream") &&
+                          framing_.chunked
                       ? plan.output_limit
                       : std::nullopt,
                   series_, windows_),
@@ -204,10 +209,10 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
       // one HTTP chunk where we want every chunk already received, so that
       // events the upstream sent in separate chunks leave in one write (one
       // syscall per batch, as nginx does).
-      body_(!a.head.has_body()          ? body_decoder::none()
-            : a.head.chunked            ? body_decoder::chunked()
+      body_(!a.head.has_body()        ? body_decoder::none()
+            : a.head.chunked          ? body_decoder::chunked()
             : framing_.content_length ? body_decoder::with_length(*framing_.content_length)
-                                        : body_decoder::until_close()) {
+                                      : body_decoder::until_close()) {
   keep_small(up_buffer_);
   ctx_.upstream_headers = clock::now();
   ctx_.streamed = a.head.value_of(known_field::content_type).starts_with("text/event-stream");
@@ -216,8 +221,8 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   // brought the upstream's head brought them too (the usual case: one
   // write, as nginx does, where there were two), else on its own before
   // the relay waits for the body.
-  head_text_ = client_head(a.head, plan.response_headers, ctx_, framing_.content_length, framing_.chunked,
-                           framing_.client_keep_alive);
+  head_text_ = client_head(a.head, plan.response_headers, ctx_, framing_.content_length,
+                           framing_.chunked, framing_.client_keep_alive);
   // The upstream's head is read no more: its fields go back now rather than
   // at the end of the stream (what is kept of it, its framing and
   // keep-alive, is apart from them).
@@ -334,7 +339,8 @@ std::span<char> response_relay::in_hand() {
 bool response_relay::take_part() {
   up_buffer_.consume(decoded_);
   decoded_ = 0;
-  if (!head_pending_ && head_text_.capacity() > 0) std::string().swap(head_text_);  // written: its bytes go back
+  if (!head_pending_ && head_text_.capacity() > 0)
+    std::string().swap(head_text_);  // written: its bytes go back
   ec_ = {};
   part_ = body_.decode(in_hand(), ec_);
   if (ec_ || part_.size > 0 || body_.done()) {
@@ -370,17 +376,22 @@ net::mutable_buffer response_relay::prepare_read() {
 }
 
 bool response_relay::read_now(net::mutable_buffer into, error_code& ec, std::size_t& n) {
-  return plain_upstream_ ? plain_upstream_->read_now(into, ec, n) : upstream().read_now(into, ec, n);
+  return plain_upstream_ ? plain_upstream_->read_now(into, ec, n)
+                         : upstream().read_now(into, ec, n);
 }
 
 void response_relay::read_done(error_code ec, std::size_t n) {
   now_ = clock::now();
   up_buffer_.commit(n);
   bool upstream_ahead = plain_upstream_ ? plain_upstream_->last_queued() > 0 : n == room_;
-  grow_before_next_read_ = upstream_ahead && up_buffer_.capacity() < env_.limits.stream_buffer_bytes;
-  if (ec == net::error::eof) upstream_ended_ = true;
-  else if (ec && upstream().timed_out()) ec_ = beast::error::timeout;  // (plain reads are not wrapped)
-  else ec_ = ec;
+  grow_before_next_read_ =
+      upstream_ahead && up_buffer_.capacity() < env_.limits.stream_buffer_bytes;
+  if (ec == net::error::eof)
+    upstream_ended_ = true;
+  else if (ec && upstream().timed_out())
+    ec_ = beast::error::timeout;  // (plain reads are not wrapped)
+  else
+    ec_ = ec;
   if (!ec_) part_ = body_.decode(in_hand(), ec_);
   decoded_ = part_.used;
 }
@@ -401,7 +412,8 @@ void response_relay::note_relay_delay() {
 }
 
 buffers response_relay::forward() {
-  bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin, part_.size);
+  bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin,
+                            part_.size);
   if (!ctx_.streamed) {
     pieces_.assign(1, net::const_buffer(bytes_.data(), bytes_.size()));
     return frame(pieces_, body_.done());
@@ -412,13 +424,14 @@ buffers response_relay::forward() {
   sse_.feed(bytes_, accounting_);
   auto upto = accounting_.cut() ? accounting_.cut_at() : sse_.boundary();
   cut_mid_event_ = accounting_.cut() && upto < aligner_.forwarded();
-  aligner_.plan(bytes_, chunk_at_, std::max(upto, aligner_.forwarded()), accounting_.drops(), pieces_);
+  aligner_.plan(bytes_, chunk_at_, std::max(upto, aligner_.forwarded()), accounting_.drops(),
+                pieces_);
   note_relay_delay();
   // The body ended in this read on an event's end, after events: the last
   // chunk goes with them (one write fewer per stream); the endings would
   // find nothing more to send.
-  bool ends_body =
-      body_.done() && !accounting_.cut() && sse_.boundary() == sse_.fed() && sse_.events_dispatched() > 0;
+  bool ends_body = body_.done() && !accounting_.cut() && sse_.boundary() == sse_.fed() &&
+                   sse_.events_dispatched() > 0;
   return frame(pieces_, ends_body);
 }
 
@@ -460,9 +473,12 @@ net::awaitable<bool> response_relay::finish() {
     if (ctx_.client_gone) co_return false;
   }
   bool keep_alive = false;
-  if (accounting_.cut()) keep_alive = co_await finish_cut();
-  else if (!failure_) keep_alive = co_await finish_clean();
-  else keep_alive = co_await finish_failed();
+  if (accounting_.cut())
+    keep_alive = co_await finish_cut();
+  else if (!failure_)
+    keep_alive = co_await finish_clean();
+  else
+    keep_alive = co_await finish_failed();
   co_return keep_alive;
 }
 
@@ -504,8 +520,10 @@ net::awaitable<bool> response_relay::finish_clean() {
   // where it ended (a wrong length, or an answer smuggled after it), and
   // whatever they are must not answer the connection's next request.
   if (up_buffer_.size() > decoded_) {
-    spdlog::warn("request {}: upstream '{}' sent {} bytes past the end of its answer; its connection is closed",
-                 ctx_.request_id, a_.settings->name, up_buffer_.size() - decoded_);
+    spdlog::warn(
+        "request {}: upstream '{}' sent {} bytes past the end of its answer; its connection is "
+        "closed",
+        ctx_.request_id, a_.settings->name, up_buffer_.size() - decoded_);
     upstream().close();
   } else if (a_.head.keep_alive()) {
     a_.from->release(std::move(s_.upstream));
@@ -520,12 +538,13 @@ net::awaitable<bool> response_relay::finish_not_sse() {
   ctx_.upstream_failed_midstream = true;
   env_.metrics.downstream_rq_stream_failed.add();
   ctx_.error = request_error::upstream(
-      502, "upstream_invalid_stream", "upstream '" + a_.settings->name + "' sent a body that is not an event stream",
-      false);
+      502, "upstream_invalid_stream",
+      "upstream '" + a_.settings->name + "' sent a body that is not an event stream", false);
   spdlog::warn("request {}: {}", ctx_.request_id, ctx_.error->message);
   upstream().close();
   if (!framing_.chunked) co_return false;
-  std::string tail = "\n\n" + make_error_event(ctx_.dialect, "upstream_error", ctx_.error->code, ctx_.error->message);
+  std::string tail = "\n\n" + make_error_event(ctx_.dialect, "upstream_error", ctx_.error->code,
+                                               ctx_.error->message);
   if (!co_await write_last_chunks(tail)) co_return false;
   s_.finished = true;
   co_return framing_.client_keep_alive;
@@ -546,7 +565,8 @@ net::awaitable<bool> response_relay::finish_failed() {
   spdlog::warn("request {}: upstream {} failed mid-stream: {}", ctx_.request_id, a_.settings->name,
                failure_.message());
   upstream().close();
-  if (!ctx_.streamed || !framing_.chunked) co_return false;  // a cut connection is the only honest signal left
+  if (!ctx_.streamed || !framing_.chunked)
+    co_return false;  // a cut connection is the only honest signal left
   // Whole events only reached the client, unless one huge event was being
   // passed through: then close it first.
   std::string tail = aligner_.forwarded() > sse_.boundary() ? "\n\n" : "";
@@ -576,9 +596,12 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
         relay.arm_idle_deadline();
         // (No variable declared in the condition: GCC 12 misplaces such a
         // variable in a coroutine's frame when the statement awaits.)
-        if (relay.plain_upstream()) std::tie(ec, n) = co_await relay.plain_upstream()->async_read_some(into, deferred_tuple);
-        else std::tie(ec, n) = co_await relay.upstream().async_read_some(into, deferred_tuple);
-        relay.upstream().expires_never();  // (while the client is written to, the upstream may wait)
+        if (relay.plain_upstream())
+          std::tie(ec, n) = co_await relay.plain_upstream()->async_read_some(into, deferred_tuple);
+        else
+          std::tie(ec, n) = co_await relay.upstream().async_read_some(into, deferred_tuple);
+        relay.upstream()
+            .expires_never();  // (while the client is written to, the upstream may wait)
       }
       relay.read_done(ec, n);
     }

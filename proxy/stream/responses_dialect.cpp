@@ -3,8 +3,8 @@
 #include <array>
 #include <cstring>
 
-#include "stream/json_pieces.hpp"
 #include "stream/json_fields.hpp"
+#include "stream/json_pieces.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 // observer's full parse reads each of them for its `delta` string alone.
 unsigned delta_kind(std::string_view type) {
   if (type == "response.output_text.delta") return kind_text;
-  if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") return kind_reasoning;
+  if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta")
+    return kind_reasoning;
   if (type == "response.function_call_arguments.delta") return kind_tool_call;
   return 0;
 }
@@ -42,14 +43,17 @@ bool responses_delta_reader::read(std::string_view data, unsigned& kinds) {
   return learn(data, kinds);
 }
 
-bool responses_delta_reader::matches(std::string_view data, unsigned& kinds, std::string_view* values) const {
+bool responses_delta_reader::matches(std::string_view data, unsigned& kinds,
+                                     std::string_view* values) const {
   const char* p = data.data();
   const char* end = p + data.size();
   std::size_t from = 0;  // in frame_
   bool delta_empty = true;
   for (const auto& h : holes_) {
     std::size_t literal = h.at - from;
-    if (static_cast<std::size_t>(end - p) < literal || std::memcmp(p, frame_.data() + from, literal) != 0) return false;
+    if (static_cast<std::size_t>(end - p) < literal ||
+        std::memcmp(p, frame_.data() + from, literal) != 0)
+      return false;
     p += literal;
     from = h.at;
     const char* value_end;
@@ -67,7 +71,9 @@ bool responses_delta_reader::matches(std::string_view data, unsigned& kinds, std
     p = value_end;
   }
   std::size_t literal = frame_.size() - from;
-  if (static_cast<std::size_t>(end - p) != literal || std::memcmp(p, frame_.data() + from, literal) != 0) return false;
+  if (static_cast<std::size_t>(end - p) != literal ||
+      std::memcmp(p, frame_.data() + from, literal) != 0)
+    return false;
   kinds = delta_empty ? 0 : kind_;
   return true;
 }
@@ -130,7 +136,8 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
     if (p == end || *p != '"') return give_up();
     std::string_view key(name, static_cast<std::size_t>(p - name));
     for (std::size_t i = 0; i < key_count; ++i)
-      if (keys[i] == key) return give_up();  // duplicates: which one counts is the full parser's business
+      if (keys[i] == key)
+        return give_up();  // duplicates: which one counts is the full parser's business
     if (key_count == max_members || key == "error") return give_up();
     keys[key_count++] = key;
     ++p;
@@ -164,14 +171,15 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
       return give_up();  // not a string: the full parse reads no text from it
     } else if (auto digits = plain_integer_length(p, end); digits > 0) {
       frame_.append(literal_from, p);
-      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p), static_cast<std::uint16_t>(digits),
-                        false, false});
+      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p),
+                        static_cast<std::uint16_t>(digits), false, false});
       p += digits;
       literal_from = p;
     } else {
       bool matched = false;
       for (std::string_view word : {"[]", "null", "true", "false"}) {
-        if (static_cast<std::size_t>(end - p) >= word.size() && std::string_view(p, word.size()) == word) {
+        if (static_cast<std::size_t>(end - p) >= word.size() &&
+            std::string_view(p, word.size()) == word) {
           p += word.size();  // (kept in the frame as it is)
           matched = true;
           break;
@@ -196,7 +204,8 @@ bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
   return true;
 }
 
-bool responses_reading::read_lean(std::string_view event_type, std::string_view data, observation& o) {
+bool responses_reading::read_lean(std::string_view event_type, std::string_view data,
+                                  observation& o) {
   if (!event_type.starts_with("response.") || !event_type.ends_with(".delta")) return false;
   unsigned kinds = 0;
   if (!deltas_.read(data, kinds)) return false;
@@ -216,7 +225,8 @@ void read_response_end(const boost::json::value& event, std::string_view type, o
     } else {
       o.finish(0, str(*response, "status"));
     }
-    if (auto* usage = obj(*response, "usage")) o.usage(integer(usage, "input_tokens"), integer(usage, "output_tokens"));
+    if (auto* usage = obj(*response, "usage"))
+      o.usage(integer(usage, "input_tokens"), integer(usage, "output_tokens"));
   }
   std::string terminator = "event: ";
   terminator += type;
@@ -229,17 +239,21 @@ void responses_reading::read_full(const boost::json::value& event, observation& 
   using namespace json_fields;
   const auto& e = event.get_object();
   auto type = str(e, "type");
-  auto output_index = [&] { return observation::tool_key(0, integer(&e, "output_index").value_or(0)); };
+  auto output_index = [&] {
+    return observation::tool_key(0, integer(&e, "output_index").value_or(0));
+  };
   if (type == "response.output_text.delta") {
     o.text(0, str(e, "delta"));
-  } else if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") {
+  } else if (type == "response.reasoning_text.delta" ||
+             type == "response.reasoning_summary_text.delta") {
     o.reasoning(str(e, "delta"));
   } else if (type == "response.function_call_arguments.delta") {
     o.tool_arguments(output_index(), str(e, "delta"));
   } else if (type == "response.output_item.added") {
     if (auto* item = obj(e, "item"); item && str(*item, "type") == "function_call")
       o.open_tool_call(output_index(), str(*item, "name"));
-  } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+  } else if (type == "response.completed" || type == "response.incomplete" ||
+             type == "response.failed") {
     read_response_end(event, type, o);
   }
 }

@@ -66,7 +66,7 @@ class responses_delta_reader {
   std::string frame_;  // the remembered event's bytes without its holes' values (empty: none)
   std::vector<hole> holes_;
   std::string learned_;  // the event learned, until the next one shows which values vary
-  unsigned kind_ = 0;  // what a non-empty delta of the remembered type is
+  unsigned kind_ = 0;    // what a non-empty delta of the remembered type is
   std::size_t remembered_reads_ = 0;
 };
 

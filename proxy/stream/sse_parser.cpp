@@ -20,10 +20,11 @@ inline std::size_t line_end(std::string_view s, std::size_t from) {
 // value (one leading blank dropped) and where the next line starts; LF or
 // CRLF endings only, anything else is left to the line-by-line path.
 template <std::size_t n>
-inline bool field_line(std::string_view bytes, std::size_t at, const char (&name)[n], std::string_view& value,
-                       std::size_t& next) {
+inline bool field_line(std::string_view bytes, std::size_t at, const char (&name)[n],
+                       std::string_view& value, std::size_t& next) {
   constexpr std::size_t length = n - 1;  // (a constant length: the compare is inlined)
-  if (bytes.size() - at < length + 1 || std::memcmp(bytes.data() + at, name, length) != 0) return false;
+  if (bytes.size() - at < length + 1 || std::memcmp(bytes.data() + at, name, length) != 0)
+    return false;
   auto end = line_end(bytes, at + length);
   if (end == std::string_view::npos) return false;
   if (bytes[end] == '\n') {
@@ -61,14 +62,16 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
   // shortcut too (a short stream has few events).
   if (first_line_ && fed_ == 0 && !bytes.empty() && bytes[0] != utf8_bom[0]) first_line_ = false;
   while (i < bytes.size()) {
-    if (line_.empty() && !in_line_ && data_.empty() && type_.empty() && !oversized_event_ && !first_line_ &&
-        take_single_line_event(bytes, i, sink))
+    if (line_.empty() && !in_line_ && data_.empty() && type_.empty() && !oversized_event_ &&
+        !first_line_ && take_single_line_event(bytes, i, sink))
       continue;
     auto end = line_end(bytes, i);
     if (end == std::string_view::npos) {
       // Keep the unfinished line, but never more than one event's worth.
-      if (line_.size() + (bytes.size() - i) <= max_event_bytes_) line_.append(bytes.substr(i));
-      else oversized_event_ = true;
+      if (line_.size() + (bytes.size() - i) <= max_event_bytes_)
+        line_.append(bytes.substr(i));
+      else
+        oversized_event_ = true;
       in_line_ = true;
       return;
     }
@@ -78,8 +81,10 @@ void sse_parser::feed_lines(std::string_view bytes, sse_sink& sink) {
     if (line_.empty()) {
       process_line(piece, sink);  // the common case: the whole line is in this chunk
     } else {
-      if (line_.size() + piece.size() <= max_event_bytes_) line_.append(piece);
-      else oversized_event_ = true;
+      if (line_.size() + piece.size() <= max_event_bytes_)
+        line_.append(piece);
+      else
+        oversized_event_ = true;
       process_line(line_, sink);
       line_.clear();
     }
@@ -174,7 +179,8 @@ void sse_parser::dispatch(sse_sink& sink) {
     std::string_view data(data_);
     data.remove_suffix(1);  // the spec drops the final LF
     ++events_;
-    sink.on_event(sse_event{type_.empty() ? std::string_view("message") : std::string_view(type_), data});
+    sink.on_event(
+        sse_event{type_.empty() ? std::string_view("message") : std::string_view(type_), data});
   }
   data_.clear();
   type_.clear();

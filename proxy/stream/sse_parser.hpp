@@ -36,7 +36,9 @@ class sse_parser {
 
   // True when the bytes seen so far end exactly between two events, so that
   // an event of our own (an error at a mid-stream failure) can follow them.
-  bool at_event_boundary() const { return line_.empty() && !in_line_ && data_.empty() && type_.empty(); }
+  bool at_event_boundary() const {
+    return line_.empty() && !in_line_ && data_.empty() && type_.empty();
+  }
   // True when the bytes seen so far end in the middle of a line.
   bool inside_line() const { return in_line_; }
 
@@ -62,9 +64,9 @@ class sse_parser {
   void dispatch(sse_sink& sink);
 
   std::size_t max_event_bytes_;
-  std::string line_;     // a line split across chunks
-  bool in_line_ = false; // bytes of an unfinished line have been seen
-  bool skip_lf_ = false; // the previous chunk ended in CR: a leading LF belongs to it
+  std::string line_;      // a line split across chunks
+  bool in_line_ = false;  // bytes of an unfinished line have been seen
+  bool skip_lf_ = false;  // the previous chunk ended in CR: a leading LF belongs to it
   bool first_line_ = true;
   bool oversized_event_ = false;
   std::string data_;

@@ -9,7 +9,8 @@ void sort_splices(std::vector<splice>& edits) {
   // order of equal positions requires, without the buffer std::stable_sort
   // allocates for every call.
   for (std::size_t i = 1; i < edits.size(); ++i)
-    for (std::size_t j = i; j > 0 && edits[j].begin < edits[j - 1].begin; --j) std::swap(edits[j], edits[j - 1]);
+    for (std::size_t j = i; j > 0 && edits[j].begin < edits[j - 1].begin; --j)
+      std::swap(edits[j], edits[j - 1]);
 }
 
 std::string apply_splices(std::string_view text, std::vector<splice> edits) {
@@ -28,7 +29,8 @@ std::string apply_splices(std::string_view text, std::vector<splice> edits) {
   return out;
 }
 
-void body_pieces(std::string_view body, const std::vector<splice>& edits, std::vector<net::const_buffer>& pieces) {
+void body_pieces(std::string_view body, const std::vector<splice>& edits,
+                 std::vector<net::const_buffer>& pieces) {
   std::size_t at = 0;
   for (const auto& e : edits) {
     pieces.emplace_back(body.data() + at, e.begin - at);

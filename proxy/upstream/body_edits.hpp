@@ -26,6 +26,7 @@ std::string apply_splices(std::string_view text, std::vector<splice> edits);
 
 // `body` with the (sorted) edits applied, appended to `pieces` as buffers
 // pointing into both: nothing is copied.
-void body_pieces(std::string_view body, const std::vector<splice>& edits, std::vector<net::const_buffer>& pieces);
+void body_pieces(std::string_view body, const std::vector<splice>& edits,
+                 std::vector<net::const_buffer>& pieces);
 
 }  // namespace tokengate::upstream

@@ -1,9 +1,9 @@
 #include "upstream/exchange.hpp"
 
-#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <span>
 
 #include "http/read_message.hpp"
@@ -37,13 +37,15 @@ void note_upstream_failure(attempts& a, const config::upstream& u) {
   const auto& policy = *a.plan.config;
   if (!a.upstreams.health().record_failure(u.name, policy.health, clock::now())) return;
   a.metrics.upstream_ejections.add();
-  spdlog::warn("upstream '{}' ejected for {} ms after {} consecutive failures (this worker)", u.name,
-               std::chrono::duration_cast<std::chrono::milliseconds>(policy.health.cooldown).count(),
-               policy.health.eject_after);
+  spdlog::warn(
+      "upstream '{}' ejected for {} ms after {} consecutive failures (this worker)", u.name,
+      std::chrono::duration_cast<std::chrono::milliseconds>(policy.health.cooldown).count(),
+      policy.health.eject_after);
 }
 
 // Before a fallback: a jittered backoff, counted and logged.
-net::awaitable<void> pause_before_fallback(attempts& a, std::size_t attempt, const config::upstream& next,
+net::awaitable<void> pause_before_fallback(attempts& a, std::size_t attempt,
+                                           const config::upstream& next,
                                            const std::optional<request_error>& last_failure) {
   auto pause = backoff_for(static_cast<int>(attempt), a.plan.retry_backoff, a.upstreams.rng());
   if (pause.count() > 0) {
@@ -58,25 +60,31 @@ net::awaitable<void> pause_before_fallback(attempts& a, std::size_t attempt, con
 
 // One way to a connection: the one the body went on while it arrived, a
 // pooled one, or (after a stale one) a new one.
-net::awaitable<acquire_result> take_connection(pool& p, std::optional<acquire_result>& forwarded, int stale_retry) {
+net::awaitable<acquire_result> take_connection(pool& p, std::optional<acquire_result>& forwarded,
+                                               int stale_retry) {
   acquire_result acquired;
   // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
-  if (stale_retry == 0 && forwarded) acquired = std::move(*forwarded);
-  else if (stale_retry == 0) acquired = co_await p.acquire();
-  else acquired = co_await p.connect_new();
+  if (stale_retry == 0 && forwarded)
+    acquired = std::move(*forwarded);
+  else if (stale_retry == 0)
+    acquired = co_await p.acquire();
+  else
+    acquired = co_await p.connect_new();
   co_return acquired;
 }
 
 request_error connect_error(const acquire_result& acquired) {
   bool timeout = acquired.failure == connect_failure::timeout;
-  return request_error::upstream(timeout ? 504u : 502u, timeout ? "upstream_timeout" : "upstream_unavailable",
+  return request_error::upstream(timeout ? 504u : 502u,
+                                 timeout ? "upstream_timeout" : "upstream_unavailable",
                                  acquired.message);
 }
 
 // The request written on the connection in s.upstream (head and body in
 // one scatter write, or the last byte of a body forwarded early), then
 // the answer's head read.
-net::awaitable<error_code> send_and_read_head(attempts& a, std::span<const net::const_buffer> to_send,
+net::awaitable<error_code> send_and_read_head(attempts& a,
+                                              std::span<const net::const_buffer> to_send,
                                               std::size_t& in_flight_count, response_head& head,
                                               beast::flat_buffer& buffer) {
   auto& up_stream = a.s.upstream->stream;
@@ -92,8 +100,8 @@ net::awaitable<error_code> send_and_read_head(attempts& a, std::span<const net::
 
 // One target: a connection, the request, the answer's head; a stale
 // pooled connection is retried once on a new one.
-net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::size_t attempt, bool last,
-                                                             answer& got) {
+net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::size_t attempt,
+                                                              bool last, answer& got) {
   auto& ctx = a.s.ctx;
   const auto& settings = *a.plan.upstreams[attempt];
   auto& pool = a.upstreams.pool_for(settings);
@@ -106,7 +114,8 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
   // The connection the body went on while it arrived (attempt 0 only): only
   // the body's last byte is left to send on it. Let go unused (this attempt
   // skipped), it closes before that byte.
-  auto forwarded = attempt == 0 ? std::exchange(a.plan.first_connection, std::nullopt) : std::nullopt;
+  auto forwarded =
+      attempt == 0 ? std::exchange(a.plan.first_connection, std::nullopt) : std::nullopt;
   // (No edit reaches the body's last byte: they end at or before its closing brace.)
   const auto body = body_text(a.request);
   const auto last_byte = body.empty() ? net::const_buffer() : net::const_buffer(&body.back(), 1);
@@ -146,14 +155,17 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
       co_return failure;
     }
     unsigned status = got.head.status;
-    if (status >= 500) note_upstream_failure(a, settings);
-    else a.upstreams.health().record_success(settings.name);
+    if (status >= 500)
+      note_upstream_failure(a, settings);
+    else
+      a.upstreams.health().record_success(settings.name);
     if ((status >= 500 || status == 429) && !last) {
       // Nothing was sent to the client yet: this answer can be replaced.
       a.s.upstream->stream.close();
       a.s.upstream.reset();
-      co_return request_error::upstream(status, "upstream_status",
-                                        "upstream '" + settings.name + "' answered " + std::to_string(status));
+      co_return request_error::upstream(
+          status, "upstream_status",
+          "upstream '" + settings.name + "' answered " + std::to_string(status));
     }
     co_return std::nullopt;
   }
@@ -161,7 +173,8 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
 
 }  // namespace
 
-request_error upstream_error_for(const error_code& ec, const config::upstream& u, bool waiting_first_byte) {
+request_error upstream_error_for(const error_code& ec, const config::upstream& u,
+                                 bool waiting_first_byte) {
   if (ec == beast::error::timeout) {
     if (waiting_first_byte)
       return request_error::upstream(504, "upstream_timeout",
@@ -169,14 +182,19 @@ request_error upstream_error_for(const error_code& ec, const config::upstream& u
                                          std::to_string(u.timeouts.first_byte.count()) + " ms");
     return request_error::upstream(504, "upstream_timeout", "upstream '" + u.name + "' stalled");
   }
-  if (ec == http::error::bad_status)  // (also a 101, or interim answers without end: read_message.hpp)
+  if (ec ==
+      http::error::bad_status)  // (also a 101, or interim answers without end: read_message.hpp)
     return request_error::upstream(502, "upstream_error",
-                                   "upstream '" + u.name + "' sent a status the proxy cannot relay", false);
-  return request_error::upstream(502, "upstream_error", "upstream '" + u.name + "' failed: " + ec.message());
+                                   "upstream '" + u.name + "' sent a status the proxy cannot relay",
+                                   false);
+  return request_error::upstream(502, "upstream_error",
+                                 "upstream '" + u.name + "' failed: " + ec.message());
 }
 
-net::awaitable<std::optional<request_error>> open_answer(exchange_state& s, const client_request& request,
-                                                         exchange_plan& plan, worker_upstreams& upstreams,
+net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
+                                                         const client_request& request,
+                                                         exchange_plan& plan,
+                                                         worker_upstreams& upstreams,
                                                          metrics::shard& metrics, answer& got) {
   attempts a{s, request, plan, upstreams, metrics};
   auto& ctx = s.ctx;
@@ -191,15 +209,17 @@ net::awaitable<std::optional<request_error>> open_answer(exchange_state& s, cons
     ctx.upstream = settings.name;
     auto active = upstreams.active_streams(settings.name);
     if (settings.max_concurrent_streams && active >= settings.max_concurrent_streams) {
-      last_failure = request_error::upstream(503, "upstream_overloaded",
-                                             "upstream '" + settings.name + "' is at its concurrent stream limit");
+      last_failure = request_error::upstream(
+          503, "upstream_overloaded",
+          "upstream '" + settings.name + "' is at its concurrent stream limit");
       continue;
     }
     auto failure = co_await attempt_upstream(a, attempt, attempt + 1 == plan.upstreams.size(), got);
     if (ctx.client_gone || !failure) co_return failure;
     last_failure = std::move(failure);
   }
-  co_return last_failure.value_or(request_error::upstream(502, "upstream_unavailable", "no upstream to try"));
+  co_return last_failure.value_or(
+      request_error::upstream(502, "upstream_unavailable", "no upstream to try"));
 }
 
 }  // namespace tokengate::upstream

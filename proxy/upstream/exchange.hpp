@@ -6,7 +6,6 @@
 // ends with an answer's head read, for the relay (stream/relay.hpp), or
 // with the error to answer the client with.
 #include <boost/beast/core/flat_buffer.hpp>
-
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -30,14 +29,14 @@
 namespace tokengate::upstream {
 
 struct exchange_plan {
-  std::shared_ptr<const config::config> config;      // the snapshot this request runs on
-  std::vector<const config::upstream*> upstreams;    // attempt order; more than one = fallback
+  std::shared_ptr<const config::config> config;    // the snapshot this request runs on
+  std::vector<const config::upstream*> upstreams;  // attempt order; more than one = fallback
   // The changes to the request body for each attempt, sorted
   // (routing::edits_for_target); none means the body goes as the client sent
   // it. Worked out before the exchange, so that nothing of the policy's
   // reading of the body stays alive for the length of a stream.
   std::vector<std::vector<splice>> edits;
-  std::optional<long long> output_limit;             // enforced on the stream
+  std::optional<long long> output_limit;                              // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
   // The first attempt's connection when the body was forwarded while it
@@ -78,9 +77,10 @@ struct answer {
   pool* from = nullptr;
   const config::upstream* settings = nullptr;
   response_head head;
-  beast::flat_buffer buffer;  // the head's read: it may hold the first events
+  beast::flat_buffer buffer;                       // the head's read: it may hold the first events
   std::chrono::steady_clock::time_point deadline;  // the request's total on this upstream
-  std::size_t* in_flight = nullptr;  // this worker's streams on the upstream (max_concurrent_streams)
+  std::size_t* in_flight =
+      nullptr;  // this worker's streams on the upstream (max_concurrent_streams)
 };
 
 // A stream counted in flight on its upstream while it lives.
@@ -99,12 +99,15 @@ class in_flight {
 // (filled in place: its head's views point into its own bytes) and nothing
 // is returned; else the error to answer the client with. When the client
 // went away meanwhile (ctx.client_gone), neither is to be used.
-net::awaitable<std::optional<request_error>> open_answer(exchange_state& s, const client_request& request,
-                                                         exchange_plan& plan, worker_upstreams& upstreams,
+net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
+                                                         const client_request& request,
+                                                         exchange_plan& plan,
+                                                         worker_upstreams& upstreams,
                                                          metrics::shard& metrics, answer& got);
 
 // The error an upstream's failure is to the client: 504 for a timeout,
 // 502 for the rest.
-request_error upstream_error_for(const error_code& ec, const config::upstream& u, bool waiting_first_byte);
+request_error upstream_error_for(const error_code& ec, const config::upstream& u,
+                                 bool waiting_first_byte);
 
 }  // namespace tokengate::upstream

@@ -18,7 +18,8 @@ class health_table {
   bool ejected(const std::string& upstream, clock::time_point now) const;
   // Consecutive connect errors / 5xx eject an upstream for the cool-down.
   // Returns true when this failure ejected it.
-  bool record_failure(const std::string& upstream, const config::health_settings& settings, clock::time_point now);
+  bool record_failure(const std::string& upstream, const config::health_settings& settings,
+                      clock::time_point now);
   void record_success(const std::string& upstream);
 
  private:
@@ -30,6 +31,7 @@ class health_table {
 };
 
 // Backoff before fallback attempt n (1-based): base · 2^(n-1), jittered ±50 %.
-std::chrono::milliseconds backoff_for(int attempt, std::chrono::milliseconds base, std::mt19937_64& rng);
+std::chrono::milliseconds backoff_for(int attempt, std::chrono::milliseconds base,
+                                      std::mt19937_64& rng);
 
 }  // namespace tokengate::upstream

@@ -1,11 +1,11 @@
 #include "upstream/pool.hpp"
 
-#include <boost/beast/core/tcp_stream.hpp>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <charconv>
 
 #include "io/drained_read.hpp"
@@ -35,14 +35,18 @@ bool still_usable(tcp::socket& sock) {
 
 pool::pool(net::any_io_executor executor, const config::upstream& settings, target_url url,
            std::shared_ptr<net::ssl::context> tls_context, metrics::shard* metrics)
-    : executor_(std::move(executor)), settings_(settings), url_(std::move(url)),
-      tls_context_(std::move(tls_context)), metrics_(metrics),
+    : executor_(std::move(executor)),
+      settings_(settings),
+      url_(std::move(url)),
+      tls_context_(std::move(tls_context)),
+      metrics_(metrics),
       tls_sessions_(tls_context_ ? std::make_shared<latest_session>() : nullptr) {
   error_code not_literal;
   auto address = net::ip::make_address(url_.host, not_literal);
   unsigned port = 0;
   auto [end, ec] = std::from_chars(url_.port.data(), url_.port.data() + url_.port.size(), port);
-  if (!not_literal && ec == std::errc{} && end == url_.port.data() + url_.port.size() && port > 0 && port < 65536)
+  if (!not_literal && ec == std::errc{} && end == url_.port.data() + url_.port.size() && port > 0 &&
+      port < 65536)
     literal_endpoint_ = tcp::endpoint(address, static_cast<unsigned short>(port));
 }
 
@@ -85,7 +89,8 @@ net::awaitable<acquire_result> pool::connect_new() {
     cec = ec;
   }
   if (cec) {
-    result.failure = cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
+    result.failure =
+        cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
     result.message = "cannot connect to upstream " + url_.host_header + ": " + cec.message();
     co_return result;
   }
@@ -116,8 +121,8 @@ net::awaitable<acquire_result> pool::connect_new() {
   if (hec) {
     bool timed_out = hec == beast::error::timeout;
     result.failure = timed_out ? connect_failure::timeout : connect_failure::tls;
-    result.message = "TLS handshake with upstream " + url_.host_header + " failed: " +
-                     (timed_out ? std::string("timed out") : hec.message());
+    result.message = "TLS handshake with upstream " + url_.host_header +
+                     " failed: " + (timed_out ? std::string("timed out") : hec.message());
     co_return result;
   }
   conn->stream.expires_never();
@@ -131,10 +136,11 @@ net::awaitable<acquire_result> pool::connect_new() {
 
 std::size_t pool::close_stale(std::chrono::steady_clock::time_point now) {
   auto longest = settings_.timeouts.pooled;
-  auto dead = std::remove_if(idle_.begin(), idle_.end(), [&](const std::unique_ptr<connection>& conn) {
-    bool waited_too_long = longest.count() > 0 && now - conn->pooled_at >= longest;
-    return waited_too_long || !still_usable(conn->stream.socket());
-  });
+  auto dead =
+      std::remove_if(idle_.begin(), idle_.end(), [&](const std::unique_ptr<connection>& conn) {
+        bool waited_too_long = longest.count() > 0 && now - conn->pooled_at >= longest;
+        return waited_too_long || !still_usable(conn->stream.socket());
+      });
   auto closed = static_cast<std::size_t>(idle_.end() - dead);
   idle_.erase(dead, idle_.end());  // (destroying a connection closes it)
   if (metrics_) metrics_->upstream_cx_idle.sub(closed);

@@ -2,7 +2,6 @@
 // Keep-alive connections to one upstream, owned by one worker thread (so no
 // locks: only that thread's io_context ever touches it).
 #include <boost/asio/ssl/context.hpp>
-
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -10,8 +9,8 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "metrics/counters.hpp"
 #include "io/any_stream.hpp"
+#include "metrics/counters.hpp"
 #include "upstream/target_url.hpp"
 #include "upstream/tls_resumption.hpp"
 
@@ -55,7 +54,8 @@ class pool {
   // idle keep-alive connections after a few seconds (uvicorn, under vLLM
   // and SGLang, after 5), and a quiet proxy would keep a pool of dead
   // sockets. Costs no syscall for a connection the loop has had no report of.
-  std::size_t close_stale(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+  std::size_t close_stale(
+      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
 
   std::size_t idle_count() const { return idle_.size(); }
 

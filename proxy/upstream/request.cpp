@@ -14,16 +14,16 @@ upstream_credentials credentials_for(const config::upstream& u) {
   upstream_credentials c;
   if (u.api_key.empty()) return c;
   c.how = u.kind == config::provider_kind::anthropic ? upstream_credentials::style::x_api_key
-                                                      : upstream_credentials::style::bearer;
+                                                     : upstream_credentials::style::bearer;
   c.key = u.api_key;
   return c;
 }
 
 }  // namespace
 
-std::vector<net::const_buffer> upstream_request(const client_request& request, const upstream::pool& pool,
-                                                const config::upstream& settings, const request_context& ctx,
-                                                const std::vector<upstream::splice>& edits, std::string& head) {
+std::vector<net::const_buffer> upstream_request(
+    const client_request& request, const upstream::pool& pool, const config::upstream& settings,
+    const request_context& ctx, const std::vector<upstream::splice>& edits, std::string& head) {
   std::vector<net::const_buffer> pieces;
   pieces.reserve(2 * edits.size() + 2);  // the head, then the body's pieces
   pieces.emplace_back();
@@ -32,16 +32,20 @@ std::vector<net::const_buffer> upstream_request(const client_request& request, c
   // (Room for the fields we add: host, request id, a key, the length.)
   const auto& client = request.head;
   auto target = pool.url().upstream_path(client.target);
-  head_writer writer(client.method_string, target, client.bytes.size() + 256 + settings.api_key.size());
-  forward_request_headers(client, writer, pool.url().host_header, ctx.request_id, credentials_for(settings));
+  head_writer writer(client.method_string, target,
+                     client.bytes.size() + 256 + settings.api_key.size());
+  forward_request_headers(client, writer, pool.url().host_header, ctx.request_id,
+                          credentials_for(settings));
   // As Beast frames a request body: a length when there is a body, or when
   // the method is one that carries one; none otherwise. The upstream
   // connection is kept alive (HTTP/1.1's default: no Connection field).
   auto verb = client.method;
-  if (body_size > 0 || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
+  if (body_size > 0 || verb == http::verb::post || verb == http::verb::put ||
+      verb == http::verb::options) {
     char digits[24];
     auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
-    writer.field("Content-Length", std::string_view(digits, static_cast<std::size_t>(end - digits)));
+    writer.field("Content-Length",
+                 std::string_view(digits, static_cast<std::size_t>(end - digits)));
   }
   head = std::move(writer).finish();
   pieces.front() = net::const_buffer(head.data(), head.size());

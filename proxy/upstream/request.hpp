@@ -6,22 +6,24 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "io/net.hpp"
 #include "http/client_request.hpp"
+#include "io/net.hpp"
 #include "upstream/body_edits.hpp"
 
 namespace tokengate {
 
 struct request_context;
-namespace upstream { class pool; }
+namespace upstream {
+class pool;
+}
 
 // The head, written in one pass into `head` (which must outlive the
 // pieces), then the body's pieces. The body's bytes need not all be there
 // yet: the pieces point into its buffer, sized to its whole length. A plain
 // function: the request's header fields are not kept in a coroutine frame
 // for the length of a stream.
-std::vector<net::const_buffer> upstream_request(const client_request& request, const upstream::pool& pool,
-                                                const config::upstream& settings, const request_context& ctx,
-                                                const std::vector<upstream::splice>& edits, std::string& head);
+std::vector<net::const_buffer> upstream_request(
+    const client_request& request, const upstream::pool& pool, const config::upstream& settings,
+    const request_context& ctx, const std::vector<upstream::splice>& edits, std::string& head);
 
 }  // namespace tokengate

@@ -10,8 +10,10 @@ std::optional<target_url> parse_target_url(std::string_view text) {
   const auto& url = *parsed;
   target_url t;
   auto scheme = url.scheme();
-  if (scheme == "https") t.tls = true;
-  else if (scheme != "http") return std::nullopt;
+  if (scheme == "https")
+    t.tls = true;
+  else if (scheme != "http")
+    return std::nullopt;
   if (!url.has_authority() || url.encoded_host().empty()) return std::nullopt;
   t.host = std::string(url.encoded_host());
   if (t.host.size() > 2 && t.host.front() == '[') t.host = t.host.substr(1, t.host.size() - 2);
@@ -24,8 +26,7 @@ std::optional<target_url> parse_target_url(std::string_view text) {
 }
 
 std::string target_url::upstream_path(std::string_view client_target) const {
-  if (client_target.rfind("/v1/", 0) == 0 || client_target == "/v1")
-    client_target.remove_prefix(3);
+  if (client_target.rfind("/v1/", 0) == 0 || client_target == "/v1") client_target.remove_prefix(3);
   std::string out = path_prefix;
   out.append(client_target);
   if (out.empty()) out = "/";

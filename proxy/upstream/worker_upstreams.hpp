@@ -3,7 +3,6 @@
 // what its own traffic taught it of their health, and the streams it has
 // in flight to each. Used only on the worker's thread: no locks.
 #include <boost/asio/ssl/context.hpp>
-
 #include <map>
 #include <memory>
 #include <random>
@@ -19,7 +18,8 @@ namespace tokengate::upstream {
 
 class worker_upstreams {
  public:
-  worker_upstreams(net::any_io_executor executor, metrics::shard& metrics) : executor_(executor), metrics_(metrics) {}
+  worker_upstreams(net::any_io_executor executor, metrics::shard& metrics)
+      : executor_(executor), metrics_(metrics) {}
 
   // The pool for an upstream as the given config describes it; a reload
   // that changes its address gets a new pool. Throws on a bad URL or CA

@@ -1,16 +1,15 @@
 // `tokengate bench` must recover the demo engine's known timings through
 // the real proxy: prefill grows with the prompt, decode gaps match the rate,
 // and concurrency raises throughput while per-request latency holds.
+#include "bench/bench.hpp"
+
 #include <gtest/gtest.h>
-
-#include <boost/json/parse.hpp>
-
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json/parse.hpp>
 
-#include "bench/bench.hpp"
 #include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -26,7 +25,8 @@ bench::options options_through(const proxy_fixture& f) {
 
 TEST(Bench, RecoversTheDemoEnginesTimings) {
   fixture_options fo;
-  fo.decode_tokens_per_second = 50;  // 20 ms between tokens; prefill: 5 ms + 10 ms per 1k prompt tokens
+  fo.decode_tokens_per_second =
+      50;  // 20 ms between tokens; prefill: 5 ms + 10 ms per 1k prompt tokens
   proxy_fixture f(fo);
   auto o = options_through(f);
   o.requests = 8;
@@ -44,13 +44,15 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   const auto& short_prompt = results[0];
   const auto& long_prompt = results[2];
   EXPECT_NEAR(short_prompt.ttft.p50, 5 + 1, 4);
-  EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 8) << "prefill: 10 ms per 1k prompt tokens";
+  EXPECT_NEAR(long_prompt.ttft.p50 - short_prompt.ttft.p50, 39, 8)
+      << "prefill: 10 ms per 1k prompt tokens";
   // Batching: four at once finish in about the time of one. Compared on the
   // long prompt, whose prefill (45 ms) four requests in a row would at
   // least double, and not on the short one (6 ms), where a loaded test
   // machine's scheduling delays alone came to 5.6 ms (a fresh clone's run
   // of scripts/test, session 30).
-  EXPECT_GT(results[1].throughput_tokens_per_second(), 3 * results[0].throughput_tokens_per_second());
+  EXPECT_GT(results[1].throughput_tokens_per_second(),
+            3 * results[0].throughput_tokens_per_second());
   EXPECT_NEAR(results[3].ttft.p50, long_prompt.ttft.p50, 12);
 }
 
@@ -62,7 +64,8 @@ TEST(Bench, MeasuresTheResponsesApi) {
   auto o = options_through(f);
   o.api = "responses";
   o.requests = 4;
-  o.max_tokens = 6;  // below the 20 tokens the engine would write: it must arrive as max_output_tokens
+  o.max_tokens =
+      6;  // below the 20 tokens the engine would write: it must arrive as max_output_tokens
   o.extra_body = R"({"demo":{"ttft_ms":30,"interval_ms":10,"tokens":20}})";
   auto results = bench::run(o);
   ASSERT_EQ(results.size(), 1u);
@@ -173,8 +176,9 @@ TEST(Bench, WritesPromptsInOtherScriptsRawOrEscaped) {
     auto raw = bench::request_body(o, 1000);
     o.escape_non_ascii = true;
     auto escaped = bench::request_body(o, 1000);
-    EXPECT_TRUE(std::all_of(escaped.begin(), escaped.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-        << script;
+    EXPECT_TRUE(std::all_of(escaped.begin(), escaped.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x80;
+    })) << script;
     EXPECT_NE(escaped.find("\\ud83d\\ude00"), std::string::npos) << script;
     EXPECT_EQ(boost::json::parse(raw), boost::json::parse(escaped)) << script;
     auto prompt = boost::json::parse(raw).at("messages").at(0).at("content").as_string();
@@ -232,13 +236,15 @@ TEST(Bench, SendsTheKeyInItsOwnHeaderAndTheCallersFields) {
   proxy_fixture f;
   ::setenv("TOKENGATE_BENCH_TEST_KEY", "key-from-env", 1);
   bench::options o;
-  o.url = "http://127.0.0.1:" + std::to_string(f.engine_port()) + "/v1";  // (what bench sends, as sent)
+  o.url =
+      "http://127.0.0.1:" + std::to_string(f.engine_port()) + "/v1";  // (what bench sends, as sent)
   o.requests = 1;
   o.max_tokens = 2;
   o.prompt_tokens = {10};
   o.key_env = "TOKENGATE_BENCH_TEST_KEY";
   o.key_header = "api-key";
-  o.headers = {bench::parse_header("OpenAI-Project: proj_x"), bench::parse_header("Accept:  application/json ")};
+  o.headers = {bench::parse_header("OpenAI-Project: proj_x"),
+               bench::parse_header("Accept:  application/json ")};
   auto results = bench::run(o);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].ok, 1);
@@ -250,8 +256,8 @@ TEST(Bench, SendsTheKeyInItsOwnHeaderAndTheCallersFields) {
 }
 
 TEST(Bench, RefusesAHeaderItCannotSend) {
-  for (const char* bad : {"no colon", ": no name", "X Bad: name", "X-A: one\r\nInjected: two", "Host: elsewhere",
-                          "content-length: 5", "Transfer-Encoding: chunked"})
+  for (const char* bad : {"no colon", ": no name", "X Bad: name", "X-A: one\r\nInjected: two",
+                          "Host: elsewhere", "content-length: 5", "Transfer-Encoding: chunked"})
     EXPECT_THROW(bench::parse_header(bad), std::runtime_error) << bad;
   EXPECT_EQ(bench::parse_header("anthropic-beta:tools-2024-04-04").second, "tools-2024-04-04");
   bench::options o;
@@ -272,7 +278,8 @@ TEST(Bench, CountsErrorsByKind) {
   auto table = bench::render_table(results);
   EXPECT_NE(table.find("connect:3"), std::string::npos);
   EXPECT_NE(table.find("connect: Connection refused"), std::string::npos) << table;
-  EXPECT_EQ(table.find("0.0/0.0/0.0"), std::string::npos) << "nothing measured is not a time of 0: " << table;
+  EXPECT_EQ(table.find("0.0/0.0/0.0"), std::string::npos)
+      << "nothing measured is not a time of 0: " << table;
 }
 
 // An error answer's own message is shown with its kind (the first of each
@@ -290,10 +297,13 @@ TEST(Bench, ShowsTheFirstErrorOfEachKindWithTheKeyMasked) {
         got.append(buf, static_cast<std::size_t>(n));
       }
       auto at = got.find("Bearer ");
-      auto key = at == std::string::npos ? std::string() : got.substr(at + 7, got.find("\r\n", at) - at - 7);
-      const std::string body = "{\"error\":{\"message\":\"Incorrect API key provided: " + key + "\"}}\n";
-      const std::string answer = "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: " +
-                                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      auto key = at == std::string::npos ? std::string()
+                                         : got.substr(at + 7, got.find("\r\n", at) - at - 7);
+      const std::string body =
+          "{\"error\":{\"message\":\"Incorrect API key provided: " + key + "\"}}\n";
+      const std::string answer =
+          "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
       ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
       ::close(fd);
     }
@@ -306,14 +316,17 @@ TEST(Bench, ShowsTheFirstErrorOfEachKindWithTheKeyMasked) {
   auto results = bench::run(o);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].errors.at("http_401"), 2);
-  EXPECT_EQ(results[0].error_examples.at("http_401"), R"({"error":{"message":"Incorrect API key provided: ***"}})");
+  EXPECT_EQ(results[0].error_examples.at("http_401"),
+            R"({"error":{"message":"Incorrect API key provided: ***"}})");
   auto report = bench::render_table(results) + bench::render_json(results);
   EXPECT_EQ(report.find("sk-test-0123456789"), std::string::npos) << report;
   EXPECT_NE(report.find("Incorrect API key provided: ***"), std::string::npos) << report;
   // Nothing was measured: null in the JSON, not a time of 0.
-  auto ttft = boost::json::parse(bench::render_json(results)).as_array().at(0).at("ttft_ms").as_object();
+  auto ttft =
+      boost::json::parse(bench::render_json(results)).as_array().at(0).at("ttft_ms").as_object();
   EXPECT_EQ(ttft.at("count").to_number<int>(), 0);
-  EXPECT_TRUE(ttft.at("p50").is_null() && ttft.at("p99").is_null() && ttft.at("max").is_null()) << ttft;
+  EXPECT_TRUE(ttft.at("p50").is_null() && ttft.at("p99").is_null() && ttft.at("max").is_null())
+      << ttft;
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // times in a loop (the body stays in the cache: the proxy reads its bodies
 // from the socket, so this is the scan's own cost, not the memory's). On
 // demand, not a test; to compare two builds, build it against each:
-//   g++ -std=c++20 -O2 -Iproxy tests/bench/body_scan.cpp build/libtokengate_core.a -o /tmp/body_scan
-//   taskset -c 0 /tmp/body_scan
+//   g++ -std=c++20 -O2 -Iproxy tests/bench/body_scan.cpp build/libtokengate_core.a -o
+//   /tmp/body_scan taskset -c 0 /tmp/body_scan
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -20,7 +20,8 @@ namespace {
 std::string body_of(const std::string& unit, std::size_t bytes) {
   std::string text;
   while (text.size() < bytes) text += unit;
-  return R"({"model":"bench","messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":20})";
+  return R"({"model":"bench","messages":[{"role":"user","content":")" + text +
+         R"("}],"max_tokens":20})";
 }
 
 }  // namespace
@@ -32,9 +33,13 @@ int main() {
   };
   const std::vector<kind> kinds{
       {"english", "The quick brown fox jumps over the lazy dog. "},
-      {"french", "L'\xC3\xA9t\xC3\xA9 \xC3\xA0 P\xC3\xA9kin, o\xC3\xB9 l'on m\xC3\xA2" "che des cr\xC3\xAApes. "},
+      {"french",
+       "L'\xC3\xA9t\xC3\xA9 \xC3\xA0 P\xC3\xA9kin, o\xC3\xB9 l'on m\xC3\xA2"
+       "che des cr\xC3\xAApes. "},
       {"russian", "\xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80 "},
-      {"chinese", "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x8C\xE4\xBB\x8A\xE5\xA4\xA9\xE3\x80\x82"},
+      {"chinese",
+       "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x8C\xE4\xBB\x8A\xE5\xA4\xA9\xE3"
+       "\x80\x82"},
       {"chinese-escaped", R"(\u4f60\u597d\u4e16\u754c\uff0c\u4eca\u5929\u3002)"},
       {"french-escaped", R"(L'\u00e9t\u00e9 \u00e0 P\u00e9kin, o\u00f9 l'on m\u00e2che. )"},
       {"code", R"(    if (user.isActive()) {\n        return \"ok\";\n    }\n\tx = y;\n)"},
@@ -50,9 +55,12 @@ int main() {
     }
     auto start = std::chrono::steady_clock::now();
     std::size_t members = 0;
-    for (int i = 0; i < rounds; ++i) members += tokengate::routing::scan_object(body, error)->members.size();
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / rounds;
-    std::printf("%-16s %7zu bytes %8.1f us/body %6.2f GB/s (%zu members)\n", k.name, body.size(), us,
-                static_cast<double>(body.size()) / us / 1e3, members / rounds);
+    for (int i = 0; i < rounds; ++i)
+      members += tokengate::routing::scan_object(body, error)->members.size();
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                    .count() /
+                rounds;
+    std::printf("%-16s %7zu bytes %8.1f us/body %6.2f GB/s (%zu members)\n", k.name, body.size(),
+                us, static_cast<double>(body.size()) / us / 1e3, members / rounds);
   }
 }

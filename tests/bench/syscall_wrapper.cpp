@@ -4,7 +4,8 @@
 // syscall(2), alternating, on an empty non-blocking socket (each call fails
 // with EAGAIN: the kernel's part is as small as a call gets). On demand, not
 // a test:
-//   g++ -O2 -pthread tests/bench/syscall_wrapper.cpp -o /tmp/syscall_wrapper && taskset -c 0 /tmp/syscall_wrapper
+//   g++ -O2 -pthread tests/bench/syscall_wrapper.cpp -o /tmp/syscall_wrapper && taskset -c 0
+//   /tmp/syscall_wrapper
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,12 +29,17 @@ int main() {
     for (int direct = 0; direct < 2; ++direct) {
       auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i) {
-        if (direct) ::syscall(SYS_recvmsg, pair[0], &message, 0);
-        else ::recvmsg(pair[0], &message, 0);
+        if (direct)
+          ::syscall(SYS_recvmsg, pair[0], &message, 0);
+        else
+          ::recvmsg(pair[0], &message, 0);
       }
-      ns[direct] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / calls;
+      ns[direct] =
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+              .count() /
+          calls;
     }
-    std::printf("recvmsg() %.1f ns, syscall(SYS_recvmsg) %.1f ns: %.1f ns saved per call\n", ns[0], ns[1],
-                ns[0] - ns[1]);
+    std::printf("recvmsg() %.1f ns, syscall(SYS_recvmsg) %.1f ns: %.1f ns saved per call\n", ns[0],
+                ns[1], ns[0] - ns[1]);
   }
 }

@@ -1,8 +1,9 @@
+#include "config/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "config/config.hpp"
 #include "config/reload.hpp"
 
 namespace tokengate::config {
@@ -40,26 +41,31 @@ TEST(Config, MinimalFileGetsDefaults) {
 TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));
-  EXPECT_NE(error_of(std::string(minimal) + "    timeouts: {pooled: forever}\n").find("must be a duration"),
+  EXPECT_NE(error_of(std::string(minimal) + "    timeouts: {pooled: forever}\n")
+                .find("must be a duration"),
             std::string::npos);
 }
 
 std::vector<std::string> restart_needed(const std::string& running, const std::string& next) {
-  return changes_needing_restart(*load_config_text(running, "running.yaml"), *load_config_text(next, "next.yaml"));
+  return changes_needing_restart(*load_config_text(running, "running.yaml"),
+                                 *load_config_text(next, "next.yaml"));
 }
 
 TEST(Reload, SaysWhatWaitsForARestartAndNothingElse) {
   const std::string base(minimal);
   EXPECT_TRUE(restart_needed(base, base).empty());
   // upstream settings are policy: a reload applies them
-  EXPECT_TRUE(restart_needed(base, base + "    pool_size: 3\n    timeouts: {pooled: 5s}\n").empty());
+  EXPECT_TRUE(
+      restart_needed(base, base + "    pool_size: 3\n    timeouts: {pooled: 5s}\n").empty());
   using names = std::vector<std::string>;
-  EXPECT_EQ(restart_needed(base, base + "limits: {max_body_bytes: 1000}\nworkers: 3\n"), (names{"workers", "limits"}));
+  EXPECT_EQ(restart_needed(base, base + "limits: {max_body_bytes: 1000}\nworkers: 3\n"),
+            (names{"workers", "limits"}));
   EXPECT_EQ(restart_needed(base, base + "memory: {after_burst: keep}\nlog_level: debug\n"),
             (names{"memory.after_burst"}));
   auto moved = base;
   moved.replace(moved.find("port: 0"), 7, "port: 1234");
-  EXPECT_EQ(restart_needed(base, moved), (names{"listeners (addresses, ports, certificate files)"}));
+  EXPECT_EQ(restart_needed(base, moved),
+            (names{"listeners (addresses, ports, certificate files)"}));
 }
 
 TEST(Reload, FollowsTheListenersUpstreamButNeverLeavesItWithoutOne) {
@@ -76,7 +82,8 @@ TEST(Reload, FollowsTheListenersUpstreamButNeverLeavesItWithoutOne) {
       "upstreams: {other: {base_url: http://127.0.0.1:9/v1}}\n",
       "without_main.yaml");
   EXPECT_EQ(&as_configured(*without_main, bound), &bound);
-  EXPECT_THROW(check_bound_listeners_keep_an_upstream(running->listeners, *without_main), config_error);
+  EXPECT_THROW(check_bound_listeners_keep_an_upstream(running->listeners, *without_main),
+               config_error);
   auto routed = load_config_text(
       "listeners: [{name: second, port: 0}]\n"
       "upstreams: {other: {base_url: http://127.0.0.1:9/v1}}\n"
@@ -96,7 +103,8 @@ TEST(Config, ShippedConfigFilesAreValid) {
   auto c = load_config_file(dir + "tokengate.yaml");
   EXPECT_EQ(c->upstreams.count("demo"), 1u);
   EXPECT_EQ(c->routes.size(), 2u);
-  for (auto name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GROQ_API_KEY"}) ::setenv(name, "test", 1);
+  for (auto name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GROQ_API_KEY"})
+    ::setenv(name, "test", 1);
   auto hosted = load_config_file(dir + "hosted.yaml");
   EXPECT_EQ(hosted->upstreams.at("anthropic").kind, provider_kind::anthropic);
   EXPECT_EQ(hosted->keys.size(), 2u);
@@ -106,15 +114,22 @@ TEST(Config, ShippedConfigFilesAreValid) {
 
 TEST(Config, RoutesMustNameKnownUpstreamsAndPaths) {
   auto base = std::string(minimal);
-  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: nope}]}\n").find("unknown upstream 'nope'"),
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: nope}]}\n")
+                .find("unknown upstream 'nope'"),
             std::string::npos);
-  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], paths: [/v2/x], targets: [{upstream: local}]}\n").find("unknown path"),
-            std::string::npos);
-  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: []}\n").find("at least one target"), std::string::npos);
-  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: local}], max_output_tokens: {default: 9, ceiling: 5}}\n")
+  EXPECT_NE(
+      error_of(base + "routes:\n  - {models: [m], paths: [/v2/x], targets: [{upstream: local}]}\n")
+          .find("unknown path"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(base + "routes:\n  - {models: [m], targets: []}\n").find("at least one target"),
+      std::string::npos);
+  EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: local}], "
+                            "max_output_tokens: {default: 9, ceiling: 5}}\n")
                 .find("above the ceiling"),
             std::string::npos);
-  EXPECT_NE(error_of(base + "keys:\n  - {name: k, sha256: abc}\n").find("64 hex digits"), std::string::npos);
+  EXPECT_NE(error_of(base + "keys:\n  - {name: k, sha256: abc}\n").find("64 hex digits"),
+            std::string::npos);
 }
 
 TEST(Config, UnknownKeyIsRejectedWithItsPosition) {
@@ -132,22 +147,32 @@ TEST(Config, ListenerMustNameAKnownUpstream) {
   auto yaml = std::string(minimal);
   yaml.replace(yaml.find("upstream: local"), 15, "upstream: nope");
   auto err = error_of(yaml);
-  EXPECT_NE(err.find("test.yaml:4:15: listener 'main' names unknown upstream 'nope'"), std::string::npos) << err;
+  EXPECT_NE(err.find("test.yaml:4:15: listener 'main' names unknown upstream 'nope'"),
+            std::string::npos)
+      << err;
 }
 
 TEST(Config, BadValuesAreExplained) {
-  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  head_timeout: soon\n").find("must be a duration"), std::string::npos);
-  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  tls_handshake_timeout: soon\n").find("must be a duration"),
+  EXPECT_NE(
+      error_of(std::string(minimal) + "limits:\n  head_timeout: soon\n").find("must be a duration"),
+      std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  tls_handshake_timeout: soon\n")
+                .find("must be a duration"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(minimal) + "limits:\n  max_body_bytes: -5\n").find("must be between"), std::string::npos);
-  EXPECT_NE(error_of(std::string(minimal) + "log_level: loud\n").find("unknown log_level"), std::string::npos);
+  EXPECT_NE(
+      error_of(std::string(minimal) + "limits:\n  max_body_bytes: -5\n").find("must be between"),
+      std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "log_level: loud\n").find("unknown log_level"),
+            std::string::npos);
   EXPECT_NE(error_of("upstreams: {}\n").find("at least one upstream"), std::string::npos);
 }
 
 // memory.after_burst: give_back by default, lazy_free or keep on request,
 // nothing else.
 TEST(Config, MemoryAfterABurstIsGivenBackUnlessLazyFreeOrKeepIsAsked) {
-  auto after_burst = [](const std::string& yaml) { return load_config_text(std::string(minimal) + yaml, "test.yaml")->after_burst; };
+  auto after_burst = [](const std::string& yaml) {
+    return load_config_text(std::string(minimal) + yaml, "test.yaml")->after_burst;
+  };
   EXPECT_EQ(after_burst(""), memory_after_burst::give_back);
   EXPECT_EQ(after_burst("memory: {after_burst: give_back}\n"), memory_after_burst::give_back);
   EXPECT_EQ(after_burst("memory: {after_burst: lazy_free}\n"), memory_after_burst::lazy_free);
@@ -155,7 +180,8 @@ TEST(Config, MemoryAfterABurstIsGivenBackUnlessLazyFreeOrKeepIsAsked) {
   auto bad = error_of(std::string(minimal) + "memory: {after_burst: hold}\n");
   EXPECT_NE(bad.find("test.yaml:8:"), std::string::npos) << bad;
   EXPECT_NE(bad.find("after_burst must be give_back, lazy_free or keep"), std::string::npos) << bad;
-  EXPECT_NE(error_of(std::string(minimal) + "memory: {keep: true}\n").find("keep"), std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "memory: {keep: true}\n").find("keep"),
+            std::string::npos);
 }
 
 TEST(Config, SecretsComeFromTheEnvironment) {
@@ -163,7 +189,8 @@ TEST(Config, SecretsComeFromTheEnvironment) {
   auto yaml = std::string(minimal) + "    api_key: ${TOKENGATE_TEST_KEY}\n";
   EXPECT_EQ(load_config_text(yaml, "t")->upstreams.at("local").api_key, "sk-test-123");
   ::unsetenv("TOKENGATE_TEST_KEY");
-  EXPECT_NE(error_of(yaml).find("environment variable TOKENGATE_TEST_KEY is not set"), std::string::npos);
+  EXPECT_NE(error_of(yaml).find("environment variable TOKENGATE_TEST_KEY is not set"),
+            std::string::npos);
 }
 
 // Ports, worker counts, limits and durations from the environment, as
@@ -213,19 +240,24 @@ TEST(Config, AValueFromTheEnvironmentThatIsNotOfItsKeysTypeIsPlacedAndShown) {
   const std::string upstream = "upstreams: {local: {base_url: 'http://a/v1'}}\n";
   ::setenv("TG_PORT", "eighty", 1);
   auto error = error_of(listener + upstream);
-  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be an integer ('${TG_PORT}' is 'eighty')"), std::string::npos)
+  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be an integer ('${TG_PORT}' is 'eighty')"),
+            std::string::npos)
       << error;
   ::setenv("TG_PORT", "70000", 1);
   error = error_of(listener + upstream);
-  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be between 0 and 65535"), std::string::npos) << error;
+  EXPECT_NE(error.find("test.yaml:3:11: 'port' must be between 0 and 65535"), std::string::npos)
+      << error;
   ::setenv("TG_IDLE", "soon", 1);
   error = error_of(std::string(minimal) + "limits:\n  idle_timeout: ${TG_IDLE}\n");
-  EXPECT_NE(error.find("test.yaml:9:17: 'idle_timeout' must be a duration like 250ms, 5s or 2m ('${TG_IDLE}' is 'soon')"),
+  EXPECT_NE(error.find("test.yaml:9:17: 'idle_timeout' must be a duration like 250ms, 5s or 2m "
+                       "('${TG_IDLE}' is 'soon')"),
             std::string::npos)
       << error;
   ::unsetenv("TG_UNSET");
   error = error_of("workers: ${TG_UNSET}\n" + std::string(minimal));
-  EXPECT_NE(error.find("test.yaml:1:10: environment variable TG_UNSET is not set"), std::string::npos) << error;
+  EXPECT_NE(error.find("test.yaml:1:10: environment variable TG_UNSET is not set"),
+            std::string::npos)
+      << error;
 }
 
 TEST(Duration, ParsesUnits) {

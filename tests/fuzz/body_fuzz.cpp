@@ -12,11 +12,10 @@
 // engine sends extensions), so every '"' of the input is read as 'q'; and a
 // line longer than the decoder's bound (4 KiB), which Beast would wait for,
 // so inputs are kept under it.
+#include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto cfg = tokengate::config::load_config_text(text, "fuzz.yaml");
     if (cfg->listeners.empty()) std::abort();  // the loader promises at least one
   } catch (const tokengate::config::config_error& e) {
-    if (std::string_view(e.what()).rfind("fuzz.yaml", 0) != 0) std::abort();  // errors name the file
+    if (std::string_view(e.what()).rfind("fuzz.yaml", 0) != 0)
+      std::abort();  // errors name the file
   }
   return 0;
 }

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define check(ok)                                                                      \
-  do {                                                                                 \
-    if (!(ok)) {                                                                       \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__);    \
-      std::abort();                                                                    \
-    }                                                                                  \
+#define check(ok)                                                                  \
+  do {                                                                             \
+    if (!(ok)) {                                                                   \
+      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #ok, __FILE__, __LINE__); \
+      std::abort();                                                                \
+    }                                                                              \
   } while (0)

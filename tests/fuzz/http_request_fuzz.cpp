@@ -17,11 +17,10 @@
 // on purpose (framing two ways, a coding other than chunked, more
 // Connection options than we keep), and empty lines before the request line
 // are ones only we skip.
+#include <algorithm>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
-
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,11 +29,11 @@
 
 #include "config/config.hpp"
 #include "fuzz_check.hpp"
-#include "same_head.hpp"
-#include "routing/policy.hpp"
-#include "http/headers.hpp"
 #include "http/chunked_body.hpp"
+#include "http/headers.hpp"
 #include "http/request_head.hpp"
+#include "routing/policy.hpp"
+#include "same_head.hpp"
 
 using namespace tokengate;
 
@@ -67,7 +66,8 @@ void compare_with_beast(const std::string& input) {
   beast.header_limit(64 * 1024);
   beast.body_limit(boost::none);
   error_code beast_ec;
-  auto beast_used = beast.put(boost::asio::buffer(beast_input.data(), beast_input.size()), beast_ec);
+  auto beast_used =
+      beast.put(boost::asio::buffer(beast_input.data(), beast_input.size()), beast_ec);
   bool beast_done = !beast_ec && beast.is_header_done();
 
   if (progress == head_progress::need_more) {
@@ -77,14 +77,16 @@ void compare_with_beast(const std::string& input) {
   if (progress == head_progress::failed) {
     if (beast_done) {
       // Only where we are stricter on purpose.
-      check(ours_ec == http::error::bad_transfer_encoding || ours_ec == http::error::bad_content_length ||
-            ours_ec == http::error::header_limit || ours_ec == http::error::bad_value);
+      check(ours_ec == http::error::bad_transfer_encoding ||
+            ours_ec == http::error::bad_content_length || ours_ec == http::error::header_limit ||
+            ours_ec == http::error::bad_value);
     }
     return;
   }
 
   const auto text = std::string_view(input).substr(0, used);
-  const bool folded = text.find("\r\n ") != std::string_view::npos || text.find("\r\n\t") != std::string_view::npos;
+  const bool folded =
+      text.find("\r\n ") != std::string_view::npos || text.find("\r\n\t") != std::string_view::npos;
   // Beast joins a folded value in a buffer of 4 KiB and refuses a longer
   // one (header_limit); we blank folds in place, whatever the length.
   if (!beast_done && folded && beast_ec == http::error::header_limit) return;
@@ -107,7 +109,9 @@ void through_the_proxy(std::string input) {
   std::size_t used = 0;
   error_code ec;
   std::span<char> text(input.data(), std::min(input.size(), limits.max_head_bytes));
-  if (parse_request_head(text, request.head, used, ec, limits.max_header_count) != head_progress::done) return;
+  if (parse_request_head(text, request.head, used, ec, limits.max_header_count) !=
+      head_progress::done)
+    return;
   const auto& head = request.head;
   check(head.fields.size() <= limits.max_header_count);
   std::span<char> rest(input.data() + used, input.size() - used);
@@ -138,7 +142,8 @@ void through_the_proxy(std::string input) {
   // (A Connection option may name a field the proxy writes itself.)
   const auto proxys = {"host", "accept-encoding", "x-request-id", "authorization"};
   for (auto option : head.named_by_connection())
-    if (std::none_of(proxys.begin(), proxys.end(), [&](const char* n) { return fuzz::lower(option) == n; }))
+    if (std::none_of(proxys.begin(), proxys.end(),
+                     [&](const char* n) { return fuzz::lower(option) == n; }))
       check(forwarded.find(option) == forwarded.end());
   check(forwarded[http::field::authorization] == "Bearer secret-upstream-key");
   check(forwarded.count(http::field::authorization) == 1);
@@ -147,11 +152,14 @@ void through_the_proxy(std::string input) {
   // The fields noted as the head was parsed are what a walk over the fields
   // finds (the session reads them the noted way).
   const std::pair<known_field, const char*> known[] = {
-      {known_field::authorization, "authorization"}, {known_field::x_api_key, "x-api-key"},
-      {known_field::x_request_id, "x-request-id"},   {known_field::expect, "expect"},
+      {known_field::authorization, "authorization"},
+      {known_field::x_api_key, "x-api-key"},
+      {known_field::x_request_id, "x-request-id"},
+      {known_field::expect, "expect"},
       {known_field::content_type, "content-type"}};
   for (const auto& [field, name] : known) check(head.value_of(field) == head.value_of(name));
-  auto key = routing::client_key_from(head.value_of(known_field::authorization), head.value_of(known_field::x_api_key));
+  auto key = routing::client_key_from(head.value_of(known_field::authorization),
+                                      head.value_of(known_field::x_api_key));
   routing::apply_policy(*cfg, {head.target, body_text(request), key});
 }
 

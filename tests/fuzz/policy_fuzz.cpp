@@ -11,7 +11,6 @@
 #include <boost/json/error.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +23,6 @@
 #include "fuzz_check.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
-
-
 
 using namespace tokengate;
 
@@ -49,15 +46,14 @@ routes:
     max_prompt_bytes: 100000
 )";
 
-
 bool same_member(const routing::json_member& a, const routing::json_member& b) {
-  return a.key == b.key && a.begin == b.begin && a.end == b.end && a.member_begin == b.member_begin &&
-         a.type == b.type;
+  return a.key == b.key && a.begin == b.begin && a.end == b.end &&
+         a.member_begin == b.member_begin && a.type == b.type;
 }
 
 // The body cut at `cut`, as early forwarding sees it.
-void check_cut(const config::config& cfg, std::string_view body, const std::optional<routing::scanned_object>& whole,
-               std::size_t cut) {
+void check_cut(const config::config& cfg, std::string_view body,
+               const std::optional<routing::scanned_object>& whole, std::size_t cut) {
   auto end = routing::whole_members_end(body.substr(0, cut));
   std::size_t seen = 0;
   std::string members;
@@ -70,14 +66,17 @@ void check_cut(const config::config& cfg, std::string_view body, const std::opti
     seen = start->members.size();
     if (whole) {
       check(seen < whole->members.size());
-      for (std::size_t i = 0; i < seen; ++i) check(same_member(start->members[i], whole->members[i]));
+      for (std::size_t i = 0; i < seen; ++i)
+        check(same_member(start->members[i], whole->members[i]));
     }
   }
   if (!whole) return;
   // None missed: the next member's comma has not arrived.
   if (seen < whole->members.size()) {
     auto after = whole->members[seen].end;
-    while (after < body.size() && std::string_view(" \t\r\n").find(body[after]) != std::string_view::npos) ++after;
+    while (after < body.size() &&
+           std::string_view(" \t\r\n").find(body[after]) != std::string_view::npos)
+      ++after;
     check(after >= cut || body[after] != ',');
   }
   if (end == std::string_view::npos) return;
@@ -91,11 +90,13 @@ void check_cut(const config::config& cfg, std::string_view body, const std::opti
     check(!e || f);  // (the whole body may still be refused: invalid after the cut)
     if (!e) continue;
     check(e->route == f->route && e->model == f->model && e->output_limit == f->output_limit &&
-          e->stream == f->stream && routing::usage_needed(*e, path) == routing::usage_needed(*f, path));
+          e->stream == f->stream &&
+          routing::usage_needed(*e, path) == routing::usage_needed(*f, path));
     for (const auto& target : f->route->targets) {
       const auto& upstream = cfg.upstreams.at(target.upstream);
       auto usage = routing::usage_needed(*f, path);
-      auto sent_early = routing::apply_splices(body, routing::edits_for_target(members, path, *e, target, upstream, usage));
+      auto sent_early = routing::apply_splices(
+          body, routing::edits_for_target(members, path, *e, target, upstream, usage));
       auto sent_whole = routing::body_for_target(body, path, *f, target, upstream, usage);
       boost::system::error_code ec1, ec2;
       auto a = boost::json::parse(sent_early, ec1);
@@ -127,8 +128,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (scanned) routing::apply_policy(*cfg, {"/v1/chat/completions", body, ""});
     return 0;
   }
-  if (scanned) check(!ec && reference.is_object());
-  else if (!ec && reference.is_object()) check(false);
+  if (scanned)
+    check(!ec && reference.is_object());
+  else if (!ec && reference.is_object())
+    check(false);
 
   // Cut at a few places, and on both sides of the comma after each of the
   // first members (where the next member's arrival begins).

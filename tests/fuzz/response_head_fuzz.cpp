@@ -7,11 +7,10 @@
 // refuse on purpose (framing two ways, `chunked` not last, more fields or
 // Connection options than we keep), and a folded value over 4 KiB is one
 // only we accept.
+#include <algorithm>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
-
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,8 +18,8 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "same_head.hpp"
 #include "http/response_head.hpp"
+#include "same_head.hpp"
 
 using namespace tokengate;
 
@@ -48,8 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (progress == head_progress::failed) {
     if (beast_done) {
       // Only where we are stricter on purpose.
-      check(ours_ec == http::error::bad_transfer_encoding || ours_ec == http::error::bad_content_length ||
-            ours_ec == http::error::header_limit || ours_ec == http::error::bad_value);
+      check(ours_ec == http::error::bad_transfer_encoding ||
+            ours_ec == http::error::bad_content_length || ours_ec == http::error::header_limit ||
+            ours_ec == http::error::bad_value);
     }
     return 0;
   }

@@ -1,10 +1,9 @@
 #pragma once
 // What the two head fuzz targets check alike: our parsed head against
 // Beast's parser's, on the same bytes, where both accepted them.
+#include <algorithm>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/parser.hpp>
-
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <optional>
@@ -30,17 +29,19 @@ inline std::string lower(std::string_view name) {
 // in order; the values only where no fold was blanked (`folded`: Beast
 // joins a fold with one space, we blank its CRLF).
 template <bool isRequest, typename Head>
-void check_same_head(const Head& head, const http::basic_parser<isRequest>& parser, const http::fields& fields,
-                     bool folded) {
+void check_same_head(const Head& head, const http::basic_parser<isRequest>& parser,
+                     const http::fields& fields, bool folded) {
   const auto beast_length = parser.content_length();
-  check(head.content_length == (beast_length ? std::optional<std::uint64_t>(*beast_length) : std::nullopt));
+  check(head.content_length ==
+        (beast_length ? std::optional<std::uint64_t>(*beast_length) : std::nullopt));
   check(head.chunked == parser.chunked());
   check(head.keep_alive() == parser.keep_alive());
   check(head.has_body() == !parser.is_done());
 
   using named = std::pair<std::string, std::string_view>;
   auto by_name = [](std::vector<named> list) {
-    std::stable_sort(list.begin(), list.end(), [](const named& a, const named& b) { return a.first < b.first; });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const named& a, const named& b) { return a.first < b.first; });
     return list;
   };
   std::vector<named> mine, theirs;
@@ -49,7 +50,8 @@ void check_same_head(const Head& head, const http::basic_parser<isRequest>& pars
     // A forwarded line is the field, whole, ending with its CRLF.
     check(f.line.starts_with(f.name) && f.line.ends_with("\r\n"));
   }
-  for (const auto& f : fields) theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
+  for (const auto& f : fields)
+    theirs.emplace_back(lower(std::string_view(f.name_string())), std::string_view(f.value()));
   mine = by_name(std::move(mine));
   theirs = by_name(std::move(theirs));
   check(mine.size() == theirs.size());

@@ -19,19 +19,18 @@
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 
-
-
 using namespace tokengate::stream;
 
 namespace {
 
-constexpr std::array<tokengate::dialect, 4> dialects{tokengate::dialect::openai_chat,
-                                                     tokengate::dialect::openai_responses,
-                                                     tokengate::dialect::anthropic_messages, tokengate::dialect::other};
+constexpr std::array<tokengate::dialect, 4> dialects{
+    tokengate::dialect::openai_chat, tokengate::dialect::openai_responses,
+    tokengate::dialect::anthropic_messages, tokengate::dialect::other};
 
 // One dialect's three readers: recording (always in full), lean, full.
 struct readers {
-  explicit readers(tokengate::dialect d) : observer(d, true), lean(d, false, true), full(d, false, false) {}
+  explicit readers(tokengate::dialect d)
+      : observer(d, true), lean(d, false, true), full(d, false, false) {}
   stream_observer observer, lean, full;
   void on_event(const sse_event& e) {
     observer.on_event(e);
@@ -45,8 +44,8 @@ struct readers {
 struct recorder final : sse_sink {
   const sse_parser* parser = nullptr;
   std::vector<std::string> events;
-  std::array<readers, dialects.size()> by_dialect{readers(dialects[0]), readers(dialects[1]), readers(dialects[2]),
-                                                  readers(dialects[3])};
+  std::array<readers, dialects.size()> by_dialect{readers(dialects[0]), readers(dialects[1]),
+                                                  readers(dialects[2]), readers(dialects[3])};
   void on_event(const sse_event& e) override {
     if (parser->boundary() > parser->position()) std::abort();
     events.push_back(std::string(e.type) + '\0' + std::string(e.data));
@@ -54,14 +53,13 @@ struct recorder final : sse_sink {
   }
 };
 
-
 // Each event with the parser's offsets at its dispatch.
 struct offsets final : sse_sink {
   const sse_parser* parser = nullptr;
   std::vector<std::string> seen;
   void on_event(const sse_event& e) override {
-    seen.push_back(std::string(e.type) + '\0' + std::string(e.data) + '\0' + std::to_string(parser->boundary()) +
-                   '-' + std::to_string(parser->position()));
+    seen.push_back(std::string(e.type) + '\0' + std::string(e.data) + '\0' +
+                   std::to_string(parser->boundary()) + '-' + std::to_string(parser->position()));
   }
 };
 
@@ -107,13 +105,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t d = 0; d < dialects.size(); ++d) {
     const auto& a = whole.by_dialect[d].observer.facts();
     const auto& b = pieces.by_dialect[d].observer.facts();
-    check(a.events == b.events && a.content_events == b.content_events && a.finish_reason == b.finish_reason &&
-          a.output_tokens == b.output_tokens && a.error == b.error && a.text_by_choice == b.text_by_choice);
+    check(a.events == b.events && a.content_events == b.content_events &&
+          a.finish_reason == b.finish_reason && a.output_tokens == b.output_tokens &&
+          a.error == b.error && a.text_by_choice == b.text_by_choice);
     const auto& lean = whole.by_dialect[d].lean.facts();
     const auto& full = whole.by_dialect[d].full.facts();
     check(lean.input_tokens == full.input_tokens && lean.output_tokens == full.output_tokens &&
-          lean.finish_by_choice == full.finish_by_choice && lean.finish_reason == full.finish_reason &&
-          lean.usage_events == full.usage_events && lean.content_events == full.content_events);
+          lean.finish_by_choice == full.finish_by_choice &&
+          lean.finish_reason == full.finish_reason && lean.usage_events == full.usage_events &&
+          lean.content_events == full.content_events);
   }
 
   whole_and_bytewise_agree(body);

@@ -1,13 +1,13 @@
 // The upstream body's framing undone in the read buffer: the payload of
 // every read, whatever the cut, is exactly the body's; nothing past the
 // body is taken; malformed framing is an error, never a guess.
-#include <boost/beast/http/error.hpp>
+#include "http/body_decoder.hpp"
+
 #include <gtest/gtest.h>
 
+#include <boost/beast/http/error.hpp>
 #include <string>
 #include <vector>
-
-#include "http/body_decoder.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -112,15 +112,15 @@ TEST(BodyDecoder, AnUnfinishedBodyAtTheCloseIsAPartialMessage) {
 
 TEST(BodyDecoder, MalformedFramingIsAnError) {
   const std::vector<std::string> bad = {
-      "x\r\nabc\r\n",                          // not hex
-      "\r\n",                                   // no size
-      "3\nabc\r\n",                             // LF without CR: the line runs on, and is no size
-      "3\r\nabcX\r\n",                          // no CRLF after the payload
-      "3\r\nabc\rX",                            // CR, then not LF
-      "3 junk\r\nabc\r\n",                      // neither blanks nor an extension after the size
-      "10000000000000000\r\n",                  // more than 64 bits
-      "3;a=\"open\r\nabc\r\n",                   // an extension's quoted string that does not close
-      "3" + std::string(5000, '0') + "\r\n",    // a size line past the bound
+      "x\r\nabc\r\n",                         // not hex
+      "\r\n",                                 // no size
+      "3\nabc\r\n",                           // LF without CR: the line runs on, and is no size
+      "3\r\nabcX\r\n",                        // no CRLF after the payload
+      "3\r\nabc\rX",                          // CR, then not LF
+      "3 junk\r\nabc\r\n",                    // neither blanks nor an extension after the size
+      "10000000000000000\r\n",                // more than 64 bits
+      "3;a=\"open\r\nabc\r\n",                // an extension's quoted string that does not close
+      "3" + std::string(5000, '0') + "\r\n",  // a size line past the bound
   };
   for (const auto& wire : bad) {
     auto f = feed(body_decoder::chunked(), wire, {});

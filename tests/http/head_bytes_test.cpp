@@ -1,13 +1,13 @@
 // Our one-pass head writer must produce exactly the bytes Beast's serializer
 // writes for the same message: it replaced that serializer on the wire.
+#include "http/head_bytes.hpp"
+
+#include <gtest/gtest.h>
+
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <gtest/gtest.h>
-
 #include <sstream>
-
-#include "http/head_bytes.hpp"
 
 namespace tokengate {
 namespace {
@@ -29,7 +29,9 @@ TEST(HeadBytes, ARequestHeadIsWhatBeastWrites) {
   req.content_length(123);
   req.keep_alive(true);
   EXPECT_EQ(head_bytes(req.base()), beast_head(req.base()));
-  EXPECT_TRUE(head_bytes(req.base()).starts_with("POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: api.example.com:8443\r\n"));
+  EXPECT_TRUE(
+      head_bytes(req.base())
+          .starts_with("POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: api.example.com:8443\r\n"));
   EXPECT_TRUE(head_bytes(req.base()).ends_with("\r\n\r\n"));
 }
 

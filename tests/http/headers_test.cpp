@@ -1,9 +1,10 @@
+#include "http/headers.hpp"
+
+#include <gtest/gtest.h>
+
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <gtest/gtest.h>
-
-#include "http/headers.hpp"
 
 namespace tokengate {
 namespace {
@@ -31,18 +32,19 @@ request_head client_head(std::string lines) {
   return head;
 }
 
-http::fields forwarded_request(const request_head& client, std::string_view host, std::string_view id,
-                               const upstream_credentials& credentials) {
+http::fields forwarded_request(const request_head& client, std::string_view host,
+                               std::string_view id, const upstream_credentials& credentials) {
   head_writer writer("POST", "/v1/chat/completions", 0);
   forward_request_headers(client, writer, host, id, credentials);
   return read_back<true>(std::move(writer));
 }
 
 // (Beast's fields keep the fields of one name together.)
-http::fields forwarded_request(const http::fields& client, std::string_view host, std::string_view id,
-                               const upstream_credentials& credentials) {
+http::fields forwarded_request(const http::fields& client, std::string_view host,
+                               std::string_view id, const upstream_credentials& credentials) {
   std::string lines;
-  for (const auto& f : client) lines.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+  for (const auto& f : client)
+    lines.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
   return forwarded_request(client_head(lines), host, id, credentials);
 }
 
@@ -59,8 +61,8 @@ TEST(Headers, HopByHopAndConnectionNamedHeadersAreDropped) {
   client.set(http::field::content_type, "application/json");
   client.set("OpenAI-Organization", "org-1");
   auto upstream = forwarded_request(client, "api.example:443", "rid-1", {});
-  for (auto name : {"Connection", "X-Secret-Hop", "Keep-Alive", "Transfer-Encoding", "TE", "Upgrade",
-                    "Proxy-Authorization"})
+  for (auto name : {"Connection", "X-Secret-Hop", "Keep-Alive", "Transfer-Encoding", "TE",
+                    "Upgrade", "Proxy-Authorization"})
     EXPECT_EQ(upstream.find(name), upstream.end()) << name;
   EXPECT_EQ(upstream[http::field::host], "api.example:443");
   EXPECT_EQ(upstream[http::field::content_type], "application/json");
@@ -95,7 +97,8 @@ TEST(Headers, ClientCredentialsAreReplacedWhenTheUpstreamHasAKey) {
 // connection-only fields too, before it and after it.
 TEST(Headers, EveryConnectionFieldOfTheClientCounts) {
   auto client = client_head(
-      "Connection: x-first-hop\r\nContent-Type: application/json\r\nX-First-Hop: 1\r\nX-Second-Hop: 2\r\n"
+      "Connection: x-first-hop\r\nContent-Type: application/json\r\nX-First-Hop: "
+      "1\r\nX-Second-Hop: 2\r\n"
       "Connection: x-second-hop\r\nX-Kept: 3\r\n");
   auto upstream = forwarded_request(client, "h", "r", {});
   EXPECT_EQ(upstream.find("X-First-Hop"), upstream.end());
@@ -185,10 +188,11 @@ TEST(Headers, ResponseHopByHopFieldsStayBehindAndTheRestKeepTheirOrder) {
 }
 
 TEST(Headers, HopByHopNamesAreKnownInAnyCase) {
-  for (auto name : {"connection", "Keep-Alive", "TE", "trailer", "Transfer-Encoding", "UPGRADE", "proxy-connection",
-                    "Proxy-Authenticate", "proxy-authorization"})
+  for (auto name : {"connection", "Keep-Alive", "TE", "trailer", "Transfer-Encoding", "UPGRADE",
+                    "proxy-connection", "Proxy-Authenticate", "proxy-authorization"})
     EXPECT_TRUE(is_hop_by_hop(std::string_view(name))) << name;
-  for (auto name : {"content-type", "t", "tex", "trailers", "x-connection", "keep-alive-x", "set-cookie"})
+  for (auto name :
+       {"content-type", "t", "tex", "trailers", "x-connection", "keep-alive-x", "set-cookie"})
     EXPECT_FALSE(is_hop_by_hop(std::string_view(name))) << name;
 }
 

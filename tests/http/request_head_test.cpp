@@ -1,8 +1,8 @@
 #include "http/request_head.hpp"
 
-#include <boost/beast/http/error.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/beast/http/error.hpp>
 #include <string>
 
 #include "http/chunked_body.hpp"
@@ -68,8 +68,11 @@ TEST(RequestHead, TheSdksHeadReadsWhole) {
 // The fields read by name are noted as the head is parsed: the first of
 // each name, whatever its case, as a walk over the fields finds it.
 TEST(RequestHead, KnownFieldsAreTheFirstOfTheirName) {
-  auto r = parsed("POST /v1/messages HTTP/1.1\r\nhost: a\r\nX-API-KEY: first\r\nContent-Type: application/json\r\n"
-                  "x-api-key: second\r\nX-Request-Id: abc\r\nEXPECT: 100-continue\r\nContent-Length: 2\r\n\r\n");
+  auto r = parsed(
+      "POST /v1/messages HTTP/1.1\r\nhost: a\r\nX-API-KEY: first\r\nContent-Type: "
+      "application/json\r\n"
+      "x-api-key: second\r\nX-Request-Id: abc\r\nEXPECT: 100-continue\r\nContent-Length: "
+      "2\r\n\r\n");
   ASSERT_EQ(r.progress, head_progress::done) << r.ec.message();
   const auto& h = r.head;
   EXPECT_EQ(h.value_of(known_field::x_api_key), "first");
@@ -81,7 +84,8 @@ TEST(RequestHead, KnownFieldsAreTheFirstOfTheirName) {
   for (auto known : {known_field::authorization, known_field::x_api_key, known_field::x_request_id,
                      known_field::expect, known_field::content_type}) {
     const char* names[] = {"authorization", "x-api-key", "x-request-id", "expect", "content-type"};
-    EXPECT_EQ(h.value_of(known), h.value_of(names[static_cast<int>(known)])) << names[static_cast<int>(known)];
+    EXPECT_EQ(h.value_of(known), h.value_of(names[static_cast<int>(known)]))
+        << names[static_cast<int>(known)];
   }
   // Parsed again into the same head, nothing of the last one stays.
   auto again = parse_result{};
@@ -126,7 +130,8 @@ TEST(RequestHead, ConnectionAndVersionDecideKeepAlive) {
 }
 
 TEST(RequestHead, BodiesAreFramedByLengthOrByChunkedAlone) {
-  auto chunked = parsed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-Continue\r\n\r\n");
+  auto chunked =
+      parsed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-Continue\r\n\r\n");
   ASSERT_EQ(chunked.progress, head_progress::done);
   EXPECT_TRUE(chunked.head.chunked);
   EXPECT_TRUE(chunked.head.has_body());
@@ -137,10 +142,13 @@ TEST(RequestHead, BodiesAreFramedByLengthOrByChunkedAlone) {
   EXPECT_FALSE(parsed("GET / HTTP/1.1\r\n\r\n").head.has_body());
 
   using http::error;
-  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), error::bad_transfer_encoding);
-  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), error::bad_transfer_encoding);
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+            error::bad_transfer_encoding);
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            error::bad_transfer_encoding);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n"), error::bad_transfer_encoding);
-  EXPECT_EQ(refusal("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), error::bad_transfer_encoding);
+  EXPECT_EQ(refusal("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            error::bad_transfer_encoding);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"),
             error::bad_transfer_encoding);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n"),

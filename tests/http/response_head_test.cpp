@@ -1,8 +1,8 @@
 #include "http/response_head.hpp"
 
-#include <boost/beast/http/error.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/beast/http/error.hpp>
 #include <string>
 
 namespace tokengate::upstream {
@@ -80,7 +80,8 @@ TEST(ResponseHead, EveryPrefixAsksForMore) {
 
 TEST(ResponseHead, BlanksAroundValuesAndTheirOwnBytesAreKept) {
   auto r = parsed(
-      "HTTP/1.1 200 Fine Thanks\r\nX-A:plain\r\nX-B: \t spaced out \t \r\nX-Empty:\r\nX-Tab: a\tb\r\n"
+      "HTTP/1.1 200 Fine Thanks\r\nX-A:plain\r\nX-B: \t spaced out \t \r\nX-Empty:\r\nX-Tab: "
+      "a\tb\r\n"
       "X-Text: caf\xc3\xa9\r\n\r\n");
   ASSERT_EQ(r.progress, head_progress::done) << r.ec.message();
   EXPECT_EQ(r.head.reason, "Fine Thanks");
@@ -112,9 +113,12 @@ TEST(ResponseHead, FramingFollowsTheFields) {
   EXPECT_TRUE(length.keep_alive());
   // A repeated length, in one field or two, is the length.
   EXPECT_EQ(parsed("HTTP/1.1 200 OK\r\nContent-Length: 7 , 7\r\n\r\n").head.content_length, 7u);
-  EXPECT_EQ(parsed("HTTP/1.1 200 OK\r\nContent-Length: 7\r\ncontent-length: 7\r\n\r\n").head.content_length, 7u);
-  EXPECT_EQ(parsed("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n").head.content_length,
-            18446744073709551615u);
+  EXPECT_EQ(parsed("HTTP/1.1 200 OK\r\nContent-Length: 7\r\ncontent-length: 7\r\n\r\n")
+                .head.content_length,
+            7u);
+  EXPECT_EQ(
+      parsed("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n").head.content_length,
+      18446744073709551615u);
 
   auto zipped = parsed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").head;
   EXPECT_TRUE(zipped.chunked);
@@ -137,12 +141,17 @@ TEST(ResponseHead, FramingFollowsTheFields) {
 }
 
 TEST(ResponseHead, TheConnectionsFateFollowsVersionAndOptions) {
-  EXPECT_FALSE(parsed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n").head.keep_alive());
+  EXPECT_FALSE(parsed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n")
+                   .head.keep_alive());
   EXPECT_FALSE(parsed("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n").head.keep_alive());
-  EXPECT_TRUE(parsed("HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: Keep-Alive\r\n\r\n").head.keep_alive());
-  EXPECT_FALSE(parsed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nProxy-Connection: close\r\n\r\n").head.keep_alive());
+  EXPECT_TRUE(parsed("HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: Keep-Alive\r\n\r\n")
+                  .head.keep_alive());
+  EXPECT_FALSE(parsed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nProxy-Connection: close\r\n\r\n")
+                   .head.keep_alive());
 
-  auto named = parsed("HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nConnection: ,x-other ,\r\n\r\n").head;
+  auto named =
+      parsed("HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nConnection: ,x-other ,\r\n\r\n")
+          .head;
   ASSERT_EQ(named.named_by_connection().size(), 2u);
   EXPECT_EQ(named.named_by_connection()[0], "X-Hop");
   EXPECT_EQ(named.named_by_connection()[1], "x-other");
@@ -170,8 +179,12 @@ TEST(ResponseHead, ABrokenFieldIsRefused) {
   EXPECT_EQ(refusal(start + ": value\r\n\r\n"), http::error::bad_field);
   EXPECT_EQ(refusal(start + "X(Name): value\r\n\r\n"), http::error::bad_field);
   EXPECT_EQ(refusal(start + " X-Lead: fold with nothing before\r\n\r\n"), http::error::bad_field);
-  EXPECT_EQ(refusal(start + "X-A: a\x01" "b\r\n\r\n"), http::error::bad_value);
-  EXPECT_EQ(refusal(start + "X-A: a\x7f" "b\r\n\r\n"), http::error::bad_value);
+  EXPECT_EQ(refusal(start + "X-A: a\x01"
+                            "b\r\n\r\n"),
+            http::error::bad_value);
+  EXPECT_EQ(refusal(start + "X-A: a\x7f"
+                            "b\r\n\r\n"),
+            http::error::bad_value);
   EXPECT_EQ(refusal(start + "X-A: no carriage return\n\r\n"), http::error::bad_line_ending);
   EXPECT_EQ(refusal(start + "X-A: a\rb\r\n\r\n"), http::error::bad_line_ending);
   EXPECT_EQ(refusal(start + "X-A: a\r\n\rX"), http::error::bad_line_ending);
@@ -192,21 +205,28 @@ TEST(ResponseHead, AmbiguousFramingIsRefused) {
             http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
             http::error::bad_content_length);
-  EXPECT_EQ(refusal(start + "Transfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"), http::error::bad_content_length);
-  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked, gzip\r\n\r\n"), http::error::bad_transfer_encoding);
-  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked x\r\n\r\n"), http::error::bad_transfer_encoding);
-  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked;x=1\r\n\r\n"), http::error::bad_transfer_encoding);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"),
+            http::error::bad_content_length);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked, gzip\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked x\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked;x=1\r\n\r\n"),
+            http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
             http::error::bad_transfer_encoding);
   EXPECT_EQ(refusal(start + "Transfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n"),
             http::error::bad_transfer_encoding);
-  EXPECT_EQ(refusal(start + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n"), http::error::multiple_content_length);
+  EXPECT_EQ(refusal(start + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+            http::error::multiple_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: 5, 6\r\n\r\n"), http::error::multiple_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: 5,\r\n\r\n"), http::error::bad_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: -1\r\n\r\n"), http::error::bad_content_length);
   EXPECT_EQ(refusal(start + "Content-Length: 0x10\r\n\r\n"), http::error::bad_content_length);
-  EXPECT_EQ(refusal(start + "Content-Length: 18446744073709551616\r\n\r\n"), http::error::bad_content_length);
-  EXPECT_EQ(refusal(start + "Content-Length: 123456789012345678901\r\n\r\n"), http::error::bad_content_length);
+  EXPECT_EQ(refusal(start + "Content-Length: 18446744073709551616\r\n\r\n"),
+            http::error::bad_content_length);
+  EXPECT_EQ(refusal(start + "Content-Length: 123456789012345678901\r\n\r\n"),
+            http::error::bad_content_length);
 }
 
 // Parsing the same bytes again (after a read that brought no end) reads

@@ -1,7 +1,7 @@
 // What the metrics report, against a demo engine with known timing.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,7 +30,8 @@ stream::stream_facts observe(const std::string& body, dialect d = dialect::opena
 
 // A streamed request through the proxy, read to its end: what the client
 // saw.
-stream::stream_facts streamed(const proxy_fixture& f, const std::string& path, const std::string& body) {
+stream::stream_facts streamed(const proxy_fixture& f, const std::string& path,
+                              const std::string& body) {
   http_client c(f.port());
   c.send(post_json(path, body));
   auto r = read_response(c);
@@ -49,7 +50,8 @@ double sample(const std::string& metrics, const std::string& prefix) {
 constexpr const char* demo_route = R"(route="chat",model="demo",upstream="demo")";
 
 // One of the demo route's samples, `name{route's labels, extra}`, or -1.
-double demo_sample(const std::string& metrics, const std::string& name, const std::string& extra = "") {
+double demo_sample(const std::string& metrics, const std::string& name,
+                   const std::string& extra = "") {
   return sample(metrics, name + "{" + demo_route + extra + "}");
 }
 
@@ -58,10 +60,13 @@ double demo_sample(const std::string& metrics, const std::string& name, const st
 // written); empty if they are not within 2 s.
 std::string metrics_after_successes(const proxy_fixture& f, double successes) {
   std::string metrics;
-  bool counted = wait_until([&] {
-    metrics = http_get(f.admin_port(), "/metrics").body;
-    return sample(metrics, std::string("tokengate_requests_total{") + demo_route + ",outcome=\"success\"}") == successes;
-  }, 2s, "the requests to be counted as successes");
+  bool counted = wait_until(
+      [&] {
+        metrics = http_get(f.admin_port(), "/metrics").body;
+        return sample(metrics, std::string("tokengate_requests_total{") + demo_route +
+                                   ",outcome=\"success\"}") == successes;
+      },
+      2s, "the requests to be counted as successes");
   return counted ? metrics : std::string();
 }
 
@@ -70,31 +75,39 @@ TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
   for (int i = 0; i < 3; ++i) {
     http_client c(f.port());
     c.send(post_json("/v1/chat/completions",
-                     R"({"model":"demo","stream":true,"messages":[{"role":"user","content":")" + std::string(400, 'x') +
+                     R"({"model":"demo","stream":true,"messages":[{"role":"user","content":")" +
+                         std::string(400, 'x') +
                          R"("}],"demo":{"ttft_ms":120,"interval_ms":30,"tokens":8}})"));
     ASSERT_TRUE(read_response(c).complete);
   }
   // A request is recorded just after its last byte is written: wait for the third.
   json::object stats;
-  ASSERT_TRUE(wait_until([&] {
-    auto all = json::parse(http_get(f.admin_port(), "/stats").body).at("routes").as_object();
-    if (!all.contains("chat")) return false;
-    stats = all.at("chat").as_object();
-    return stats.at("duration_us").at("since_start").at("count").to_number<std::uint64_t>() == 3;
-  }, 2s, "three requests to be recorded"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto all = json::parse(http_get(f.admin_port(), "/stats").body).at("routes").as_object();
+        if (!all.contains("chat")) return false;
+        stats = all.at("chat").as_object();
+        return stats.at("duration_us").at("since_start").at("count").to_number<std::uint64_t>() ==
+               3;
+      },
+      2s, "three requests to be recorded"));
   auto at = [&](const char* metric, const char* field) {
-    return static_cast<double>(stats.at(metric).at("since_start").at(field).to_number<std::int64_t>()) / 1000.0;
+    return static_cast<double>(
+               stats.at(metric).at("since_start").at(field).to_number<std::int64_t>()) /
+           1000.0;
   };
   EXPECT_EQ(stats.at("ttft_us").at("since_start").at("count").to_number<std::uint64_t>(), 3u);
   EXPECT_NEAR(at("ttft_us", "p50"), 120, 10);
   EXPECT_NEAR(at("inter_token_us", "p50"), 30, 5);
   EXPECT_NEAR(at("time_per_output_token_us", "p50"), 30, 5);
   EXPECT_NEAR(at("duration_us", "p50"), 120 + 7 * 30, 20);
-  EXPECT_EQ(stats.at("inter_token_us").at("last_1m").at("count").to_number<std::uint64_t>(), 3u * 7);
+  EXPECT_EQ(stats.at("inter_token_us").at("last_1m").at("count").to_number<std::uint64_t>(),
+            3u * 7);
   // Tokens 30 ms apart arrive in reads of their own: each read's time in
   // the proxy is measured (arrival in the kernel to the write), and it is a
   // small part of the gap.
-  EXPECT_GE(stats.at("relay_delay_us").at("since_start").at("count").to_number<std::uint64_t>(), 3u * 7);
+  EXPECT_GE(stats.at("relay_delay_us").at("since_start").at("count").to_number<std::uint64_t>(),
+            3u * 7);
   EXPECT_LT(at("relay_delay_us", "p99"), 15);
 
   auto metrics = http_get(f.admin_port(), "/metrics").body;
@@ -109,7 +122,8 @@ TEST(Accounting, KnownTimingIsReportedWithinMilliseconds) {
   EXPECT_EQ(demo_sample(metrics, "tokengate_relay_delay_seconds_bucket", ",le=\"0.025\""), delays);
   // All three TTFTs (~120 ms) fall between the 0.1 and 0.25 bucket bounds.
   EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 0);
-  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.25\""), 3);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.25\""),
+            3);
 }
 
 // An agent's stream is mostly a tool call's arguments, a fragment per
@@ -121,8 +135,10 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
   const std::string knobs = R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":6,"tool_call":true})";
   for (const std::string path : {"/v1/chat/completions", "/v1/messages"}) {
     http_client c(f.port());
-    c.send(post_json(path, R"({"model":"demo","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}],)" +
-                               knobs + "}"));
+    c.send(post_json(
+        path,
+        R"({"model":"demo","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}],)" +
+            knobs + "}"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << path;
     auto facts = observe(r.body, dialect_for_path(path));
@@ -148,8 +164,10 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
 // status for a finish reason): the proxy times and counts it as it does chat.
 TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   proxy_fixture f(routed());
-  auto facts = streamed(f, "/v1/responses", R"({"model":"demo","stream":true,"max_output_tokens":5,"input":")" +
-                                                std::string(400, 'x') + R"(","demo":{"ttft_ms":40,"interval_ms":15,"tokens":9}})");
+  auto facts = streamed(f, "/v1/responses",
+                        R"({"model":"demo","stream":true,"max_output_tokens":5,"input":")" +
+                            std::string(400, 'x') +
+                            R"(","demo":{"ttft_ms":40,"interval_ms":15,"tokens":9}})");
   EXPECT_EQ(facts.text_by_choice[0], "The quick brown fox jumps");
   EXPECT_EQ(facts.text_events, 5u);
   EXPECT_EQ(facts.finish_reason, "incomplete") << "stopped at max_output_tokens";
@@ -160,10 +178,12 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
   auto metrics = metrics_after_successes(f, 1);
   ASSERT_FALSE(metrics.empty());
   EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 5);
-  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"input\""), 101);  // 400 bytes / 4 + 1
+  EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"input\""),
+            101);  // 400 bytes / 4 + 1
   EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 4);
   // The first token came after the engine's 40 ms.
-  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""), 0);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""),
+            0);
   EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 1);
 }
 
@@ -172,9 +192,10 @@ TEST(Accounting, ResponsesApiStreamsAreTimedAndCountedLikeChat) {
 // its thoughts count against max_tokens and in the output tokens.
 TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
   proxy_fixture f(routed());
-  auto facts = streamed(f, "/v1/chat/completions",
-                        R"({"model":"demo","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"why"}],)"
-                        R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":9,"reasoning_tokens":4}})");
+  auto facts = streamed(
+      f, "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"why"}],)"
+      R"("demo":{"ttft_ms":40,"interval_ms":15,"tokens":9,"reasoning_tokens":4}})");
   EXPECT_EQ(facts.reasoning_text, "The quick brown fox");
   EXPECT_EQ(facts.text_by_choice[0], " jumps over");
   EXPECT_EQ(facts.reasoning_events, 4u);
@@ -187,7 +208,8 @@ TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
   ASSERT_FALSE(metrics.empty());
   EXPECT_EQ(demo_sample(metrics, "tokengate_tokens_total", ",type=\"output\""), 6);
   EXPECT_EQ(demo_sample(metrics, "tokengate_inter_token_latency_seconds_count"), 5);
-  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""), 0);
+  EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.02\""),
+            0);
   EXPECT_EQ(demo_sample(metrics, "tokengate_time_to_first_token_seconds_bucket", ",le=\"0.1\""), 1);
 }
 
@@ -198,10 +220,11 @@ TEST(Accounting, AReasoningModelsThinkingIsItsFirstTokens) {
 // digits even where the chunk is read from memory.
 TEST(Accounting, UsageInEveryChunkCountsAStreamCutShort) {
   proxy_fixture f(routed());
-  auto facts = streamed(f, "/v1/chat/completions",
-                        R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)"
-                        R"("stream_options":{"include_usage":true,"continuous_usage_stats":true},)"
-                        R"("demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})");
+  auto facts = streamed(
+      f, "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)"
+      R"("stream_options":{"include_usage":true,"continuous_usage_stats":true},)"
+      R"("demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})");
   EXPECT_EQ(facts.content_events, 5u);
   EXPECT_EQ(facts.usage_events, 5u) << "one in each token chunk";
   EXPECT_EQ(facts.output_tokens, 5);
@@ -225,12 +248,14 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     EXPECT_TRUE(facts.ended_properly());
     EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
     auto sent = json::parse(f.engine_last_request().at("body").as_string());
-    EXPECT_TRUE(sent.at("stream_options").at("include_usage").as_bool()) << "but the upstream was asked";
+    EXPECT_TRUE(sent.at("stream_options").at("include_usage").as_bool())
+        << "but the upstream was asked";
   }
   {
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions",
-                     R"({"model":"demo","stream":true,"max_tokens":4,"stream_options":{"include_usage":true}})"));
+    c.send(post_json(
+        "/v1/chat/completions",
+        R"({"model":"demo","stream":true,"max_tokens":4,"stream_options":{"include_usage":true}})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
     auto facts = observe(r.body);
@@ -242,8 +267,9 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     // client asking for continuous stats alone gets none, through the proxy
     // as directly.
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4,)"
-                                             R"("stream_options":{"continuous_usage_stats":true}})"));
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":4,)"
+                     R"("stream_options":{"continuous_usage_stats":true}})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
     EXPECT_EQ(observe(r.body).usage_events, 0u);
@@ -252,35 +278,63 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     EXPECT_TRUE(options.at("include_usage").as_bool());
     EXPECT_FALSE(options.at("continuous_usage_stats").as_bool());
   }
-  EXPECT_TRUE(wait_until([&] {
-    return sample(http_get(f.admin_port(), "/metrics").body,
-                  R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})") == 12;
-  }, 2s, "the three requests' output tokens to be counted"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return sample(
+                   http_get(f.admin_port(), "/metrics").body,
+                   R"(tokengate_tokens_total{route="chat",model="demo",upstream="demo",type="output"})") ==
+               12;
+      },
+      2s, "the three requests' output tokens to be counted"));
 }
 
 TEST(Accounting, OutcomesAreCountedByKind) {
   proxy_fixture f(routed());
-  { http_client c(f.port()); c.send(post_json("/v1/chat/completions", R"({"model":"nope"})")); read_response(c); }
   {
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":5,"interval_ms":5,"reset_after":2}})"));
+    c.send(post_json("/v1/chat/completions", R"({"model":"nope"})"));
     read_response(c);
   }
   {
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":500,"interval_ms":10}})"));
-    ASSERT_TRUE(wait_until([&] { c.read_some(10ms); return c.raw().find("\"content\":\"The\"") != std::string::npos; }, 3s, "a token"));
+    c.send(post_json(
+        "/v1/chat/completions",
+        R"({"model":"demo","stream":true,"demo":{"tokens":5,"interval_ms":5,"reset_after":2}})"));
+    read_response(c);
+  }
+  {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"demo":{"tokens":500,"interval_ms":10}})"));
+    ASSERT_TRUE(wait_until(
+        [&] {
+          c.read_some(10ms);
+          return c.raw().find("\"content\":\"The\"") != std::string::npos;
+        },
+        3s, "a token"));
     c.close();
   }
-  ASSERT_TRUE(wait_until([&] {
-    return sample(http_get(f.admin_port(), "/metrics").body,
-                  R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="cancelled"})") == 1;
-  }, 2s, "the cancellation to be counted"));
-  EXPECT_TRUE(wait_until([&] {
-    auto metrics = http_get(f.admin_port(), "/metrics").body;
-    return sample(metrics, R"(tokengate_requests_total{route="none",model="none",upstream="",outcome="client_error"})") == 1 &&
-           sample(metrics, R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="stream_failed"})") == 1;
-  }, 2s, "the 404 and the failed stream to be counted"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return sample(
+                   http_get(f.admin_port(), "/metrics").body,
+                   R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="cancelled"})") ==
+               1;
+      },
+      2s, "the cancellation to be counted"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto metrics = http_get(f.admin_port(), "/metrics").body;
+        return sample(
+                   metrics,
+                   R"(tokengate_requests_total{route="none",model="none",upstream="",outcome="client_error"})") ==
+                   1 &&
+               sample(
+                   metrics,
+                   R"(tokengate_requests_total{route="chat",model="demo",upstream="demo",outcome="stream_failed"})") ==
+                   1;
+      },
+      2s, "the 404 and the failed stream to be counted"));
 }
 
 TEST(Accounting, ExpositionPassesPromtool) {
@@ -291,12 +345,14 @@ TEST(Accounting, ExpositionPassesPromtool) {
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   auto path = testing::TempDir() + "tokengate-metrics.txt";
   std::ofstream(path) << metrics;
-  ASSERT_EQ(std::system("command -v promtool > /dev/null"), 0) << "promtool missing: run scripts/setup";
+  ASSERT_EQ(std::system("command -v promtool > /dev/null"), 0)
+      << "promtool missing: run scripts/setup";
   auto rc = std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
   std::ifstream out(path + ".out");
   std::string report((std::istreambuf_iterator<char>(out)), {});
   EXPECT_EQ(rc, 0) << report;
-  EXPECT_NE(metrics.find("# TYPE tokengate_time_to_first_token_seconds histogram"), std::string::npos);
+  EXPECT_NE(metrics.find("# TYPE tokengate_time_to_first_token_seconds histogram"),
+            std::string::npos);
 }
 
 // The run-queue wait on /metrics is this process's own, read at the scrape

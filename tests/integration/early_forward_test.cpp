@@ -1,12 +1,12 @@
 // Long bodies forwarded while they arrive (server/early_forward.hpp): the
 // upstream receives the bytes before the client has sent its last one, but
 // never a complete request that the whole body's scan would not have sent.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -108,12 +108,14 @@ class recording_upstream {
       if (bytes_.size() < head_end + 4 + length) continue;
       complete_ = true;
       static const std::string answer =
-          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+          "11\r\n\r\n{\"ok\":true}";
       ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
       break;
     }
     ::shutdown(fd, SHUT_WR);
-    while (::recv(fd, buf, sizeof buf, 0) > 0) {}
+    while (::recv(fd, buf, sizeof buf, 0) > 0) {
+    }
   }
 
   mutable std::mutex mutex_;
@@ -121,7 +123,8 @@ class recording_upstream {
   std::atomic<std::size_t> received_{0};
   std::atomic<bool> complete_{false};
   std::atomic<bool> closed_incomplete_{false};
-  hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
+  hand_upstream server_{
+      [this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
 // The upstream has most of the body while the client still holds back its
@@ -137,10 +140,13 @@ TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEa
   const std::size_t held_back = 50'000;
   http_client c(f.port());
   c.send(request.substr(0, request.size() - held_back));
-  ASSERT_TRUE(wait_until([&] { return upstream.received() > 300'000; }, 5s, "the upstream receives the body's start"));
+  ASSERT_TRUE(wait_until([&] { return upstream.received() > 300'000; }, 5s,
+                         "the upstream receives the body's start"));
   std::this_thread::sleep_for(50ms);
-  EXPECT_FALSE(upstream.complete()) << "a request completed upstream before the client sent its end";
-  EXPECT_LT(upstream.received(), request.size() - held_back + 1000) << "more arrived upstream than the client sent";
+  EXPECT_FALSE(upstream.complete())
+      << "a request completed upstream before the client sent its end";
+  EXPECT_LT(upstream.received(), request.size() - held_back + 1000)
+      << "more arrived upstream than the client sent";
 
   c.send(request.substr(request.size() - held_back));
   auto r = read_response(c);
@@ -151,7 +157,8 @@ TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEa
   expected.replace(expected.find("\"max_tokens\":50"), 15, "\"max_tokens\":8");
   auto received = upstream.body();
   EXPECT_EQ(received.size(), expected.size());
-  EXPECT_TRUE(received == expected) << "the upstream's bytes differ from the client's around the two changes";
+  EXPECT_TRUE(received == expected)
+      << "the upstream's bytes differ from the client's around the two changes";
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 0u);
 }
@@ -162,7 +169,8 @@ TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEa
 // completes one request only, the right one.
 TEST(EarlyForward, ALimitAfterTheMessagesReplacesTheEarlyDecision) {
   proxy_fixture f(with_routes());
-  auto r = post(f, R"({"model":"gpt-4o-mini","stream":false,)" + messages(300'000) + R"(,"max_tokens":50})");
+  auto r = post(
+      f, R"({"model":"gpt-4o-mini","stream":false,)" + messages(300'000) + R"(,"max_tokens":50})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(f.engine_stats().requests.load(), 1u);
   auto sent = json::parse(f.engine_last_request().at("body").as_string()).as_object();
@@ -177,7 +185,8 @@ TEST(EarlyForward, ALimitAfterTheMessagesReplacesTheEarlyDecision) {
 // went early on the first one's route, and never completes there.
 TEST(EarlyForward, ASecondModelAfterTheMessagesIsRefusedAndNeverCompletesUpstream) {
   proxy_fixture f(with_routes());
-  auto r = post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"model":"fast"})");
+  auto r = post(
+      f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"model":"fast"})");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(code_of(r), "duplicate_member");
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
@@ -190,17 +199,20 @@ TEST(EarlyForward, ASecondModelAfterTheMessagesIsRefusedAndNeverCompletesUpstrea
 // after the messages.
 TEST(EarlyForward, AWholeBodyThePolicyRefusesNeverCompletesUpstream) {
   proxy_fixture f(with_routes());
-  auto over = post(f, R"({"model":"fast","stream":true,)" + messages(300'000) + R"(,"max_tokens":100})");
+  auto over =
+      post(f, R"({"model":"fast","stream":true,)" + messages(300'000) + R"(,"max_tokens":100})");
   EXPECT_EQ(over.status, 400);
   EXPECT_EQ(code_of(over), "max_tokens_exceeded");
-  auto broken = post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"x":})");
+  auto broken =
+      post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"x":})");
   EXPECT_EQ(broken.status, 400);
   EXPECT_EQ(code_of(broken), "invalid_json");
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 2u);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 2u);
-  EXPECT_EQ(post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + "}").status, 200);
+  EXPECT_EQ(post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + "}").status,
+            200);
   EXPECT_EQ(f.engine_stats().requests.load(), 1u);
 }
 
@@ -212,14 +224,17 @@ TEST(EarlyForward, AClientGoneMidBodyLeavesNothingUpstream) {
   auto o = with_routes();
   o.base_url = upstream.base_url();
   proxy_fixture f(o);
-  auto request = post_json("/v1/chat/completions", R"({"model":"gpt-4o-mini",)" + messages(400'000) + "}");
+  auto request =
+      post_json("/v1/chat/completions", R"({"model":"gpt-4o-mini",)" + messages(400'000) + "}");
   {
     http_client c(f.port());
     c.send(request.substr(0, request.size() / 2));
-    ASSERT_TRUE(wait_until([&] { return upstream.received() > 100'000; }, 5s, "the upstream receives the body's start"));
+    ASSERT_TRUE(wait_until([&] { return upstream.received() > 100'000; }, 5s,
+                           "the upstream receives the body's start"));
     c.reset();
   }
-  ASSERT_TRUE(wait_until([&] { return upstream.closed_incomplete(); }, 5s, "the upstream connection to be closed"));
+  ASSERT_TRUE(wait_until([&] { return upstream.closed_incomplete(); }, 5s,
+                         "the upstream connection to be closed"));
   EXPECT_FALSE(upstream.complete());
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
   http_client c(f.port());
@@ -241,9 +256,11 @@ TEST(EarlyForward, WithoutRoutesEveryLongBodyGoesEarlyWithRoutesOnlyADecidedOne)
     EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
   }
   proxy_fixture f(with_routes());
-  ASSERT_EQ(post(f, "{" + messages(200'000) + R"(,"model":"gpt-4o-mini","max_tokens":2})").status, 200);
+  ASSERT_EQ(post(f, "{" + messages(200'000) + R"(,"model":"gpt-4o-mini","max_tokens":2})").status,
+            200);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
-  EXPECT_EQ(json::parse(f.engine_last_request().at("body").as_string()).at("model").as_string(), "real-mini");
+  EXPECT_EQ(json::parse(f.engine_last_request().at("body").as_string()).at("model").as_string(),
+            "real-mini");
 }
 
 // Long bodies one after another on one connection, each read into a
@@ -268,7 +285,8 @@ TEST(EarlyForward, LongBodiesOneAfterAnotherInOneConnectionEachArriveAsSent) {
   // written): one read into a buffer at least as long as the longest
   // stays kept, at most all four.
   const auto kept = [&] { return metric(f, "tokengate_request_body_buffers_kept_bytes"); };
-  EXPECT_TRUE(wait_until([&] { return kept() >= 300'000u; }, 5s, "the last body's buffer to be kept"));
+  EXPECT_TRUE(
+      wait_until([&] { return kept() >= 300'000u; }, 5s, "the last body's buffer to be kept"));
   EXPECT_LE(kept(), 2'000'000u);
 }
 
@@ -288,12 +306,15 @@ TEST(EarlyForward, AServerStoppedWithALongBodyHalfReadClosesItsConnection) {
     ASSERT_EQ(answer.status, 200);
     c->consume(answer.body_offset + answer.body.size());
     const auto kept = [&] { return metric(f, "tokengate_request_body_buffers_kept_bytes"); };
-    ASSERT_TRUE(wait_until([&] { return kept() >= 300'000u; }, 5s, "the first body's buffer to be kept"));
+    ASSERT_TRUE(
+        wait_until([&] { return kept() >= 300'000u; }, 5s, "the first body's buffer to be kept"));
     const auto request = post_json("/v1/chat/completions", body);
     c->send(request.substr(0, request.size() / 2));
-    ASSERT_TRUE(wait_until([&] { return kept() == 0; }, 5s, "the second body to take the kept buffer"));
+    ASSERT_TRUE(
+        wait_until([&] { return kept() == 0; }, 5s, "the second body to take the kept buffer"));
   }  // (the drain waits for it until its deadline, then stops the workers)
-  while (c->read_some(2s)) {}
+  while (c->read_some(2s)) {
+  }
   EXPECT_TRUE(c->eof()) << "the proxy closed the connection of the half-read request";
 }
 

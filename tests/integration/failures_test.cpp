@@ -1,8 +1,6 @@
 // Upstream faults: the client always gets a clear, well-framed answer.
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/json.hpp>
 #include <thread>
 
 #include "stream/observer.hpp"
@@ -21,7 +20,9 @@ namespace tokengate::test {
 namespace {
 
 struct collected final : stream::sse_sink {
-  void on_event(const stream::sse_event& e) override { events.push_back({std::string(e.type), std::string(e.data)}); }
+  void on_event(const stream::sse_event& e) override {
+    events.push_back({std::string(e.type), std::string(e.data)});
+  }
   std::vector<std::pair<std::string, std::string>> events;
 };
 
@@ -42,7 +43,9 @@ collected events_of(const std::string& body) {
 TEST(Failures, UpstreamResetMidStreamEndsWithAnErrorEventAndProperFraming) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":10,"interval_ms":10,"reset_after":3}})"));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"demo":{"tokens":10,"interval_ms":10,"reset_after":3}})"));
   auto r = read_response(c, 5s);
   ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
   EXPECT_EQ(r.status, 200);
@@ -51,9 +54,13 @@ TEST(Failures, UpstreamResetMidStreamEndsWithAnErrorEventAndProperFraming) {
   auto last = boost::json::parse(events.back().second);
   EXPECT_EQ(last.at("error").at("code").as_string(), "upstream_disconnected");
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos) << "a cut stream must not look complete";
-  EXPECT_TRUE(wait_until([&] {
-    return http_get(f.admin_port(), "/metrics").body.find("tokengate_downstream_rq_stream_failed_total 1\n") != std::string::npos;
-  }, 2s, "the failure to be counted"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return http_get(f.admin_port(), "/metrics")
+                   .body.find("tokengate_downstream_rq_stream_failed_total 1\n") !=
+               std::string::npos;
+      },
+      2s, "the failure to be counted"));
   // The connection is still usable.
   c.clear();
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})"));
@@ -63,13 +70,16 @@ TEST(Failures, UpstreamResetMidStreamEndsWithAnErrorEventAndProperFraming) {
 TEST(Failures, AnthropicStreamFailureUsesAnthropicErrorEvent) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/messages", R"({"model":"demo","stream":true,"max_tokens":10,"demo":{"tokens":10,"interval_ms":10,"reset_after":2}})"));
+  c.send(post_json(
+      "/v1/messages",
+      R"({"model":"demo","stream":true,"max_tokens":10,"demo":{"tokens":10,"interval_ms":10,"reset_after":2}})"));
   auto r = read_response(c, 5s);
   ASSERT_TRUE(r.complete);
   auto events = events_of(r.body).events;
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().first, "error");
-  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("type").as_string(), "upstream_error");
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("type").as_string(),
+            "upstream_error");
   EXPECT_EQ(r.body.find("message_stop"), std::string::npos);
 }
 
@@ -93,12 +103,14 @@ TEST(Failures, FirstByteTimeoutIs504AndClosesTheUpstream) {
   proxy_fixture f(o);
   http_client c(f.port());
   auto start = clock::now();
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":false,"demo":{"ttft_ms":5000}})"));
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":false,"demo":{"ttft_ms":5000}})"));
   auto r = read_response(c, 5s);
   EXPECT_EQ(r.status, 504);
   EXPECT_LT(clock::now() - start, 2s);
   EXPECT_EQ(boost::json::parse(r.body).at("error").at("code").as_string(), "upstream_timeout");
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the engine to be told"));
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s,
+                         "the engine to be told"));
 }
 
 TEST(Failures, IdleGapTimeoutMidStreamEndsWithAnErrorEvent) {
@@ -106,12 +118,14 @@ TEST(Failures, IdleGapTimeoutMidStreamEndsWithAnErrorEvent) {
   o.upstream_extra = "    timeouts:\n      idle: 200ms\n";
   proxy_fixture f(o);
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"tokens":5,"interval_ms":2000}})"));
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"demo":{"tokens":5,"interval_ms":2000}})"));
   auto r = read_response(c, 5s);
   ASSERT_TRUE(r.complete);
   auto events = events_of(r.body).events;
   ASSERT_FALSE(events.empty());
-  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_timeout");
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(),
+            "upstream_timeout");
 }
 
 TEST(Failures, UpstreamErrorStatusPassesThroughWithItsHeaders) {
@@ -199,8 +213,9 @@ TEST(Faults, ASilentTlsUpstreamTimesOutItsHandshake) {
 TEST(Faults, AOneByteTrickleArrivesWholeAndInOrder) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"drip_ms":1}})"));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"drip_ms":1}})"));
   auto r = read_response(c, 20s);
   EXPECT_EQ(r.status, 200);
   auto facts = observe_body(r.body);
@@ -211,20 +226,23 @@ TEST(Faults, AOneByteTrickleArrivesWholeAndInOrder) {
 TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"garbage":true}})"));
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"garbage":true}})"));
   auto r = read_response(c);
   EXPECT_EQ(r.status, 200);  // the head was already the upstream's
   EXPECT_TRUE(r.complete) << "the body must still be framed properly";
   EXPECT_NE(r.body.find("upstream_invalid_stream"), std::string::npos) << "the client is told";
   std::string metrics;
-  for (int i = 0; i < 50 && metrics.find("outcome=\"stream_failed\"} 1") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(10ms);  // the record is written just after the last byte
-    metrics = http_get(f.admin_port(), "/metrics").body;
-  }
-  EXPECT_NE(metrics.find("outcome=\"stream_failed\"} 1"), std::string::npos);
-  EXPECT_EQ(metrics.find("outcome=\"success\"} 1"), std::string::npos) << "garbage counted as a success";
+  // (The record is written just after the last byte.)
+  EXPECT_TRUE(wait_until(
+      [&] {
+        metrics = http_get(f.admin_port(), "/metrics").body;
+        return metrics.find("outcome=\"stream_failed\"} 1") != std::string::npos;
+      },
+      2s, "the request's record"));
+  EXPECT_EQ(metrics.find("outcome=\"success\"} 1"), std::string::npos)
+      << "garbage counted as a success";
 }
-
 
 // An upstream that answers one request with fixed bytes, in parts sent 50 ms
 // apart, and then ends the connection with a FIN or a reset: framings and
@@ -235,7 +253,8 @@ TEST(Faults, GarbageInsteadOfEventsIsAFailedStreamNotASuccess) {
 class scripted_upstream {
  public:
   enum class ending { fin, reset };
-  scripted_upstream(std::vector<std::string> parts, ending end) : parts_(std::move(parts)), end_(end) {}
+  scripted_upstream(std::vector<std::string> parts, ending end)
+      : parts_(std::move(parts)), end_(end) {}
   std::string base_url() const { return server_.base_url(); }
 
  private:
@@ -244,7 +263,8 @@ class scripted_upstream {
     if (fd < 0) return;
     std::string request;
     char buf[4096];
-    while (request.find("\r\n\r\n") == std::string::npos) {  // the head is enough: the body is small
+    while (request.find("\r\n\r\n") ==
+           std::string::npos) {  // the head is enough: the body is small
       auto n = ::recv(fd, buf, sizeof buf, 0);
       if (n <= 0) break;
       request.append(buf, static_cast<std::size_t>(n));
@@ -258,14 +278,16 @@ class scripted_upstream {
       ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
     } else {
       ::shutdown(fd, SHUT_WR);
-      while (::recv(fd, buf, sizeof buf, 0) > 0) {}  // until the proxy closes
+      while (::recv(fd, buf, sizeof buf, 0) > 0) {
+      }  // until the proxy closes
     }
     ::close(fd);
   }
 
   std::vector<std::string> parts_;
   ending end_;
-  hand_upstream server_{[this](int listener) { serve_one(listener); }};  // (last: starts once the rest is set)
+  hand_upstream server_{
+      [this](int listener) { serve_one(listener); }};  // (last: starts once the rest is set)
 };
 
 // An upstream that keeps its first connection alive after one answer and
@@ -293,7 +315,8 @@ class closing_upstream {
       auto head_end = got.find("\r\n\r\n");
       if (head_end != std::string::npos) {
         std::string head = got.substr(0, head_end + 2);
-        std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::transform(head.begin(), head.end(), head.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
         auto at = head.find("\r\ncontent-length:");
         auto length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 17));
         if (got.size() >= head_end + 4 + length) return true;
@@ -320,8 +343,10 @@ class closing_upstream {
     if (when_ == when::idle_then_watch || when_ == when::never_then_watch) return watch(first);
     // (Idle: closed a moment after the answer, so that the proxy's last
     // read has drained the socket before the FIN comes.)
-    if (when_ == when::idle) std::this_thread::sleep_for(50ms);
-    else read_request(first);
+    if (when_ == when::idle)
+      std::this_thread::sleep_for(50ms);
+    else
+      read_request(first);
     ::close(first);
     first_closed_ = true;
     int second = ::accept(listener, nullptr, nullptr);
@@ -346,7 +371,8 @@ class closing_upstream {
   std::atomic<int> answered_{0};
   std::atomic<bool> first_closed_{false};
   std::atomic<bool> proxy_closed_{false};
-  hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
+  hand_upstream server_{
+      [this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
 fixture_options in_front_of(const std::string& base_url) {
@@ -380,7 +406,8 @@ TEST(Faults, AnUpstreamConnectionClosedWhileIdleIsNotTakenAgain) {
   int reused = -1;
   two_requests_through(upstream, true, reused);
   EXPECT_EQ(upstream.answered(), 2);
-  EXPECT_EQ(reused, 0) << "the close was reported while the connection idled: it must not carry a request";
+  EXPECT_EQ(reused, 0)
+      << "the close was reported while the connection idled: it must not carry a request";
 }
 
 TEST(Faults, AnUpstreamConnectionClosedUnderANewRequestIsRetriedOnce) {
@@ -398,16 +425,17 @@ void one_request_pooled(proxy_fixture& f) {
   auto r = read_response(c, 5s);
   ASSERT_TRUE(r.complete);
   ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1u; }, 2s, "the connection pooled"));
+  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 1u; }, 2s,
+                         "the connection pooled"));
 }
 
 // Whether, with `serve`'s sweep run every 10 ms, no pooled connection is
 // left within `bound`.
-testing::AssertionResult swept_until_none_idle(proxy_fixture& f, std::chrono::milliseconds bound, const char* what) {
+testing::AssertionResult swept_until_none_idle(proxy_fixture& f, std::chrono::milliseconds bound,
+                                               const char* what) {
   return wait_until(
       [&] {
-        f.proxy().close_stale_pooled_connections();
-        std::this_thread::sleep_for(10ms);
+        f.proxy().close_stale_pooled_connections_now();
         return metric(f, "tokengate_upstream_cx_idle") == 0u;
       },
       bound, what);
@@ -423,8 +451,7 @@ TEST(Faults, APooledConnectionItsUpstreamClosedIsClosedWhileItIdles) {
   ASSERT_TRUE(wait_until([&] { return upstream.first_closed(); }, 2s, "the upstream's close"));
   EXPECT_TRUE(wait_until(
       [&] {
-        f.proxy().close_stale_pooled_connections();
-        std::this_thread::sleep_for(10ms);
+        f.proxy().close_stale_pooled_connections_now();
         return upstream.proxy_closed();
       },
       4s, "the proxy's close of its side"));
@@ -435,10 +462,7 @@ TEST(Faults, APooledConnectionItsUpstreamKeepsOpenStaysPooled) {
   closing_upstream upstream(closing_upstream::when::never_then_watch);
   proxy_fixture f(in_front_of(upstream.base_url()));
   one_request_pooled(f);
-  for (int i = 0; i < 20; ++i) {
-    f.proxy().close_stale_pooled_connections();
-    std::this_thread::sleep_for(10ms);
-  }
+  for (int i = 0; i < 20; ++i) f.proxy().close_stale_pooled_connections_now();
   EXPECT_FALSE(upstream.proxy_closed()) << "a live pooled connection was closed";
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1u);
 }
@@ -450,15 +474,15 @@ TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
   o.upstream_extra = "    timeouts: {pooled: 1s}\n";
   proxy_fixture f(o);
   one_request_pooled(f);
-  f.proxy().close_stale_pooled_connections();
-  std::this_thread::sleep_for(50ms);
+  f.proxy().close_stale_pooled_connections_now();
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 1u) << "closed before its time";
   EXPECT_TRUE(swept_until_none_idle(f, 3s, "the pooled connection's close after 1 s"));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
   auto r = read_response(c, 5s);
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u) << "a closed connection was taken again";
+  EXPECT_EQ(metric(f, "tokengate_upstream_cx_reused_total"), 0u)
+      << "a closed connection was taken again";
 }
 
 // A reload that keeps the upstream (same name and URL) keeps its pool and
@@ -466,15 +490,16 @@ TEST(Faults, APooledConnectionIsClosedOnceItHasWaitedItsLongest) {
 TEST(Reload, APoolKeptByAReloadTakesItsNewLongestWait) {
   proxy_fixture f;
   one_request_pooled(f);
-  f.reload_with_options([](fixture_options& o) { o.upstream_extra = "    timeouts: {pooled: 1s}\n"; });
-  EXPECT_TRUE(swept_until_none_idle(f, 3s, "the close after the reloaded 1 s (the start-up config's wait is 60 s)"));
+  f.reload_with_options(
+      [](fixture_options& o) { o.upstream_extra = "    timeouts: {pooled: 1s}\n"; });
+  EXPECT_TRUE(swept_until_none_idle(
+      f, 3s, "the close after the reloaded 1 s (the start-up config's wait is 60 s)"));
 }
 
 // A connection pooled, then a reload that changes the fixture's options
 // as `change` says: whether the reload itself (no sweep) empties the pool.
-testing::AssertionResult reload_closes_the_idle_one(proxy_fixture& f,
-                                                    const std::function<void(fixture_options&)>& change,
-                                                    const char* what) {
+testing::AssertionResult reload_closes_the_idle_one(
+    proxy_fixture& f, const std::function<void(fixture_options&)>& change, const char* what) {
   one_request_pooled(f);
   f.reload_with_options(change);
   return wait_until([&] { return metric(f, "tokengate_upstream_cx_idle") == 0u; }, 2s, what);
@@ -483,12 +508,15 @@ testing::AssertionResult reload_closes_the_idle_one(proxy_fixture& f,
 TEST(Reload, APoolShrunkByAReloadClosesTheIdleConnectionsOverItsNewSize) {
   proxy_fixture f;
   EXPECT_TRUE(reload_closes_the_idle_one(
-      f, [](fixture_options& o) { o.upstream_extra = "    pool_size: 0\n"; }, "the close at the reload"));
+      f, [](fixture_options& o) { o.upstream_extra = "    pool_size: 0\n"; },
+      "the close at the reload"));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
   auto r = read_response(c, 5s);
   EXPECT_EQ(r.status, 200) << r.body;
-  std::this_thread::sleep_for(50ms);
+  // Once the request is over, its connection has gone back or closed.
+  ASSERT_TRUE(wait_until([&] { return metric(f, "tokengate_downstream_rq_active") == 0u; }, 2s,
+                         "the request's end"));
   EXPECT_EQ(metric(f, "tokengate_upstream_cx_idle"), 0u) << "pooled beyond pool_size 0";
 }
 
@@ -502,7 +530,8 @@ TEST(Reload, APoolWhoseUpstreamMovedClosesItsIdleConnections) {
 
 const std::string three_events =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n"
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" "
+    "end\"},\"finish_reason\":\"stop\"}]}\n\n"
     "data: [DONE]\n\n";
 
 // One streaming request through a proxy in front of `upstream`.
@@ -516,9 +545,10 @@ http_response stream_through(const scripted_upstream& upstream) {
 }
 
 TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
-  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
-                              three_events},
-                             scripted_upstream::ending::fin);
+  scripted_upstream upstream(
+      {"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+       three_events},
+      scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
@@ -529,9 +559,10 @@ TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
 
 TEST(Faults, AStatusCodeOfTheUpstreamsOwnPassesThrough) {
   // Codes Beast has no name for (299 here) once went out as "0 <unknown-status>".
-  scripted_upstream upstream({"HTTP/1.1 299 Fine Thanks\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
-                              three_events},
-                             scripted_upstream::ending::fin);
+  scripted_upstream upstream(
+      {"HTTP/1.1 299 Fine Thanks\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+       three_events},
+      scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 299);
@@ -540,7 +571,8 @@ TEST(Faults, AStatusCodeOfTheUpstreamsOwnPassesThrough) {
 
 const std::string chunked_sse_head =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-const std::string one_event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
+const std::string one_event =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\n";
 
 // `data` framed as one HTTP chunk.
 std::string chunk(const std::string& data) {
@@ -553,10 +585,11 @@ std::string chunk(const std::string& data) {
 // reads on), with a folded field: relayed as the upstream wrote it, the fold
 // blanked into one line.
 TEST(Faults, AHeadInPartsWithAFoldedFieldIsRelayedAsOneLine) {
-  scripted_upstream upstream({"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Folded: first",
-                              "\r\n  second\r\nConnection: close\r\nSet-Cookie: a=1\r\n",
-                              "Set-Cookie: b=2\r\n\r\n" + three_events},
-                             scripted_upstream::ending::fin);
+  scripted_upstream upstream(
+      {"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Folded: first",
+       "\r\n  second\r\nConnection: close\r\nSet-Cookie: a=1\r\n",
+       "Set-Cookie: b=2\r\n\r\n" + three_events},
+      scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
@@ -568,7 +601,8 @@ TEST(Faults, AHeadInPartsWithAFoldedFieldIsRelayedAsOneLine) {
 // last chunk after it (which a client would read as the start of its next
 // answer), and the client's connection stays open for the next request.
 TEST(Faults, A204AnswerReachesTheClientWithoutFraming) {
-  scripted_upstream upstream({"HTTP/1.1 204 No Content\r\nX-Deleted: yes\r\n\r\n"}, scripted_upstream::ending::fin);
+  scripted_upstream upstream({"HTTP/1.1 204 No Content\r\nX-Deleted: yes\r\n\r\n"},
+                             scripted_upstream::ending::fin);
   fixture_options o;
   o.base_url = upstream.base_url();
   proxy_fixture f(o);
@@ -579,7 +613,8 @@ TEST(Faults, A204AnswerReachesTheClientWithoutFraming) {
   EXPECT_EQ(r.headers["x-deleted"], "yes");
   EXPECT_EQ(r.headers["transfer-encoding"], "") << c.raw();  // (the test client reads it with [])
   EXPECT_EQ(r.headers.count("content-length"), 0u);
-  EXPECT_EQ(c.raw().size(), r.body_offset) << "bytes after a 204's head: " << c.raw().substr(r.body_offset);
+  EXPECT_EQ(c.raw().size(), r.body_offset)
+      << "bytes after a 204's head: " << c.raw().substr(r.body_offset);
   EXPECT_FALSE(c.eof()) << "the client's connection was closed";
 }
 
@@ -595,7 +630,8 @@ TEST(Faults, AnUpstreamHeadTooLongOrFramedTwoWaysIsA502) {
   EXPECT_NE(r.body.find("header limit"), std::string::npos) << r.body;
 
   scripted_upstream two_ways(
-      {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\nTransfer-Encoding: chunked\r\n\r\n", chunk(three_events) + "0\r\n\r\n"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\nTransfer-Encoding: chunked\r\n\r\n",
+       chunk(three_events) + "0\r\n\r\n"},
       scripted_upstream::ending::fin);
   r = stream_through(two_ways);
   EXPECT_EQ(r.status, 502) << r.body;
@@ -604,13 +640,15 @@ TEST(Faults, AnUpstreamHeadTooLongOrFramedTwoWaysIsA502) {
 
 TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   // One whole chunk, then a chunk that promises 0x40 bytes and brings 12.
-  scripted_upstream upstream({chunked_sse_head, chunk(one_event) + "40\r\ndata: {\"cho"}, scripted_upstream::ending::fin);
+  scripted_upstream upstream({chunked_sse_head, chunk(one_event) + "40\r\ndata: {\"cho"},
+                             scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the chunked body must be terminated, not cut";
   EXPECT_TRUE(r.body.starts_with(one_event));
   auto events = events_of(r.body).events;
   ASSERT_EQ(events.size(), 2u) << r.body;
-  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(),
+            "upstream_disconnected");
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
 }
 
@@ -620,18 +658,20 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
 TEST(Faults, ChunkFramingIsUndoneWhateverTheReadsBring) {
   const std::string first = one_event;
   const std::string second =
-      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"finish_reason\":\"stop\"}]}\n\n";
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" "
+      "end\"},\"finish_reason\":\"stop\"}]}\n\n";
   const std::string last = "data: [DONE]\n\n";
   auto framed_first = chunk(first);
   auto size_line_end = framed_first.find("\r\n");
   char second_size[16];
   std::snprintf(second_size, sizeof second_size, "%zx", second.size());
-  scripted_upstream upstream({chunked_sse_head,
-                              framed_first.substr(0, size_line_end - 1),  // the size line, cut before its last digit
-                              framed_first.substr(size_line_end - 1),
-                              std::string(second_size) + ";source=\"demo; quoted\"\r\n" + second + "\r\n" + chunk(last),
-                              "0\r\nX-Checksum: abc\r\n\r\n"},
-                             scripted_upstream::ending::fin);
+  scripted_upstream upstream(
+      {chunked_sse_head,
+       framed_first.substr(0, size_line_end - 1),  // the size line, cut before its last digit
+       framed_first.substr(size_line_end - 1),
+       std::string(second_size) + ";source=\"demo; quoted\"\r\n" + second + "\r\n" + chunk(last),
+       "0\r\nX-Checksum: abc\r\n\r\n"},
+      scripted_upstream::ending::fin);
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
@@ -648,19 +688,22 @@ TEST(Faults, BrokenChunkFramingEndsWithAnErrorEvent) {
   auto events = events_of(r.body).events;
   ASSERT_EQ(events.size(), 2u) << r.body;
   EXPECT_TRUE(r.body.starts_with(one_event));
-  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(),
+            "upstream_disconnected");
 }
 
 TEST(Faults, AResetRightAfterTheLastBytesEndsTheStreamAtOnce) {
   // The reset follows the bytes at once: both reach the proxy together.
-  scripted_upstream upstream({chunked_sse_head, chunk(one_event)}, scripted_upstream::ending::reset);
+  scripted_upstream upstream({chunked_sse_head, chunk(one_event)},
+                             scripted_upstream::ending::reset);
   auto start = clock::now();
   auto r = stream_through(upstream);
   ASSERT_TRUE(r.complete) << "the reset must end the stream now, not at the idle timeout";
   EXPECT_LT(clock::now() - start, 2s);
   auto events = events_of(r.body).events;
   ASSERT_EQ(events.size(), 2u) << r.body;
-  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(), "upstream_disconnected");
+  EXPECT_EQ(boost::json::parse(events.back().second).at("error").at("code").as_string(),
+            "upstream_disconnected");
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Hostile clients (issue #6): each gets the right 4xx or a close, quickly,
 // nothing reaches the engine, and the proxy goes on serving others.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 
 #include "support/proxy_fixture.hpp"
 
@@ -42,12 +42,14 @@ outcome send_raw(proxy_fixture& f, const std::string& bytes) {
 // After each hostile input, a normal request on a new connection works.
 void still_serving(proxy_fixture& f) {
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})"));
+  c.send(
+      post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})"));
   EXPECT_EQ(read_response(c).status, 200);
 }
 
 std::string head(const std::string& target, const std::string& headers) {
-  return "POST " + target + " HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\n" + headers + "\r\n";
+  return "POST " + target + " HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\n" +
+         headers + "\r\n";
 }
 
 TEST(Hostile, FramingAttacksAre400AndNeverReachTheEngine) {
@@ -59,20 +61,28 @@ TEST(Hostile, FramingAttacksAre400AndNeverReachTheEngine) {
   };
   std::vector<attack> attacks = {
       {"Content-Length and Transfer-Encoding (smuggling)",
-       head("/v1/chat/completions", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n"},
-      {"two different Content-Lengths", head("/v1/chat/completions", "Content-Length: 3\r\nContent-Length: 30\r\n") + body},
+       head("/v1/chat/completions", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") +
+           "0\r\n\r\n"},
+      {"two different Content-Lengths",
+       head("/v1/chat/completions", "Content-Length: 3\r\nContent-Length: 30\r\n") + body},
       {"negative Content-Length", head("/v1/chat/completions", "Content-Length: -1\r\n") + body},
-      {"overflowing Content-Length", head("/v1/chat/completions", "Content-Length: 184467440737095516160\r\n") + body},
-      {"invalid chunk size", head("/v1/chat/completions", "Transfer-Encoding: chunked\r\n") + "zz\r\n" + body + "\r\n0\r\n\r\n"},
-      {"chunk size overflow", head("/v1/chat/completions", "Transfer-Encoding: chunked\r\n") + "fffffffffffffffff\r\nx\r\n"},
-      {"unknown transfer coding", head("/v1/chat/completions", "Transfer-Encoding: gzip, chunked\r\n") + "0\r\n\r\n"},
-      {"NUL in the head", "POST /v1/chat/completions HTTP/1.1\r\nHost: a\0b\r\nContent-Length: 2\r\n\r\n{}"},
+      {"overflowing Content-Length",
+       head("/v1/chat/completions", "Content-Length: 184467440737095516160\r\n") + body},
+      {"invalid chunk size", head("/v1/chat/completions", "Transfer-Encoding: chunked\r\n") +
+                                 "zz\r\n" + body + "\r\n0\r\n\r\n"},
+      {"chunk size overflow", head("/v1/chat/completions", "Transfer-Encoding: chunked\r\n") +
+                                  "fffffffffffffffff\r\nx\r\n"},
+      {"unknown transfer coding",
+       head("/v1/chat/completions", "Transfer-Encoding: gzip, chunked\r\n") + "0\r\n\r\n"},
+      {"NUL in the head",
+       "POST /v1/chat/completions HTTP/1.1\r\nHost: a\0b\r\nContent-Length: 2\r\n\r\n{}"},
   };
   for (auto& a : attacks) {
     auto before = f.engine_stats().requests.load();
     auto o = send_raw(f, a.bytes);
     EXPECT_EQ(f.engine_stats().requests.load(), before) << a.name << " reached the engine";
-    EXPECT_TRUE(o.response.status == 400 || (o.response.status == 0 && o.closed)) << a.name << ": " << o.response.status;
+    EXPECT_TRUE(o.response.status == 400 || (o.response.status == 0 && o.closed))
+        << a.name << ": " << o.response.status;
     if (o.response.status) {
       EXPECT_NE(o.response.body.find("\"error\""), std::string::npos) << a.name;
     }
@@ -84,7 +94,9 @@ TEST(Hostile, FramingAttacksAre400AndNeverReachTheEngine) {
 
 TEST(Hostile, AMegabyteHeaderLineIs431) {
   proxy_fixture f(strict());
-  auto o = send_raw(f, head("/v1/chat/completions", "X-Long: " + std::string(1 << 20, 'a') + "\r\nContent-Length: 2\r\n") + "{}");
+  auto o = send_raw(f, head("/v1/chat/completions",
+                            "X-Long: " + std::string(1 << 20, 'a') + "\r\nContent-Length: 2\r\n") +
+                           "{}");
   EXPECT_EQ(o.response.status, 431);
   EXPECT_LT(o.took, 2s);
   still_serving(f);
@@ -99,7 +111,8 @@ TEST(Hostile, AClientStillSendingAnOversizedBodyReadsItsAnswer) {
   constexpr std::size_t body = 32 << 20;  // far more than the sockets' buffers hold
   http_client c(f.port());
   c.send(head("/v1/chat/completions", "Content-Length: " + std::to_string(body) + "\r\n"));
-  EXPECT_NO_THROW(c.send(std::string(body, 'x'))) << "the proxy stopped reading and reset the connection";
+  EXPECT_NO_THROW(c.send(std::string(body, 'x')))
+      << "the proxy stopped reading and reset the connection";
   auto r = read_response(c, 5s);
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("request_too_large"), std::string::npos) << r.body;
@@ -148,7 +161,8 @@ TEST(Hostile, BadBodiesAreNamed400s) {
       {"stream 1", R"({"model":"demo","stream":1})"},
       {"model a number", R"({"model":42})"},
       {"array body", R"([{"model":"demo"}])"},
-      {"deep nesting", "{\"model\":\"demo\",\"x\":" + std::string(600, '[') + std::string(600, ']') + "}"},
+      {"deep nesting",
+       "{\"model\":\"demo\",\"x\":" + std::string(600, '[') + std::string(600, ']') + "}"},
   };
   for (auto& [name, body] : bodies) {
     auto r = send_raw(f, post_json("/v1/chat/completions", body)).response;
@@ -164,14 +178,18 @@ TEST(Hostile, OtherHostsAndTraversalAreNeverFollowed) {
   // Host naming another host: served by the configured upstream, whose own
   // host name is what the upstream sees.
   const std::string body = R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})";
-  auto o = send_raw(f, "POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n"
-                       "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  auto o = send_raw(f,
+                    "POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\nContent-Type: "
+                    "application/json\r\n"
+                    "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(o.response.status, 200);
   auto host = f.engine_last_request().at("headers").as_object().at("Host").as_string();
   EXPECT_EQ(host.find("evil"), boost::json::string::npos) << host;
   auto requests = f.engine_stats().requests.load();
-  for (const char* target : {"/v1/chat/completions/../models", "/v1/%2e%2e/admin", "/v1/..%2fmetrics",
-                             "/v1/chat/completions%00", "//v1/chat/completions", "/v1/./chat/completions"}) {
+  for (const char* target :
+       {"/v1/chat/completions/../models", "/v1/%2e%2e/admin", "/v1/..%2fmetrics",
+        "/v1/chat/completions%00", "//v1/chat/completions", "/v1/./chat/completions"}) {
     auto r = send_raw(f, post_json(target, R"({"model":"demo"})")).response;
     EXPECT_EQ(r.status, 404) << target;
   }
@@ -183,16 +201,21 @@ TEST(Hostile, AMissingOrRepeatedHostIs400) {
   // the next.
   proxy_fixture f(strict());
   const std::string body = R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})";
-  const std::string framing = "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+  const std::string framing =
+      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
   for (const auto& [name, fields] : std::vector<std::pair<std::string, std::string>>{
            {"no Host in HTTP/1.1", "POST /v1/chat/completions HTTP/1.1\r\n"},
-           {"two Hosts", "POST /v1/chat/completions HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n"},
-           {"two Hosts, one in capitals", "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nHOST: a\r\n"},
-           {"two Hosts in HTTP/1.0", "POST /v1/chat/completions HTTP/1.0\r\nHost: a\r\nHost: b\r\n"}}) {
+           {"two Hosts",
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n"},
+           {"two Hosts, one in capitals",
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nHOST: a\r\n"},
+           {"two Hosts in HTTP/1.0",
+            "POST /v1/chat/completions HTTP/1.0\r\nHost: a\r\nHost: b\r\n"}}) {
     auto o = send_raw(f, fields + framing);
     EXPECT_EQ(o.response.status, 400) << name;
-    EXPECT_NE(o.response.body.find("\"invalid_host\""), std::string::npos) << name << ": " << o.response.body;
+    EXPECT_NE(o.response.body.find("\"invalid_host\""), std::string::npos)
+        << name << ": " << o.response.body;
   }
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
   // HTTP/1.0 had no Host to require.

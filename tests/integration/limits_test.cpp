@@ -1,7 +1,7 @@
 // Hostile or broken client input gets the right 4xx, quickly.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <functional>
 #include <thread>
 
@@ -28,7 +28,8 @@ fixture_options tight_limits() {
 TEST(Limits, OversizedBodyIs413) {
   proxy_fixture f(tight_limits());
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","pad":")" + std::string(2000, 'x') + "\"}"));
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","pad":")" + std::string(2000, 'x') + "\"}"));
   auto r = read_response(c);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(error_code_of(r), "request_too_large");
@@ -56,12 +57,13 @@ TEST(Limits, TooManyHeadersIs431) {
 
 // The limit is the number of fields a head may have, not one less or more.
 TEST(Limits, AHeadOfExactlyTheFieldLimitPasses) {
-  proxy_fixture f(tight_limits());  // 20 fields
+  proxy_fixture f(tight_limits());     // 20 fields
   auto with_fields = [&](int extra) {  // (post_json writes three of its own)
     std::string lines;
     for (int i = 0; i < extra; ++i) lines += "X-H" + std::to_string(i) + ": v\r\n";
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})", lines));
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0}})", lines));
     return read_response(c).status;
   };
   EXPECT_EQ(with_fields(17), 200);
@@ -86,10 +88,12 @@ TEST(Limits, AClientThatStopsReadingIsDroppedAfterTheWriteTimeout) {
   proxy_fixture f(with_limits("  client_write_timeout: 300ms\n"));
   http_client c(f.port());
   // About 30 MB of events: far more than the socket buffers between us hold.
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"interval_ms":0,"tokens":200000}})"));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"demo":{"ttft_ms":0,"interval_ms":0,"tokens":200000}})"));
   auto start = clock::now();
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 5s, "the upstream to be closed"));
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 5s,
+                         "the upstream to be closed"));
   EXPECT_GE(clock::now() - start, 300ms);
   http_client other(f.port());  // and the proxy still serves others
   other.send(post_json("/v1/chat/completions", R"({"model":"demo","demo":{"tokens":2}})"));
@@ -101,7 +105,9 @@ TEST(Limits, UnknownPathWrongMethodAndAbsoluteTarget) {
   EXPECT_EQ(http_get(f.port(), "/v2/whatever").status, 404);
   EXPECT_EQ(http_get(f.port(), "/v1/chat/completions").status, 405);
   http_client c(f.port());
-  c.send("POST http://evil.example/v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 2\r\n\r\n{}");
+  c.send(
+      "POST http://evil.example/v1/chat/completions HTTP/1.1\r\nHost: "
+      "evil.example\r\nContent-Length: 2\r\n\r\n{}");
   auto r = read_response(c);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
@@ -114,14 +120,17 @@ TEST(Limits, AnswersToHeadRequestsHaveNoBody) {
   http_client c(f.port());
   c.send("HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
   const std::string second = "HTTP/1.1 200 OK\r\n";
-  for (auto until = clock::now() + 5s; c.raw().find("\"object\":\"list\"") == std::string::npos && clock::now() < until;)
+  for (auto until = clock::now() + 5s;
+       c.raw().find("\"object\":\"list\"") == std::string::npos && clock::now() < until;)
     c.read_some(100ms);
   const auto& raw = c.raw();
   ASSERT_TRUE(raw.starts_with("HTTP/1.1 405 ")) << raw;
   auto head_end = raw.find("\r\n\r\n");
   ASSERT_NE(head_end, std::string::npos) << raw;
-  EXPECT_NE(raw.substr(0, head_end).find("\r\nContent-Length: "), std::string::npos) << "as a GET's answer would";
-  EXPECT_EQ(raw.substr(head_end + 4, second.size()), second) << "the next answer must follow the head: " << raw;
+  EXPECT_NE(raw.substr(0, head_end).find("\r\nContent-Length: "), std::string::npos)
+      << "as a GET's answer would";
+  EXPECT_EQ(raw.substr(head_end + 4, second.size()), second)
+      << "the next answer must follow the head: " << raw;
 }
 
 TEST(Limits, MalformedRequestIs400) {
@@ -133,7 +142,8 @@ TEST(Limits, MalformedRequestIs400) {
   EXPECT_EQ(error_code_of(r), "invalid_request");
 }
 
-const std::string one_token_request = post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})");
+const std::string one_token_request =
+    post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})");
 
 // A request that completes shows the proxy has accepted (and counted) the
 // connection: acceptance is asynchronous to the client's connect().
@@ -158,7 +168,8 @@ TEST(Limits, AKeptAliveConnectionIsClosedAfterTheIdleTimeout) {
 // Each request moves the connection's deadline on: a keep-alive connection
 // busy for longer than head_timeout is not cut at the first deadline.
 TEST(Limits, RequestsOnOneConnectionOutlastTheHeadTimeout) {
-  proxy_fixture f(with_limits("  head_timeout: 300ms\n  body_timeout: 300ms\n  idle_timeout: 300ms\n"));
+  proxy_fixture f(
+      with_limits("  head_timeout: 300ms\n  body_timeout: 300ms\n  idle_timeout: 300ms\n"));
   http_client c(f.port());
   auto start = clock::now();
   for (int i = 0; i < 8; ++i) {
@@ -199,16 +210,20 @@ TEST(Limits, ConnectionsOverTheClientsShareGet429AndOthersStillGetIn) {
 
   // A closed connection gives its place back.
   held.first.close();
-  EXPECT_TRUE(wait_until([&] {
-    http_client again(f.port());
-    again.send(one_token_request);
-    return read_response(again).status == 200;
-  }, 3s, "a new connection from the first address after one closed"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        http_client again(f.port());
+        again.send(one_token_request);
+        return read_response(again).status == 200;
+      },
+      3s, "a new connection from the first address after one closed"));
   EXPECT_EQ(f.engine_stats().requests.load(), 4u) << "the refused request never went upstream";
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   // (At least one: a retry above may have come before the close was seen.)
-  EXPECT_EQ(metrics.find("tokengate_downstream_cx_refused_per_client_total 0\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("tokengate_downstream_cx_refused_per_client_total"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("tokengate_downstream_cx_refused_per_client_total 0\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tokengate_downstream_cx_refused_per_client_total"), std::string::npos)
+      << metrics;
 }
 
 TEST(Limits, AtMaxConnectionsNewClientsWaitUntilOneCloses) {
@@ -227,7 +242,8 @@ TEST(Limits, AtMaxConnectionsNewClientsWaitUntilOneCloses) {
   EXPECT_EQ(r.status, 200) << "not served once a connection closed";
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   EXPECT_NE(metrics.find("tokengate_downstream_cx_limit 2\n"), std::string::npos) << metrics;
-  EXPECT_EQ(metrics.find("tokengate_downstream_cx_accept_paused_total 0\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("tokengate_downstream_cx_accept_paused_total 0\n"), std::string::npos)
+      << metrics;
 }
 
 // The proxy's open client connections, from its metrics page.
@@ -243,7 +259,8 @@ std::size_t connections_open(proxy_fixture& f) {
 void burst_of_connections(proxy_fixture& f, const std::function<void()>& while_open) {
   std::vector<std::unique_ptr<http_client>> burst;
   for (int i = 0; i < 1200; ++i) burst.push_back(std::make_unique<http_client>(f.port()));
-  ASSERT_TRUE(wait_until([&] { return connections_open(f) >= 1200; }, 10s, "1,200 connections accepted"));
+  ASSERT_TRUE(
+      wait_until([&] { return connections_open(f) >= 1200; }, 10s, "1,200 connections accepted"));
   if (while_open) while_open();
   burst.clear();
   ASSERT_TRUE(wait_until([&] { return connections_open(f) <= 1; }, 10s, "the burst closed"));
@@ -257,7 +274,8 @@ TEST(Limits, FreedMemoryIsGivenBackOnlyAfterABurstEnds) {
     EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "not while the burst is still open";
   });
   if (HasFatalFailure()) return;
-  EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "the burst may only just have ended: not yet";
+  EXPECT_FALSE(f.proxy().release_memory_after_burst())
+      << "the burst may only just have ended: not yet";
   EXPECT_TRUE(f.proxy().release_memory_after_burst()) << "the burst ended (two checks in a row)";
   for (int again = 0; again < 3; ++again)
     EXPECT_TRUE(f.proxy().release_memory_after_burst())
@@ -276,7 +294,8 @@ TEST(Limits, ABurstBetweenTwoChecksIsGivenBackToo) {
   EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "nothing happened yet";
   burst_of_connections(f, nullptr);
   if (HasFatalFailure()) return;
-  EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "the burst may only just have ended: not yet";
+  EXPECT_FALSE(f.proxy().release_memory_after_burst())
+      << "the burst may only just have ended: not yet";
   EXPECT_TRUE(f.proxy().release_memory_after_burst()) << "the burst ended (two checks in a row)";
   // A new burst ends the collects that follow one: none while it is open,
   // then its own once it is over.
@@ -284,8 +303,10 @@ TEST(Limits, ABurstBetweenTwoChecksIsGivenBackToo) {
     EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "not while a new burst is open";
   });
   if (HasFatalFailure()) return;
-  EXPECT_FALSE(f.proxy().release_memory_after_burst()) << "the new burst may only just have ended: not yet";
-  EXPECT_TRUE(f.proxy().release_memory_after_burst()) << "the new burst ended (two checks in a row)";
+  EXPECT_FALSE(f.proxy().release_memory_after_burst())
+      << "the new burst may only just have ended: not yet";
+  EXPECT_TRUE(f.proxy().release_memory_after_burst())
+      << "the new burst ended (two checks in a row)";
 }
 
 // 300 requests written at once on 300 open connections: more set-ups become
@@ -323,7 +344,9 @@ TEST(Limits, AdminEndpointsAnswer) {
 TEST(Limits, AdminHeadRequestsGetTheHeadAlone) {
   proxy_fixture f;
   http_client c(f.admin_port());
-  c.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  c.send(
+      "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: "
+      "close\r\n\r\n");
   std::string expected_tail = "\r\n\r\nok\n";
   while (c.raw().find("HTTP/1.1", 1) == std::string::npos || !c.raw().ends_with(expected_tail))
     ASSERT_TRUE(c.read_some(5s)) << "got so far: " << c.raw();

@@ -1,12 +1,13 @@
 // The YAML policy through the real proxy; what reached the upstream is
 // asserted from the upstream's side (the demo engine's /demo/stats).
-#include <boost/json.hpp>
+#include "routing/policy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <thread>
 
-#include "routing/policy.hpp"
 #include "stream/observer.hpp"
 #include "support/proxy_fixture.hpp"
 
@@ -37,7 +38,8 @@ fixture_options with_routes(const std::string& more = "") {
   return o;
 }
 
-http_response post(proxy_fixture& f, const std::string& path, const std::string& body, const std::string& headers = "") {
+http_response post(proxy_fixture& f, const std::string& path, const std::string& body,
+                   const std::string& headers = "") {
   http_client c(f.port());
   c.send(post_json(path, body, headers));
   return read_response(c);
@@ -60,7 +62,8 @@ stream::stream_facts observe(const std::string& body, dialect d = dialect::opena
 
 TEST(Policy, ModelRoutingRewritesTheModelUpstream) {
   proxy_fixture f(with_routes());
-  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":2})").status, 200);
+  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":2})").status,
+            200);
   EXPECT_EQ(sent_body(f).at("model").as_string(), "real-mini");
   EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast","max_tokens":2})").status, 200);
   EXPECT_EQ(sent_body(f).at("model").as_string(), "demo-fast");
@@ -75,10 +78,12 @@ TEST(Policy, ModelRoutingRewritesTheModelUpstream) {
 
 TEST(Policy, BadRequestsNeverReachTheUpstream) {
   proxy_fixture f(with_routes());
-  for (std::string body : {"{not json", "[1]", R"({"messages":[]})", R"({"model":"fast","stream":1})",
-                           R"({"model":"fast","max_tokens":-1})", R"({"model":"fast","max_tokens":1e309})",
-                           R"({"model":"fast","max_tokens":"100"})", R"({"model":"fast","max_tokens":18446744073709551616})",
-                           "{\"model\":\"fast\",\"x\":\"\xff\"}"}) {
+  for (std::string body :
+       {"{not json", "[1]", R"({"messages":[]})", R"({"model":"fast","stream":1})",
+        R"({"model":"fast","max_tokens":-1})", R"({"model":"fast","max_tokens":1e309})",
+        R"({"model":"fast","max_tokens":"100"})",
+        R"({"model":"fast","max_tokens":18446744073709551616})",
+        "{\"model\":\"fast\",\"x\":\"\xff\"}"}) {
     auto r = post(f, "/v1/chat/completions", body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_TRUE(json::parse(r.body).as_object().contains("error")) << body;
@@ -90,18 +95,21 @@ TEST(Policy, BadRequestsNeverReachTheUpstream) {
 // honours the last one with a limit the policy never saw.
 TEST(Policy, APolicyMemberNamedTwiceIsRefusedAndLoggedAsTheClients) {
   proxy_fixture f(with_routes());
-  auto r = post(f, "/v1/chat/completions",
-                R"({"model":"fast","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000})");
+  auto r = post(
+      f, "/v1/chat/completions",
+      R"({"model":"fast","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(code_of(r), "duplicate_member");
-  EXPECT_NE(json::parse(r.body).at("error").at("message").as_string().find("'max_tokens'"), std::string::npos);
+  EXPECT_NE(json::parse(r.body).at("error").at("message").as_string().find("'max_tokens'"),
+            std::string::npos);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
   // (Counted once the answer is written: the client may read it first.)
   EXPECT_TRUE(wait_until(
       [&] {
         return http_get(f.admin_port(), "/metrics")
-                   .body.find("tokengate_request_errors_total{side=\"client\",code=\"duplicate_member\"} 1") !=
-               std::string::npos;
+                   .body.find(
+                       "tokengate_request_errors_total{side=\"client\",code=\"duplicate_member\"} "
+                       "1") != std::string::npos;
       },
       2s, "the error to be counted by side and code"));
 }
@@ -132,9 +140,12 @@ TEST(Policy, EverySpellingIsClampedWithAHeader) {
   };
   for (const auto& s : std::vector<spelling>{
            {"/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":50})", "max_tokens"},
-           {"/v1/chat/completions", R"({"model":"gpt-4o-mini","max_completion_tokens":50})", "max_completion_tokens"},
-           {"/v1/completions", R"({"model":"gpt-4o-mini","prompt":"x","max_tokens":50})", "max_tokens"},
-           {"/v1/responses", R"({"model":"gpt-4o-mini","input":"x","max_output_tokens":50})", "max_output_tokens"},
+           {"/v1/chat/completions", R"({"model":"gpt-4o-mini","max_completion_tokens":50})",
+            "max_completion_tokens"},
+           {"/v1/completions", R"({"model":"gpt-4o-mini","prompt":"x","max_tokens":50})",
+            "max_tokens"},
+           {"/v1/responses", R"({"model":"gpt-4o-mini","input":"x","max_output_tokens":50})",
+            "max_output_tokens"},
            {"/v1/messages", R"({"model":"claude-x","max_tokens":50})", "max_tokens"},
            {"/v1/chat/completions", R"({"model":"gpt-4o-mini","n_predict":50})", "n_predict"},
        }) {
@@ -152,7 +163,8 @@ TEST(Policy, RejectModeNamesTheLimit) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(code_of(r), "max_tokens_exceeded");
   EXPECT_NE(r.body.find("maximum of 8"), std::string::npos) << r.body;
-  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast","max_completion_tokens":8})").status, 200);
+  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast","max_completion_tokens":8})").status,
+            200);
 }
 
 TEST(Policy, UpstreamGetsTheSpellingItHonours) {
@@ -173,11 +185,13 @@ TEST(Policy, UpstreamGetsTheSpellingItHonours) {
 stream::stream_facts cut_off_stream(const std::string& path, const std::string& model, int limit) {
   proxy_fixture f(with_routes());
   http_client c(f.port());
-  c.send(post_json(path, R"({"model":")" + model + R"(","stream":true,"max_tokens":)" + std::to_string(limit) +
+  c.send(post_json(path, R"({"model":")" + model + R"(","stream":true,"max_tokens":)" +
+                             std::to_string(limit) +
                              R"(,"demo":{"tokens":40,"interval_ms":5,"ignore_limit":true}})"));
   auto r = read_response(c);
   EXPECT_TRUE(r.complete);
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s,
+                         "the upstream to be closed"));
   return observe(r.body, dialect_for_path(path));
 }
 
@@ -199,8 +213,9 @@ TEST(Policy, AnthropicStreamIsCutWithMessageStop) {
 
 TEST(Policy, PromptTooLargeIs413) {
   proxy_fixture f(with_routes());
-  auto r = post(f, "/v1/messages", R"({"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":")" +
-                                       std::string(3000, 'a') + "\"}]}");
+  auto r = post(f, "/v1/messages",
+                R"({"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":")" +
+                    std::string(3000, 'a') + "\"}]}");
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(code_of(r), "prompt_too_large");
 }
@@ -213,10 +228,11 @@ TEST(Policy, LongPromptsArriveIntactInPiecesAndPipelined) {
   std::string text;
   for (int i = 0; i < 30000; ++i) text += "token " + std::to_string(i) + " \u00e9 ";  // ~450 KB
   auto body = [&](int n) {
-    return R"({"model":"gpt-4o-mini","max_tokens":50,"messages":[{"role":"user","content":")" + text + "#" +
-           std::to_string(n) + R"("}]})";
+    return R"({"model":"gpt-4o-mini","max_tokens":50,"messages":[{"role":"user","content":")" +
+           text + "#" + std::to_string(n) + R"("}]})";
   };
-  auto both = post_json("/v1/chat/completions", body(1)) + post_json("/v1/chat/completions", body(2));
+  auto both =
+      post_json("/v1/chat/completions", body(1)) + post_json("/v1/chat/completions", body(2));
   http_client c(f.port());
   // In pieces that cut heads and bodies at odd places.
   for (std::size_t at = 0; at < both.size(); at += 99'991) {
@@ -253,8 +269,9 @@ TEST(Policy, AMultiMegabytePromptReachesTheUpstreamWholeWhenTheWriteFallsShort) 
   std::string text;
   for (int i = 0; text.size() < 7'000'000; ++i) text += "word " + std::to_string(i) + " ";
   // (No modelled prefill: the demo engine would take seconds on 7 MB.)
-  auto body = R"({"model":"gpt-4o-mini","max_tokens":50,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" +
-              text + R"("}]})";
+  auto body =
+      R"({"model":"gpt-4o-mini","max_tokens":50,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" +
+      text + R"("}]})";
   auto r = post(f, "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   auto expected = body;
@@ -262,7 +279,8 @@ TEST(Policy, AMultiMegabytePromptReachesTheUpstreamWholeWhenTheWriteFallsShort) 
   expected.replace(expected.find("\"max_tokens\":50"), 15, "\"max_tokens\":8");
   auto received = f.engine_last_request().at("body").as_string();
   EXPECT_EQ(received.size(), expected.size());
-  EXPECT_TRUE(received == expected) << "the upstream's bytes differ from the client's around the two changes";
+  EXPECT_TRUE(received == expected)
+      << "the upstream's bytes differ from the client's around the two changes";
 }
 
 TEST(Policy, ClientKeysGateAccessAndNeverReachTheUpstream) {
@@ -272,9 +290,16 @@ TEST(Policy, ClientKeysGateAccessAndNeverReachTheUpstream) {
   o.upstream_extra = "    api_key: ${TG_POLICY_UPSTREAM_KEY}\n";
   proxy_fixture f(o);
   EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})").status, 401);
-  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "Authorization: Bearer nope\r\n").status, 401);
-  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast"})", "Authorization: Bearer sk-client-1\r\n").status, 403);
-  auto r = post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "x-api-key: sk-client-1\r\n");
+  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})",
+                 "Authorization: Bearer nope\r\n")
+                .status,
+            401);
+  EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast"})",
+                 "Authorization: Bearer sk-client-1\r\n")
+                .status,
+            403);
+  auto r =
+      post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "x-api-key: sk-client-1\r\n");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(sent_body(f).at("max_tokens").as_int64(), 2);  // the key's ceiling
   auto headers = f.engine_last_request().at("headers").as_object();
@@ -289,7 +314,8 @@ config::demo_engine_settings failing_engine(int status) {
   return s;
 }
 
-fixture_options fallback_setup(const std::string& first_upstream_yaml, std::vector<config::demo_engine_settings> extra = {}) {
+fixture_options fallback_setup(const std::string& first_upstream_yaml,
+                               std::vector<config::demo_engine_settings> extra = {}) {
   fixture_options o;
   o.extra_engines = std::move(extra);
   o.more_upstreams = "  first:\n" + first_upstream_yaml;
@@ -306,7 +332,8 @@ void expect_fallback_served(proxy_fixture& f) {
   auto r = post(f, "/v1/chat/completions", R"({"model":"m","max_tokens":2})");
   EXPECT_EQ(r.status, 200) << r.body;
   // The engine counts an answer after its last write: wait for it.
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().completed.load() == 1; }, 2s, "the fallback target's answer"));
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().completed.load() == 1; }, 2s,
+                         "the fallback target's answer"));
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   EXPECT_NE(metrics.find("tokengate_upstream_rq_fallback_total 1\n"), std::string::npos) << metrics;
 }
@@ -317,20 +344,23 @@ TEST(Fallback, OnConnectError) {
 }
 
 TEST(Fallback, On5xx) {
-  proxy_fixture f(fallback_setup("    base_url: http://127.0.0.1:{engine1}/v1\n", {failing_engine(503)}));
+  proxy_fixture f(
+      fallback_setup("    base_url: http://127.0.0.1:{engine1}/v1\n", {failing_engine(503)}));
   expect_fallback_served(f);
   EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
 }
 
 TEST(Fallback, On429) {
-  proxy_fixture f(fallback_setup("    base_url: http://127.0.0.1:{engine1}/v1\n", {failing_engine(429)}));
+  proxy_fixture f(
+      fallback_setup("    base_url: http://127.0.0.1:{engine1}/v1\n", {failing_engine(429)}));
   expect_fallback_served(f);
 }
 
 TEST(Fallback, OnFirstByteTimeout) {
   config::demo_engine_settings slow;
   slow.prefill_base = std::chrono::seconds(5);
-  proxy_fixture f(fallback_setup("    base_url: http://127.0.0.1:{engine1}/v1\n    timeouts: {first_byte: 200ms}\n", {slow}));
+  proxy_fixture f(fallback_setup(
+      "    base_url: http://127.0.0.1:{engine1}/v1\n    timeouts: {first_byte: 200ms}\n", {slow}));
   auto start = clock::now();
   expect_fallback_served(f);
   EXPECT_LT(clock::now() - start, 2s);
@@ -341,19 +371,25 @@ TEST(Fallback, NeverAfterTheFirstByte) {
   fixture_options o;
   o.extra_engines = {spare};
   o.more_upstreams = "  spare:\n    base_url: http://127.0.0.1:{engine1}/v1\n";
-  o.top_extra = "routes:\n  - models: [m]\n    targets: [{upstream: demo, weight: 1}, {upstream: spare, weight: 0}]\n";
+  o.top_extra =
+      "routes:\n  - models: [m]\n    targets: [{upstream: demo, weight: 1}, {upstream: spare, "
+      "weight: 0}]\n";
   proxy_fixture f(o);
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"m","stream":true,"demo":{"tokens":10,"interval_ms":5,"reset_after":2}})"));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"m","stream":true,"demo":{"tokens":10,"interval_ms":5,"reset_after":2}})"));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
   EXPECT_TRUE(observe(r.body).error) << "the client is told, not silently retried";
-  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 0u) << "no retry once bytes reached the client";
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 0u)
+      << "no retry once bytes reached the client";
 }
 
 TEST(Fallback, EjectedTargetIsSkipped) {
   proxy_fixture f(fallback_setup("    base_url: http://127.0.0.1:1/v1\n"));
-  for (int i = 0; i < 5; ++i) ASSERT_EQ(post(f, "/v1/chat/completions", R"({"model":"m","max_tokens":1})").status, 200);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(post(f, "/v1/chat/completions", R"({"model":"m","max_tokens":1})").status, 200);
   // Two workers each learn on their own: at most eject_after (2) fallbacks per worker.
   auto metrics = http_get(f.admin_port(), "/metrics").body;
   const std::string sample = "\ntokengate_upstream_rq_fallback_total ";
@@ -373,11 +409,14 @@ TEST(Fallback, EjectedTargetIsSkipped) {
 
 TEST(Policy, WeightsSpreadTraffic) {
   fixture_options o;
-  o.top_extra = "routes:\n  - models: [w]\n    targets: [{upstream: demo, model: a, weight: 3}, {upstream: demo, model: b, weight: 1}]\n";
+  o.top_extra =
+      "routes:\n  - models: [w]\n    targets: [{upstream: demo, model: a, weight: 3}, {upstream: "
+      "demo, model: b, weight: 1}]\n";
   proxy_fixture f(o);
   http_client c(f.port());
   for (int i = 0; i < 400; ++i) {
-    c.send(post_json("/v1/chat/completions", R"({"model":"w","max_tokens":1,"demo":{"ttft_ms":0}})"));
+    c.send(
+        post_json("/v1/chat/completions", R"({"model":"w","max_tokens":1,"demo":{"ttft_ms":0}})"));
     ASSERT_EQ(read_response(c).status, 200);
     c.clear();
   }
@@ -395,7 +434,9 @@ TEST(Reload, UnderLoadNoRequestFails) {
     clients.emplace_back([&] {
       while (!stop) {
         http_client c(f.port());
-        c.send(post_json("/v1/chat/completions", R"({"model":"gpt-4o-mini","stream":true,"max_tokens":3,"demo":{"interval_ms":5}})"));
+        c.send(post_json(
+            "/v1/chat/completions",
+            R"({"model":"gpt-4o-mini","stream":true,"max_tokens":3,"demo":{"interval_ms":5}})"));
         auto r = read_response(c);
         (r.status == 200 && r.complete && observe(r.body).ended_properly() ? ok : failed)++;
       }
@@ -403,9 +444,13 @@ TEST(Reload, UnderLoadNoRequestFails) {
   const std::string alternate = routes;
   std::string renamed = routes;
   renamed.replace(renamed.find("model: real-mini"), 16, "model: real-maxi");
+  // Each reload while requests run: the next one once a request has ended
+  // under it.
   for (int i = 0; i < 20; ++i) {
     f.reload_with(i % 2 ? alternate : renamed);
-    std::this_thread::sleep_for(20ms);
+    int ended = ok.load() + failed.load();
+    EXPECT_TRUE(wait_until([&] { return ok.load() + failed.load() > ended; }, 5s,
+                           "a request under the reload"));
   }
   stop = true;
   for (auto& t : clients) t.join();

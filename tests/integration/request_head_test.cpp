@@ -1,9 +1,9 @@
 // The client's request as our own parser reads it (server/request_head.hpp):
 // framing by chunks or by length, requests back to back on one connection,
 // HTTP/1.0, and the fields that cross as the client wrote them.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <thread>
 
 #include "support/proxy_fixture.hpp"
@@ -11,7 +11,8 @@
 namespace tokengate::test {
 namespace {
 
-const std::string demo_body = R"({"model":"demo","max_tokens":2,"demo":{"ttft_ms":0,"interval_ms":0}})";
+const std::string demo_body =
+    R"({"model":"demo","max_tokens":2,"demo":{"ttft_ms":0,"interval_ms":0}})";
 
 // Reads until `raw` holds `text` (or the deadline passes).
 bool read_until(http_client& c, std::string_view text) {
@@ -27,8 +28,9 @@ bool read_until(http_client& c, std::string_view text) {
 TEST(Requests, AChunkedBodyAfterContinueThenAPipelinedRequest) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-         "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nX-Client-Field:  as written \r\n\r\n");
+  c.send(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nX-Client-Field:  as written \r\n\r\n");
   constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
   ASSERT_TRUE(read_until(c, continue_line)) << c.raw();
   ASSERT_TRUE(c.raw().starts_with(continue_line)) << c.raw();
@@ -37,7 +39,8 @@ TEST(Requests, AChunkedBodyAfterContinueThenAPipelinedRequest) {
   const auto first_half = demo_body.substr(0, 20), second_half = demo_body.substr(20);
   auto hex = [](std::size_t n) {
     char digits[16];
-    return std::string(digits, static_cast<std::size_t>(std::snprintf(digits, sizeof digits, "%zx", n)));
+    return std::string(digits,
+                       static_cast<std::size_t>(std::snprintf(digits, sizeof digits, "%zx", n)));
   };
   c.send(hex(first_half.size()) + ";note=1\r\n" + first_half + "\r\n");
   const std::string second_body = R"({"model":"demo","max_tokens":1,"demo":{"ttft_ms":0},"n":2})";
@@ -61,8 +64,9 @@ TEST(Requests, AChunkedBodyAfterContinueThenAPipelinedRequest) {
 TEST(Requests, AChunkedBodyGoesOnWholeWithTheClientsFields) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
-         "Expect: 100-continue\r\nX-Client-Field:  as written \r\nX-Folded: one\r\n two\r\n\r\n");
+  c.send(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
+      "Expect: 100-continue\r\nX-Client-Field:  as written \r\nX-Folded: one\r\n two\r\n\r\n");
   ASSERT_TRUE(read_until(c, "100 Continue\r\n\r\n"));
   c.clear();
   std::string chunks;  // (seven bytes a chunk)
@@ -89,7 +93,8 @@ TEST(Requests, AChunkedBodyGoesOnWholeWithTheClientsFields) {
 TEST(Requests, ALongHeadInSmallPiecesIsReadWhole) {
   proxy_fixture f;
   http_client c(f.port());
-  const auto request = post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\n");
+  const auto request =
+      post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\n");
   for (std::size_t at = 0; at < request.size(); at += 200) {
     c.send(request.substr(at, 200));
     std::this_thread::sleep_for(2ms);
@@ -97,11 +102,13 @@ TEST(Requests, ALongHeadInSmallPiecesIsReadWhole) {
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(f.engine_last_request().at("headers").as_object().at("X-Long").as_string().size(), 3000u);
+  EXPECT_EQ(f.engine_last_request().at("headers").as_object().at("X-Long").as_string().size(),
+            3000u);
 
   // A fault past the first 2 KiB is found when the head is whole.
   http_client d(f.port());
-  auto broken = post_json("/v1/chat/completions", demo_body, "X-Long: " + std::string(3000, 'a') + "\r\nBad Name: x\r\n");
+  auto broken = post_json("/v1/chat/completions", demo_body,
+                          "X-Long: " + std::string(3000, 'a') + "\r\nBad Name: x\r\n");
   for (std::size_t at = 0; at < broken.size(); at += 200) {
     d.send(broken.substr(at, 200));
     std::this_thread::sleep_for(2ms);
@@ -133,7 +140,9 @@ TEST(Requests, Http10KeepsTheConnectionOnlyWhenAsked) {
   EXPECT_TRUE(closed.eof());
 
   http_client chunked(f.port());
-  chunked.send("POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  chunked.send(
+      "POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n0\r\n\r\n");
   auto refused = read_response(chunked);
   EXPECT_EQ(refused.status, 400);
   EXPECT_NE(refused.body.find("Transfer-Encoding"), std::string::npos) << refused.body;

@@ -1,7 +1,7 @@
 // Streams through the real proxy to the real demo engine over real sockets.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -16,7 +16,8 @@ namespace {
 std::vector<std::size_t> token_offsets(const std::string& raw) {
   std::vector<std::size_t> out;
   const std::string marker = "\"delta\":{\"content\":\"";
-  for (auto pos = raw.find(marker); pos != std::string::npos; pos = raw.find(marker, pos + 1)) out.push_back(pos);
+  for (auto pos = raw.find(marker); pos != std::string::npos; pos = raw.find(marker, pos + 1))
+    out.push_back(pos);
   return out;
 }
 
@@ -39,8 +40,12 @@ TEST(Streaming, TokensArriveSpreadOutNotBuffered) {
   ASSERT_EQ(offsets.size(), 20u);
   std::vector<double> gaps_ms;
   for (std::size_t i = 1; i < offsets.size(); ++i)
-    gaps_ms.push_back(std::chrono::duration<double, std::milli>(c.arrival_of(offsets[i]) - c.arrival_of(offsets[i - 1])).count());
-  auto span = std::chrono::duration<double, std::milli>(c.arrival_of(offsets.back()) - c.arrival_of(offsets.front())).count();
+    gaps_ms.push_back(std::chrono::duration<double, std::milli>(c.arrival_of(offsets[i]) -
+                                                                c.arrival_of(offsets[i - 1]))
+                          .count());
+  auto span = std::chrono::duration<double, std::milli>(c.arrival_of(offsets.back()) -
+                                                        c.arrival_of(offsets.front()))
+                  .count();
   // 19 gaps of 50 ms: a buffering proxy delivers them together at the end.
   EXPECT_GE(span, 19 * 50 * 0.9) << "tokens arrived bunched together";
   int spread = 0;
@@ -71,7 +76,9 @@ TEST(Streaming, TheHeadDoesNotWaitForTheFirstToken) {
 TEST(Streaming, NonStreamingAnswerKeepsItsLength) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":3,"messages":[{"role":"user","content":"hi"}]})"));
+  c.send(
+      post_json("/v1/chat/completions",
+                R"({"model":"demo","max_tokens":3,"messages":[{"role":"user","content":"hi"}]})"));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
@@ -85,7 +92,8 @@ TEST(Streaming, KeepAliveConnectionsAreReusedOnBothSides) {
   proxy_fixture f;
   http_client c(f.port());
   for (int i = 0; i < 5; ++i) {
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2,"messages":[]})"));
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":2,"messages":[]})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << "request " << i;
     EXPECT_EQ(r.status, 200);
@@ -104,8 +112,9 @@ TEST(Streaming, AProvidersHeadReachesTheClientWithoutItsConnectionFields) {
   proxy_fixture f;
   http_client c(f.port());
   for (int i = 0; i < 3; ++i) {
-    c.send(post_json("/v1/chat/completions",
-                     R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"provider_head":true}})"));
+    c.send(post_json(
+        "/v1/chat/completions",
+        R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"provider_head":true}})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << "request " << i;
     EXPECT_EQ(r.status, 200);
@@ -116,10 +125,12 @@ TEST(Streaming, AProvidersHeadReachesTheClientWithoutItsConnectionFields) {
     EXPECT_EQ(r.headers["alt-svc"], "h3=\":443\"; ma=86400");
     EXPECT_EQ(r.headers.count("connection"), 0u);
     EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
-    EXPECT_EQ(r.headers["x-request-id"].size(), 32u) << "the upstream's own request id went through";
+    EXPECT_EQ(r.headers["x-request-id"].size(), 32u)
+        << "the upstream's own request id went through";
     auto head = c.raw().substr(0, r.body_offset);
     std::size_t cookies = 0;
-    for (auto at = head.find("\r\nSet-Cookie: "); at != std::string::npos; at = head.find("\r\nSet-Cookie: ", at + 1))
+    for (auto at = head.find("\r\nSet-Cookie: "); at != std::string::npos;
+         at = head.find("\r\nSet-Cookie: ", at + 1))
       ++cookies;
     EXPECT_EQ(cookies, 2u) << head;
     EXPECT_LT(head.find("__cf_bm="), head.find("_cfuvid=")) << "the fields' order changed";
@@ -134,10 +145,12 @@ TEST(Streaming, RequestIdIsKeptOrMadeAndSentBothWays) {
   proxy_fixture f;
   {
     http_client c(f.port());
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})", "X-Request-Id: trace-abc-123\r\n"));
+    c.send(post_json("/v1/chat/completions", R"({"model":"demo","max_tokens":1})",
+                     "X-Request-Id: trace-abc-123\r\n"));
     auto r = read_response(c);
     EXPECT_EQ(r.headers["x-request-id"], "trace-abc-123");
-    EXPECT_EQ(f.engine_last_request().at("headers").at("x-request-id").as_string(), "trace-abc-123");
+    EXPECT_EQ(f.engine_last_request().at("headers").at("x-request-id").as_string(),
+              "trace-abc-123");
   }
   {
     http_client c(f.port());
@@ -167,14 +180,17 @@ TEST(Streaming, UpstreamKeyReplacesClientCredentialsAndIsNeverEchoed) {
 TEST(Streaming, AnthropicMessagesStreamEndToEnd) {
   proxy_fixture f;
   http_client c(f.port());
-  c.send(post_json("/v1/messages", R"({"model":"demo","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
-                   "anthropic-version: 2023-06-01\r\n"));
+  c.send(post_json(
+      "/v1/messages",
+      R"({"model":"demo","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
+      "anthropic-version: 2023-06-01\r\n"));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
   EXPECT_NE(r.body.find("event: message_start"), std::string::npos);
   EXPECT_NE(r.body.find("\"stop_reason\":\"max_tokens\""), std::string::npos);
   EXPECT_NE(r.body.find("event: message_stop"), std::string::npos);
-  EXPECT_EQ(f.engine_last_request().at("headers").at("anthropic-version").as_string(), "2023-06-01");
+  EXPECT_EQ(f.engine_last_request().at("headers").at("anthropic-version").as_string(),
+            "2023-06-01");
 }
 
 TEST(Streaming, ModelsAndEmbeddingsPassThrough) {
@@ -206,7 +222,8 @@ TEST(Streaming, PipelinedRequestsAreAnsweredInOrder) {
   for (int expected_tokens = 1; expected_tokens <= 3; ++expected_tokens) {
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << "response " << expected_tokens;
-    EXPECT_EQ(boost::json::parse(r.body).at("usage").at("completion_tokens").as_int64(), expected_tokens);
+    EXPECT_EQ(boost::json::parse(r.body).at("usage").at("completion_tokens").as_int64(),
+              expected_tokens);
     c.consume(r.body_offset + r.body.size());
   }
 }
@@ -219,9 +236,10 @@ TEST(Streaming, TheNextRequestIsReadWholeWhateverItsSizeAndPace) {
   http_client c(f.port());
   for (int round = 0; round < 3; ++round) {
     std::string prompt(30000 + round, 'a' + round);
-    auto request = post_json("/v1/chat/completions",
-                             R"({"model":"demo","stream":true,"max_tokens":2,"messages":[{"role":"user","content":")" +
-                                 prompt + R"("}]})");
+    auto request = post_json(
+        "/v1/chat/completions",
+        R"({"model":"demo","stream":true,"max_tokens":2,"messages":[{"role":"user","content":")" +
+            prompt + R"("}]})");
     std::this_thread::sleep_for(100ms);  // the watcher's read is waiting
     c.send(request.substr(0, 300));      // part of the head
     std::this_thread::sleep_for(50ms);
@@ -234,7 +252,8 @@ TEST(Streaming, TheNextRequestIsReadWholeWhateverItsSizeAndPace) {
   }
   // (The engine counts a stream after its last write, which the client may
   // read first.)
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().completed.load() == 3; }, 2s, "three streams to complete"));
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().completed.load() == 3; }, 2s,
+                         "three streams to complete"));
 }
 
 }  // namespace
@@ -250,24 +269,30 @@ TEST(Streaming, ASlowClientStopsTheUpstreamInsteadOfGrowingMemory) {
   // that reads nothing. With backpressure the engine's writes stall once the
   // socket buffers on the way are full; a proxy that buffered would let it
   // write everything.
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"demo":{"tokens":600000,"interval_ms":0,"ttft_ms":0}})"));
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"demo":{"tokens":600000,"interval_ms":0,"ttft_ms":0}})"));
+  ASSERT_TRUE(
+      wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
   std::uint64_t last = 0;
-  ASSERT_TRUE(wait_until([&] {
-    std::this_thread::sleep_for(300ms);
-    auto now = f.engine_stats().bytes_streamed.load();
-    bool stalled = now > 0 && now == last;
-    last = now;
-    return stalled;
-  }, 20s, "the engine's writes to stall"));
-  EXPECT_LT(last, 80u << 20) << "the engine wrote " << (last >> 20) << " MiB before it was held back";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::this_thread::sleep_for(300ms);
+        auto now = f.engine_stats().bytes_streamed.load();
+        bool stalled = now > 0 && now == last;
+        last = now;
+        return stalled;
+      },
+      20s, "the engine's writes to stall"));
+  EXPECT_LT(last, 80u << 20) << "the engine wrote " << (last >> 20)
+                             << " MiB before it was held back";
   EXPECT_EQ(f.engine_stats().completed.load(), 0u);
-  std::cout << "[ measure ] upstream held back after " << (last >> 10) << " KiB in socket buffers\n";
+  std::cout << "[ measure ] upstream held back after " << (last >> 10)
+            << " KiB in socket buffers\n";
   c.close();
-  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s, "the upstream to be closed"));
+  EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s,
+                         "the upstream to be closed"));
 }
-
 
 // A client that reads in sips with pauses makes the proxy's writes fall short
 // (the socket takes part of an event, or nothing): what was not taken must
@@ -279,7 +304,8 @@ TEST(Streaming, ASlowReaderGetsEveryEventInOrderWhenWritesFallShort) {
   c.send(post_json("/v1/chat/completions",
                    R"({"model":"demo","stream":true,"max_tokens":100000,)"
                    R"("demo":{"tokens":100000,"interval_ms":0,"ttft_ms":0}})"));
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  ASSERT_TRUE(
+      wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
   std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
   auto deadline = clock::now() + 30s;
   while (!c.raw().ends_with("\r\n0\r\n\r\n") && clock::now() < deadline) {

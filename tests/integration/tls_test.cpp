@@ -1,6 +1,5 @@
 // TLS in (a listener with a certificate made by openssl at test time) and
 // TLS out (an HTTPS upstream, verified or refused).
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -30,7 +30,8 @@ void make_certificate(const fs::path& cert, const fs::path& key, const std::stri
   auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + common_name +
              " -addext subjectAltName=" + names + " -keyout " + key.string() + " -out " +
              cert.string() + " 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("openssl could not make a certificate");
 }
 
 struct temp_dir {
@@ -55,7 +56,8 @@ const test_certificate& certificate() {
 }
 
 std::string tls_listener_yaml() {
-  return "    tls:\n      cert_file: " + certificate().cert.string() + "\n      key_file: " + certificate().key.string() + "\n";
+  return "    tls:\n      cert_file: " + certificate().cert.string() +
+         "\n      key_file: " + certificate().key.string() + "\n";
 }
 
 // A fixture whose listener speaks TLS with the test certificate.
@@ -67,7 +69,8 @@ fixture_options tls_listener() {
 
 // `o` pointed at a TLS upstream (a TLS listener's fixture in front of its
 // demo engine) by `host`, trusting `ca` as its upstream_extra's first line.
-fixture_options through_tls(fixture_options o, const proxy_fixture& https_upstream, const std::string& host = "localhost",
+fixture_options through_tls(fixture_options o, const proxy_fixture& https_upstream,
+                            const std::string& host = "localhost",
                             const fs::path& ca = certificate().cert) {
   o.base_url = "https://" + host + ":" + std::to_string(https_upstream.port()) + "/v1";
   o.upstream_extra = "    ca_file: " + ca.string() + "\n" + o.upstream_extra;
@@ -113,7 +116,8 @@ TEST(Tls, KeepAliveSurvivesTheClientWatcher) {
   client_context tls(certificate().cert);
   http_client c(f.port(), tls.ctx);
   for (int i = 1; i <= 3; ++i) {
-    c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":)" + std::to_string(i) + "}"));
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":)" + std::to_string(i) + "}"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << "request " << i;
     EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
@@ -130,10 +134,15 @@ TEST(Tls, AClientStillSendingAnOversizedBodyReadsItsAnswer) {
   client_context tls(certificate().cert);
   http_client c(f.port(), tls.ctx);
   constexpr std::size_t body = 24 << 20;  // three times the default limit of 8 MiB
-  std::signal(SIGPIPE, SIG_IGN);  // SSL_write on a reset connection: an error, not the end of the test binary
-  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body) + "\r\n\r\n");
-  EXPECT_NO_THROW(c.send(std::string(body, 'x'))) << "the proxy stopped reading and reset the connection";
+  std::signal(
+      SIGPIPE,
+      SIG_IGN);  // SSL_write on a reset connection: an error, not the end of the test binary
+  c.send(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body) + "\r\n\r\n");
+  EXPECT_NO_THROW(c.send(std::string(body, 'x')))
+      << "the proxy stopped reading and reset the connection";
   auto r = read_response(c, std::chrono::seconds(5));
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("request_too_large"), std::string::npos) << r.body;
@@ -169,7 +178,7 @@ TEST(Tls, AHandshakeHasItsOwnTimeoutAndTheHeadItsOwn) {
   EXPECT_LT(waited, 5s);
 
   client_context tls(certificate().cert);
-  http_client c(f.port(), tls.ctx);  // (handshakes)
+  http_client c(f.port(), tls.ctx);     // (handshakes)
   std::this_thread::sleep_for(1500ms);  // past the handshake's bound, well within the head's
   c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":2})"));
   auto served = read_response(c);
@@ -184,7 +193,8 @@ TEST(Tls, Tls10And11AreRefused) {
     SSL_CTX_set_security_level(old.ctx, 0);  // let this client offer what OpenSSL 3 would not
     SSL_CTX_set_min_proto_version(old.ctx, version);
     SSL_CTX_set_max_proto_version(old.ctx, version);
-    EXPECT_THROW(http_client(f.port(), old.ctx), std::runtime_error) << "version " << std::hex << version;
+    EXPECT_THROW(http_client(f.port(), old.ctx), std::runtime_error)
+        << "version " << std::hex << version;
   }
   // The same client allowed TLS 1.2 gets through: the refusal was the server's.
   client_context modern(certificate().cert);
@@ -230,8 +240,8 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
   auto elsewhere_cert = dir.path / "cert.pem", elsewhere_key = dir.path / "key.pem";
   make_certificate(elsewhere_cert, elsewhere_key, "localhost", "DNS:elsewhere.example,IP:10.9.8.7");
   fixture_options elsewhere;
-  elsewhere.listener_extra =
-      "    tls:\n      cert_file: " + elsewhere_cert.string() + "\n      key_file: " + elsewhere_key.string() + "\n";
+  elsewhere.listener_extra = "    tls:\n      cert_file: " + elsewhere_cert.string() +
+                             "\n      key_file: " + elsewhere_key.string() + "\n";
   proxy_fixture upstream_named_elsewhere(elsewhere);
   proxy_fixture upstream_named_here(tls_listener());  // localhost and 127.0.0.1
 
@@ -242,9 +252,12 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
     unsigned status;
   };
   const attempt attempts[] = {
-      {upstream_named_here, certificate().cert, "127.0.0.1", 200},  // the address, in the certificate
-      {upstream_named_elsewhere, elsewhere_cert, "localhost", 502},  // a trusted certificate, another name
-      {upstream_named_elsewhere, elsewhere_cert, "127.0.0.1", 502},  // … and another address (its CN is no name)
+      {upstream_named_here, certificate().cert, "127.0.0.1",
+       200},  // the address, in the certificate
+      {upstream_named_elsewhere, elsewhere_cert, "localhost",
+       502},  // a trusted certificate, another name
+      {upstream_named_elsewhere, elsewhere_cert, "127.0.0.1",
+       502},  // … and another address (its CN is no name)
   };
   for (const auto& a : attempts) {
     auto o = through_tls({}, a.upstream, a.host, a.trusted);
@@ -266,7 +279,8 @@ TEST(Tls, AnUpstreamCertificateMustNameTheUrlsHost) {
 // is a timeout (504) within timeouts.connect, which bounds the handshake
 // too, not a hung request.
 TEST(Tls, AnUpstreamThatNeverAnswersTheHandshakeIsATimeout) {
-  hand_upstream silent([](int) {});  // listening, never accepting: the kernel completes the TCP handshake
+  hand_upstream silent(
+      [](int) {});  // listening, never accepting: the kernel completes the TCP handshake
   fixture_options o;
   o.base_url = "https://127.0.0.1:" + std::to_string(silent.port()) + "/v1";
   o.upstream_extra = "    timeouts: {connect: 300ms}\n";
@@ -279,7 +293,8 @@ TEST(Tls, AnUpstreamThatNeverAnswersTheHandshakeIsATimeout) {
   EXPECT_EQ(r.status, 504) << r.body;
   auto error = boost::json::parse(r.body).at("error");
   EXPECT_EQ(error.at("code").as_string(), "upstream_timeout");
-  EXPECT_NE(std::string(error.at("message").as_string()).find("TLS handshake"), std::string::npos) << r.body;
+  EXPECT_NE(std::string(error.at("message").as_string()).find("TLS handshake"), std::string::npos)
+      << r.body;
   EXPECT_LT(clock::now() - started, 3s);
 }
 
@@ -292,8 +307,9 @@ TEST(Tls, ALongBodyGoesEarlyThroughTlsOnBothSides) {
   std::string text;
   for (int i = 0; text.size() < 1'500'000; ++i) text += "word " + std::to_string(i) + " ";
   // (No modelled prefill: the demo engine would take seconds on 1.5 MB.)
-  const auto body = R"({"model":"demo","max_tokens":2,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" + text +
-                    R"("}]})";
+  const auto body =
+      R"({"model":"demo","max_tokens":2,"demo":{"ttft_ms":0},"messages":[{"role":"user","content":")" +
+      text + R"("}]})";
   client_context tls(certificate().cert);
   http_client c(f.port(), tls.ctx);
   c.send(post_json("/v1/chat/completions", body));
@@ -322,7 +338,8 @@ TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
     bundle << std::ifstream(cert).rdbuf() << std::ifstream(dir.path / "second-cert.pem").rdbuf();
   }
   fixture_options o;
-  o.listener_extra = "    tls:\n      cert_file: " + cert.string() + "\n      key_file: " + key.string() + "\n";
+  o.listener_extra =
+      "    tls:\n      cert_file: " + cert.string() + "\n      key_file: " + key.string() + "\n";
   proxy_fixture f(o);
   client_context tls(dir.path / "trust.pem");
 
@@ -330,7 +347,8 @@ TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
   // the rotation (200 tokens/s: about a second).
   http_client long_lived(f.port(), tls.ctx);
   EXPECT_EQ(long_lived.peer_common_name(), "first");
-  long_lived.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":200})"));
+  long_lived.send(
+      post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":200})"));
 
   // Meanwhile, four clients open new connections as fast as they can.
   std::atomic<bool> stop{false}, rotated{false};
@@ -342,34 +360,44 @@ TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
       // shared one's session data (ThreadSanitizer, inside libcrypto).
       client_context own(dir.path / "trust.pem");
       while (!stop) {
-        bool after = rotated;  // read before connecting: a later handshake must see the new certificate
+        bool after =
+            rotated;  // read before connecting: a later handshake must see the new certificate
         try {
           http_client c(f.port(), own.ctx);
           auto name = c.peer_common_name();
           if (after && name == "first") ++first_after_rotation;
           if (name == "second") ++second_seen;
-          c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
+          c.send(post_json("/v1/chat/completions",
+                           R"({"model":"demo","stream":true,"max_tokens":4})"));
           auto r = read_response(c);
-          if (r.complete && r.status == 200 && r.body.find("[DONE]") != std::string::npos) ++ok;
-          else ++failed;
+          if (r.complete && r.status == 200 && r.body.find("[DONE]") != std::string::npos)
+            ++ok;
+          else
+            ++failed;
         } catch (const std::exception&) {
           ++failed;
         }
       }
     });
-  std::this_thread::sleep_for(300ms);
+  // Requests served on each certificate before the next step.
+  auto served_more = [&](int more, const char* what) {
+    int from = ok.load();
+    return wait_until([&] { return ok.load() >= from + more || failed.load() > 0; }, 10s, what);
+  };
+  EXPECT_TRUE(served_more(5, "requests on the first certificate"));
   replace_file(dir.path / "second-cert.pem", cert);
   replace_file(dir.path / "second-key.pem", key);
   EXPECT_EQ(f.proxy().reload_certificates(false), 0u);
   rotated = true;
-  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(served_more(5, "requests on the second certificate"));
 
   // A broken pair (the key does not match) is refused; the good one stays.
   make_certificate(dir.path / "third-cert.pem", dir.path / "third-key.pem", "third");
   replace_file(dir.path / "third-cert.pem", cert);
   EXPECT_EQ(f.proxy().reload_certificates(true), 1u);
-  EXPECT_EQ(f.proxy().reload_certificates(true), 0u) << "the same broken files are not retried every second";
-  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(f.proxy().reload_certificates(true), 0u)
+      << "the same broken files are not retried every second";
+  EXPECT_TRUE(served_more(5, "requests after the broken pair was refused"));
   stop = true;
   for (auto& t : clients) t.join();
 
@@ -384,8 +412,10 @@ TEST(Tls, CertificateRotatesUnderLoadWithNoFailedRequest) {
   EXPECT_EQ(http_client(f.port(), tls.ctx).peer_common_name(), "second");
 
   auto metrics = http_get(f.admin_port(), "/metrics").body;
-  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"success\"} 1\n"), std::string::npos);
-  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"failure\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"success\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("tokengate_tls_certificate_reloads_total{result=\"failure\"} 1\n"),
+            std::string::npos);
   // Made with -days 2: it expires between one and three days from now.
   auto at = metrics.find("tokengate_tls_certificate_expiry_timestamp_seconds{listener=\"main\"} ");
   ASSERT_NE(at, std::string::npos) << metrics;
@@ -412,7 +442,8 @@ struct memory_tls_client {
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("connect");
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+      throw std::runtime_error("connect");
     timeval five{5, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
   }
@@ -447,7 +478,8 @@ struct memory_tls_client {
     }
   }
   void write(const std::string& plain) {
-    ASSERT_EQ(SSL_write(ssl, plain.data(), static_cast<int>(plain.size())), static_cast<int>(plain.size()));
+    ASSERT_EQ(SSL_write(ssl, plain.data(), static_cast<int>(plain.size())),
+              static_cast<int>(plain.size()));
   }
   // What OpenSSL can decrypt of what was received, appended to `plain`; the
   // last SSL_read's error (SSL_ERROR_WANT_READ: more is to come).
@@ -468,7 +500,8 @@ TEST(Tls, ARequestSentWithTheHandshakesLastFlightIsAnswered) {
   memory_tls_client c(f.port());
   c.handshake();
   // The Finished is still unsent: the request joins it in one TCP write.
-  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})", "Connection: close\r\n"));
+  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})",
+                    "Connection: close\r\n"));
   c.flush();
   std::string answer;
   int last = SSL_ERROR_WANT_READ;
@@ -495,7 +528,8 @@ TEST(Tls, AClientAskingToRenegotiateIsRefused) {
   ASSERT_EQ(SSL_version(c.ssl), TLS1_2_VERSION);
   ASSERT_EQ(SSL_renegotiate(c.ssl), 1);
   int done;
-  while ((done = SSL_do_handshake(c.ssl)) != 1 && SSL_get_error(c.ssl, done) == SSL_ERROR_WANT_READ) {
+  while ((done = SSL_do_handshake(c.ssl)) != 1 &&
+         SSL_get_error(c.ssl, done) == SSL_ERROR_WANT_READ) {
     c.flush();
     if (!c.receive()) break;
   }
@@ -515,10 +549,12 @@ TEST(Tls, ASlowReaderGetsEveryEventInOrderThroughTlsOnBothSides) {
   memory_tls_client c(f.port());
   c.handshake();
   constexpr std::size_t tokens = 60000;
-  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":60000,)"
-                                            R"("demo":{"tokens":60000,"interval_ms":0,"ttft_ms":0}})"));
+  c.write(post_json("/v1/chat/completions",
+                    R"({"model":"demo","stream":true,"max_tokens":60000,)"
+                    R"("demo":{"tokens":60000,"interval_ms":0,"ttft_ms":0}})"));
   c.flush();
-  ASSERT_TRUE(wait_until([&] { return https_upstream.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  ASSERT_TRUE(wait_until([&] { return https_upstream.engine_stats().active.load() == 1; }, 2s,
+                         "the stream to start"));
   std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
   std::string answer;
   auto deadline = clock::now() + 30s;
@@ -580,14 +616,17 @@ class tls12_upstream {
     SSL_CTX_free(ctx_);
   }
 
-  std::string base_url() const { return "https://localhost:" + std::to_string(server_->port()) + "/v1"; }
+  std::string base_url() const {
+    return "https://localhost:" + std::to_string(server_->port()) + "/v1";
+  }
   int handshakes() const { return handshakes_; }
   int resumed() const { return resumed_; }
   int other_versions() const { return other_versions_; }
 
  private:
   void serve(int listener) {
-    std::signal(SIGPIPE, SIG_IGN);  // a write to a proxy that has gone is an error here, not the test's end
+    std::signal(SIGPIPE,
+                SIG_IGN);  // a write to a proxy that has gone is an error here, not the test's end
     for (;;) {
       int fd = ::accept(listener, nullptr, nullptr);
       if (fd < 0) return;  // the listener was shut down
@@ -619,9 +658,12 @@ class tls12_upstream {
       if (n <= 0) return;
       request.append(bytes, static_cast<std::size_t>(n));
     }
-    const std::string body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello\"}}]}\n\ndata: [DONE]\n\n";
-    const std::string response = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: " +
-                                 std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string body =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello\"}}]}\n\ndata: [DONE]\n\n";
+    const std::string response =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: "
+        "close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     SSL_write(ssl, response.data(), static_cast<int>(response.size()));
   }
 
@@ -636,7 +678,8 @@ class tls12_upstream {
 
   SSL_CTX* ctx_ = make_context();  // (made before the thread that serves starts, below)
   std::atomic<int> handshakes_{0}, resumed_{0}, other_versions_{0};
-  std::unique_ptr<hand_upstream> server_ = std::make_unique<hand_upstream>([this](int listener) { serve(listener); });
+  std::unique_ptr<hand_upstream> server_ =
+      std::make_unique<hand_upstream>([this](int listener) { serve(listener); });
 };
 
 TEST(Tls, UpstreamTls12SessionsAreResumedToo) {
@@ -668,10 +711,12 @@ TEST(Tls, ARenegotiationAskedWhileTheProxysWritesWaitIsRefusedAfterThem) {
   memory_tls_client c(f.port());
   SSL_set_max_proto_version(c.ssl, TLS1_2_VERSION);
   c.handshake();
-  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":300000,)"
-                                            R"("demo":{"tokens":300000,"interval_ms":0,"ttft_ms":0}})"));
+  c.write(post_json("/v1/chat/completions",
+                    R"({"model":"demo","stream":true,"max_tokens":300000,)"
+                    R"("demo":{"tokens":300000,"interval_ms":0,"ttft_ms":0}})"));
   c.flush();
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  ASSERT_TRUE(
+      wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
   std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
   ASSERT_EQ(SSL_renegotiate(c.ssl), 1);
   ASSERT_EQ(SSL_get_error(c.ssl, SSL_do_handshake(c.ssl)), SSL_ERROR_WANT_READ);
@@ -679,7 +724,8 @@ TEST(Tls, ARenegotiationAskedWhileTheProxysWritesWaitIsRefusedAfterThem) {
   std::string answer;
   int last = SSL_ERROR_WANT_READ;
   auto deadline = clock::now() + 30s;
-  while (last == SSL_ERROR_WANT_READ && clock::now() < deadline && c.receive()) last = c.decrypt(answer);
+  while (last == SSL_ERROR_WANT_READ && clock::now() < deadline && c.receive())
+    last = c.decrypt(answer);
   EXPECT_EQ(last, SSL_ERROR_SSL);
   EXPECT_EQ(ERR_GET_REASON(ERR_peek_error()), SSL_R_NO_RENEGOTIATION);
   auto seen = demo_tokens_in(answer);
@@ -691,7 +737,8 @@ TEST(Tls, ARenegotiationAskedWhileTheProxysWritesWaitIsRefusedAfterThem) {
   // see it gone and drop the stream upstream.
   c.flush();
   ::shutdown(c.fd, SHUT_WR);
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 0; }, 10s, "the stream to be dropped"));
+  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 0; }, 10s,
+                         "the stream to be dropped"));
   client_context tls(certificate().cert);
   http_client next(f.port(), tls.ctx);
   next.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":3})"));
@@ -707,9 +754,11 @@ TEST(Tls, ARenegotiationAskedWhileTheProxysWritesWaitIsRefusedAfterThem) {
 // the two records. The client gets the proxy's KeyUpdate, and every token,
 // in order, under the new keys.
 int key_updates_received = 0;
-void count_key_updates(int written, int, int content_type, const void* message, std::size_t size, SSL*, void*) {
+void count_key_updates(int written, int, int content_type, const void* message, std::size_t size,
+                       SSL*, void*) {
   constexpr unsigned char key_update = 24;
-  if (!written && content_type == SSL3_RT_HANDSHAKE && size > 0 && static_cast<const unsigned char*>(message)[0] == key_update)
+  if (!written && content_type == SSL3_RT_HANDSHAKE && size > 0 &&
+      static_cast<const unsigned char*>(message)[0] == key_update)
     ++key_updates_received;
 }
 
@@ -720,10 +769,12 @@ TEST(Tls, AKeyUpdateAskedWhileTheProxysWritesWaitIsAnsweredAndTheStreamGoesOn) {
   key_updates_received = 0;
   c.handshake();
   constexpr std::size_t tokens = 120000;  // (20 MB: more than the buffers on the way hold)
-  c.write(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":120000,)"
-                                            R"("demo":{"tokens":120000,"interval_ms":0,"ttft_ms":0}})"));
+  c.write(post_json("/v1/chat/completions",
+                    R"({"model":"demo","stream":true,"max_tokens":120000,)"
+                    R"("demo":{"tokens":120000,"interval_ms":0,"ttft_ms":0}})"));
   c.flush();
-  ASSERT_TRUE(wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
+  ASSERT_TRUE(
+      wait_until([&] { return f.engine_stats().active.load() == 1; }, 2s, "the stream to start"));
   std::this_thread::sleep_for(300ms);  // let every buffer on the way fill
   ASSERT_EQ(f.engine_stats().active.load(), 1u) << "the stream ended before the key update";
   ASSERT_EQ(SSL_key_update(c.ssl, SSL_KEY_UPDATE_REQUESTED), 1);

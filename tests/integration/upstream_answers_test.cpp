@@ -6,7 +6,6 @@
 // an answer mean the upstream and the proxy disagree on where it ended:
 // its connection is not used again.
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,7 +25,8 @@ namespace {
 // `past_the_end` right after it. With `together`, all go out in one send.
 class interim_upstream {
  public:
-  explicit interim_upstream(std::string interim, bool together = false, std::string past_the_end = "")
+  explicit interim_upstream(std::string interim, bool together = false,
+                            std::string past_the_end = "")
       : interim_(std::move(interim)), together_(together), past_the_end_(std::move(past_the_end)) {}
   std::string base_url() const { return server_.base_url(); }
   int connections() const { return connections_.load(); }
@@ -38,7 +38,8 @@ class interim_upstream {
       auto head_end = got.find("\r\n\r\n");
       if (head_end != std::string::npos) {
         auto at = got.find("\r\nContent-Length: ");
-        auto length = at == std::string::npos || at > head_end ? 0 : std::stoul(got.substr(at + 18));
+        auto length =
+            at == std::string::npos || at > head_end ? 0 : std::stoul(got.substr(at + 18));
         if (got.size() >= head_end + 4 + length) {
           got.erase(0, head_end + 4 + length);
           return true;
@@ -49,7 +50,9 @@ class interim_upstream {
       got.append(buf, static_cast<std::size_t>(n));
     }
   }
-  void send_all(int fd, const std::string& bytes) { ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  void send_all(int fd, const std::string& bytes) {
+    ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
   void serve(int listener) {
     for (;;) {
       int fd = ::accept(listener, nullptr, nullptr);
@@ -59,14 +62,16 @@ class interim_upstream {
       while (read_request(fd, got)) {
         const std::string body = R"({"id":"answer-)" + std::to_string(++answered_) +
                                  R"(","object":"chat.completion","model":"demo","choices":[]})";
-        const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                   std::to_string(body.size()) + "\r\n\r\n" + body + past_the_end_;
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body + past_the_end_;
         if (together_) {
           send_all(fd, interim_ + answer);
           continue;
         }
         send_all(fd, interim_);
-        std::this_thread::sleep_for(20ms);  // (so that the proxy reads the interim answers on their own)
+        std::this_thread::sleep_for(
+            20ms);  // (so that the proxy reads the interim answers on their own)
         send_all(fd, answer);
       }
       ::close(fd);
@@ -78,7 +83,8 @@ class interim_upstream {
   std::string past_the_end_;
   std::atomic<int> connections_{0};
   int answered_ = 0;  // (the serving thread's alone)
-  hand_upstream server_{[this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
+  hand_upstream server_{
+      [this](int listener) { serve(listener); }};  // (last: starts once the rest is set)
 };
 
 fixture_options through(const interim_upstream& upstream) {
@@ -125,8 +131,10 @@ TEST(BytesPastTheAnswer, CloseTheUpstreamConnection) {
   // A second answer smuggled after the first, in the same read: it must
   // not answer the next request, nor be dropped unseen with the connection
   // kept.
-  const std::string smuggled = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
-                               R"({"id":"forged"})" "\n";
+  const std::string smuggled =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+      R"({"id":"forged"})"
+      "\n";
   interim_upstream upstream("", true, smuggled);
   expect_own_answers(upstream, 3);
 }
@@ -146,7 +154,8 @@ void expect_refused(const std::string& interim) {
 
 std::string interim_answers(std::size_t n) {
   std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += "HTTP/1.1 103 Early Hints\r\nLink: </a.js>; rel=preload\r\n\r\n";
+  for (std::size_t i = 0; i < n; ++i)
+    out += "HTTP/1.1 103 Early Hints\r\nLink: </a.js>; rel=preload\r\n\r\n";
   return out;
 }
 
@@ -164,7 +173,8 @@ TEST(InterimAnswers, EightArePassedOverAndANinthIsRefused) {
 }
 
 TEST(InterimAnswers, ASwitchToAnotherProtocolIsRefused) {
-  expect_refused("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+  expect_refused(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n");
 }
 
 }  // namespace

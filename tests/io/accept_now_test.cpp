@@ -1,19 +1,18 @@
 // The accept loop's accept: a connection comes non-blocking and
 // close-on-exec, with its peer's address, and Asio's reads and close work on
 // it as on a socket Asio accepted itself.
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
+#include "io/accept_now.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <string>
-
-#include "io/accept_now.hpp"
 
 namespace tokengate {
 namespace {
@@ -51,7 +50,8 @@ TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
   int fd = accepted->native_handle();
   EXPECT_TRUE(::fcntl(fd, F_GETFL) & O_NONBLOCK);
   EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
-  EXPECT_TRUE(accepted->non_blocking()) << "Asio must know, or its first operation switches it again";
+  EXPECT_TRUE(accepted->non_blocking())
+      << "Asio must know, or its first operation switches it again";
 
   // Asio's asynchronous read and write work on it.
   net::write(l.client, net::buffer(std::string("ping")));
@@ -77,7 +77,8 @@ TEST(AcceptNow, AConnectionComesNonBlockingWithItsPeer) {
 // them once per listener where the probe says so; this kernel is Linux,
 // which copies them).
 TEST(AcceptNow, ASocketAcceptedFromAListenerWithNoDelayAndInqHasThem) {
-  ASSERT_TRUE(accepted_sockets_inherit_options()) << "expected on Linux; elsewhere each socket gets them set";
+  ASSERT_TRUE(accepted_sockets_inherit_options())
+      << "expected on Linux; elsewhere each socket gets them set";
   listener l;
   l.acceptor.set_option(tcp::no_delay(true));
   int on = 1;

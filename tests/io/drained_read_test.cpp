@@ -2,17 +2,17 @@
 // and relies on epoll's edge for what comes next: no byte and no end of the
 // stream may be missed in any order of "bytes arrive", "the peer closes or
 // resets" and "a read starts".
+#include "io/drained_read.hpp"
+
+#include <gtest/gtest.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
-
-#include "io/drained_read.hpp"
 
 namespace tokengate {
 namespace {
@@ -49,9 +49,10 @@ struct socket_pair {
       result.emplace(ec, buffer.substr(0, n));
     });
     net::steady_timer later(io, 20ms);
-    if (meanwhile) later.async_wait([&](error_code ec) {
-      if (!ec) meanwhile();
-    });
+    if (meanwhile)
+      later.async_wait([&](error_code ec) {
+        if (!ec) meanwhile();
+      });
     io.restart();
     auto until = std::chrono::steady_clock::now() + timeout;
     while (!result && std::chrono::steady_clock::now() < until) io.run_one_until(until);
@@ -72,11 +73,14 @@ struct socket_pair {
   // `bytes` must be "abc", and the read after it must end with `end` at
   // once: the end was queued behind the bytes, so a read that waits for a
   // new epoll edge would never get one.
-  void expect_abc_then(drained_reader& reader, const read_result& bytes, error_code end, const char* what) {
+  void expect_abc_then(drained_reader& reader, const read_result& bytes, error_code end,
+                       const char* what) {
     ASSERT_TRUE(bytes);
     EXPECT_EQ(bytes->second, "abc");
     auto after = read(reader, 4096, 500ms);
-    ASSERT_TRUE(after) << "the " << what << " was queued behind the bytes, and the read waited for an edge already used";
+    ASSERT_TRUE(after)
+        << "the " << what
+        << " was queued behind the bytes, and the read waited for an edge already used";
     EXPECT_EQ(after->first, end);
   }
 
@@ -97,15 +101,17 @@ struct socket_pair {
 
 TEST(DrainedRead, IsInEffectWithThisBoost) {
 #ifndef TOKENGATE_DRAINED_READ
-  FAIL() << "Boost is not 1.81 here: the relay falls back to Asio's read, one EAGAIN recv per event; "
-            "port drained_read_detail::read_op to this version";
+  FAIL()
+      << "Boost is not 1.81 here: the relay falls back to Asio's read, one EAGAIN recv per event; "
+         "port drained_read_detail::read_op to this version";
 #endif
 }
 
 TEST(DrainedRead, AShortReadIsBelievedAndBytesAfterItWakeThePendingRead) {
   socket_pair s;
   drained_reader reader(s.ours);
-  EXPECT_EQ(s.read_abc(reader), 1u) << "nothing was queued behind the bytes: the next read need not try first";
+  EXPECT_EQ(s.read_abc(reader), 1u)
+      << "nothing was queued behind the bytes: the next read need not try first";
 
   auto second = s.read(reader, 64, 2s, [&] { s.send("def"); });
   ASSERT_TRUE(second) << "bytes after a believed read did not wake the read waiting for them";
@@ -127,7 +133,8 @@ TEST(DrainedRead, TheArrivalStampIsWhenTheBytesArrivedNotWhenTheyWereRead) {
   ASSERT_TRUE(enable_receive_timestamps(s.ours));
   drained_reader reader(s.ours);
   auto real_now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
   // The kernel turns packet stamping on a moment after the first socket
@@ -358,8 +365,8 @@ TEST(DrainedRead, WaitForNextReportLeavesBytesAlreadyReportedToBeRead) {
 TEST(DrainedRead, WaitForNextReportBeforeTheBytesReportIsTakenLosesNothing) {
   socket_pair s;
   drained_reader reader(s.ours);
-  s.idle(10ms);     // a report with nothing to read (the socket's first)
-  s.send("abc");    // arrives, not reported yet
+  s.idle(10ms);   // a report with nothing to read (the socket's first)
+  s.send("abc");  // arrives, not reported yet
   wait_for_next_report(s.ours);
   auto r = s.read(reader, 64, 500ms);
   ASSERT_TRUE(r) << "the edge for bytes that came after the last report was lost";

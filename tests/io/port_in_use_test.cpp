@@ -2,13 +2,13 @@
 // process (port_in_use.hpp): a listening socket is found, whatever options
 // it was opened with; a free port, one left in TIME_WAIT by a process that
 // stopped, and port 0 are not.
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <gtest/gtest.h>
+#include "io/port_in_use.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include "io/port_in_use.hpp"
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 namespace tokengate {
 namespace {

@@ -1,11 +1,11 @@
 // A connection's deadline: one timer, moved by storing a time point; the
 // connection is closed once, when the deadline that holds at that moment
 // passes, and never after it is released.
+#include "io/stream_deadline.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
-
-#include "io/stream_deadline.hpp"
 
 namespace tokengate {
 namespace {

@@ -6,12 +6,12 @@
 // room, so OpenSSL's small writes from a read are taken even when the
 // proxy's own writes wait (Tls.AKeyUpdateAsked..., instrumented in session
 // 33). Here the attempt answers as OpenSSL would, over a real socket.
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -58,7 +58,9 @@ struct outcome {
 struct scripted_read {
   std::vector<tls_direct::io_result>* answers;
   int* tries;
-  tls_direct::io_result operator()() const { return (*answers)[static_cast<std::size_t>((*tries)++)]; }
+  tls_direct::io_result operator()() const {
+    return (*answers)[static_cast<std::size_t>((*tries)++)];
+  }
 };
 
 // Runs `io` until `done()` holds or 2 s have passed.
@@ -82,10 +84,12 @@ TEST(TlsDirectOps, AReadThatMustWriteFirstWaitsForRoomAndTriesAgain) {
   tls_socket_pair s;
   auto queued = s.fill_ours();
   ASSERT_GT(queued, 0u);
-  std::vector<tls_direct::io_result> answers{{0, {}, wait_for::readable}, {7, {}, wait_for::nothing}};
+  std::vector<tls_direct::io_result> answers{{0, {}, wait_for::readable},
+                                             {7, {}, wait_for::nothing}};
   int tries = 0;
   outcome o;
-  tls_direct_read_done<scripted_read, decltype(record(o))> done{&s.ours, scripted_read{&answers, &tries}, record(o)};
+  tls_direct_read_done<scripted_read, decltype(record(o))> done{
+      &s.ours, scripted_read{&answers, &tries}, record(o)};
   done(net::error::would_block, 0);
   s.io.run_for(200ms);
   EXPECT_EQ(tries, 0) << "tried again before the socket had room";
@@ -114,7 +118,8 @@ TEST(TlsDirectOps, AReadThatMustWriteFirstEndsWithTheSocketsClose) {
   std::vector<tls_direct::io_result> answers{{7, {}, wait_for::nothing}};
   int tries = 0;
   outcome o;
-  tls_direct_read_done<scripted_read, decltype(record(o))> done{&s.ours, scripted_read{&answers, &tries}, record(o)};
+  tls_direct_read_done<scripted_read, decltype(record(o))> done{
+      &s.ours, scripted_read{&answers, &tries}, record(o)};
   done(net::error::would_block, 0);
   s.io.run_for(50ms);
   s.ours.close();  // (what a deadline's end does)
@@ -129,7 +134,8 @@ TEST(TlsDirectOps, AReadThatDidNotHaveToWriteGoesStraightToItsHandler) {
   std::vector<tls_direct::io_result> answers;
   int tries = 0;
   outcome o;
-  tls_direct_read_done<scripted_read, decltype(record(o))> done{&s.ours, scripted_read{&answers, &tries}, record(o)};
+  tls_direct_read_done<scripted_read, decltype(record(o))> done{
+      &s.ours, scripted_read{&answers, &tries}, record(o)};
   done(error_code(), 5);
   EXPECT_EQ(tries, 0);
   ASSERT_EQ(o.calls, 1);

@@ -61,7 +61,8 @@ TEST(CpuWait, ThreadsSharingOneCoreAreSeenWaiting) {
 
 TEST(CpuWait, RendersACounterInSecondsAndDeclaresItWhenUnknown) {
   auto text = render_cpu_wait_prometheus(1'500'000'000u);
-  EXPECT_NE(text.find("# TYPE tokengate_cpu_wait_seconds_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE tokengate_cpu_wait_seconds_total counter\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("\ntokengate_cpu_wait_seconds_total 1.500000\n"), std::string::npos) << text;
   auto unknown = render_cpu_wait_prometheus(std::nullopt);
   EXPECT_NE(unknown.find("# TYPE tokengate_cpu_wait_seconds_total counter"), std::string::npos);

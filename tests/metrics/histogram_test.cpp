@@ -1,11 +1,12 @@
 // Percentiles against distributions whose quantiles are known exactly.
+#include "metrics/histogram.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-#include "metrics/histogram.hpp"
 #include "metrics/latency.hpp"
 
 namespace tokengate::metrics {
@@ -60,15 +61,17 @@ TEST(LogLinearHistogram, BimodalLatencies) {
 TEST(LogLinearHistogram, IndexAndMidpointAgree) {
   for (std::uint64_t v : {0ULL, 1ULL, 127ULL, 128ULL, 129ULL, 1000ULL, 123456ULL, 1ULL << 40}) {
     auto i = loglinear_histogram::index_of(v);
-    EXPECT_NEAR(loglinear_histogram::midpoint_of(i), static_cast<double>(v), static_cast<double>(v) * 0.008 + 0.5) << v;
+    EXPECT_NEAR(loglinear_histogram::midpoint_of(i), static_cast<double>(v),
+                static_cast<double>(v) * 0.008 + 0.5)
+        << v;
   }
   EXPECT_EQ(loglinear_histogram::index_of(~0ULL), loglinear_histogram::bucket_count - 1);
 }
 
 TEST(FixedHistogram, BucketsAreUpperInclusive) {
   fixed_histogram h(ttft_bounds);
-  h.record_micros(1000);    // exactly 1 ms → le="0.001"
-  h.record_micros(1001);    // → le="0.005"
+  h.record_micros(1000);             // exactly 1 ms → le="0.001"
+  h.record_micros(1001);             // → le="0.005"
   h.record_micros(100'000'000'000);  // beyond the last bound → +Inf
   EXPECT_EQ(h.bucket(0), 1u);
   EXPECT_EQ(h.bucket(1), 1u);
@@ -80,7 +83,8 @@ TEST(FixedHistogram, BucketsAreUpperInclusive) {
 // Every value at and around every bound of every family lands in the
 // bucket a search over the bounds in seconds picks (value <= bound).
 TEST(FixedHistogram, EveryBoundIsExactInMicroseconds) {
-  std::vector<std::span<const double>> families{ttft_bounds, inter_token_bounds, duration_bounds, relay_delay_bounds};
+  std::vector<std::span<const double>> families{ttft_bounds, inter_token_bounds, duration_bounds,
+                                                relay_delay_bounds};
   for (auto bounds : families) {
     for (double bound : bounds) {
       auto at = static_cast<std::uint64_t>(std::llround(bound * 1e6));
@@ -88,7 +92,8 @@ TEST(FixedHistogram, EveryBoundIsExactInMicroseconds) {
         fixed_histogram h(bounds);
         h.record_micros(micros);
         auto expected = static_cast<std::size_t>(
-            std::lower_bound(bounds.begin(), bounds.end(), static_cast<double>(micros) / 1e6) - bounds.begin());
+            std::lower_bound(bounds.begin(), bounds.end(), static_cast<double>(micros) / 1e6) -
+            bounds.begin());
         EXPECT_EQ(h.bucket(expected), 1u) << micros << " us against the bound " << bound;
       }
     }

@@ -11,12 +11,14 @@ namespace tokengate::metrics {
 namespace {
 
 TEST(ProcessMemory, KilobyteFieldsAreReadByExactName) {
-  const char* status = "Name:\ttokengate\nVmHWM:\t   41000 kB\nVmRSS:\t   39304 kB\nRssAnon:\t   31000 kB\n";
+  const char* status =
+      "Name:\ttokengate\nVmHWM:\t   41000 kB\nVmRSS:\t   39304 kB\nRssAnon:\t   31000 kB\n";
   EXPECT_EQ(kilobytes_field(status, "VmRSS"), 39304u * 1024);
   EXPECT_EQ(kilobytes_field(status, "VmHWM"), 41000u * 1024);
   EXPECT_EQ(kilobytes_field(status, "Rss"), std::nullopt) << "a prefix of another field's name";
   EXPECT_EQ(kilobytes_field(status, "LazyFree"), std::nullopt);
-  const char* rollup = "Rss:               39304 kB\nLazyFree:          25560 kB";  // (no final newline)
+  const char* rollup =
+      "Rss:               39304 kB\nLazyFree:          25560 kB";  // (no final newline)
   EXPECT_EQ(kilobytes_field(rollup, "LazyFree"), 25560u * 1024);
   EXPECT_EQ(kilobytes_field("VmRSS: lots\n", "VmRSS"), std::nullopt);
   EXPECT_EQ(kilobytes_field("VmRSS: 12 MB\n", "VmRSS"), std::nullopt);
@@ -41,10 +43,13 @@ TEST(ProcessMemory, ThisProcessIsRead) {
 
 TEST(ProcessMemory, BothGaugesAreDeclaredAndSampledWhereKnown) {
   auto text = render_process_memory_prometheus({123 * 1024, 45 * 1024});
-  EXPECT_NE(text.find("# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 125952\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 125952\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("# TYPE tokengate_memory_lazily_freed_bytes gauge\ntokengate_memory_lazily_freed_bytes 46080\n"),
+  EXPECT_NE(text.find("# TYPE tokengate_memory_lazily_freed_bytes "
+                      "gauge\ntokengate_memory_lazily_freed_bytes 46080\n"),
             std::string::npos)
       << text;
   auto unknown = render_process_memory_prometheus({});

@@ -1,7 +1,7 @@
 // The real-time estimate against the real-time clock itself.
-#include <gtest/gtest.h>
-
 #include "metrics/realtime_estimate.hpp"
+
+#include <gtest/gtest.h>
 
 namespace tokengate::metrics {
 namespace {
@@ -9,7 +9,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::int64_t system_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -33,7 +34,8 @@ TEST(RealtimeEstimate, FollowsTheSteadyClockBetweenAndAcrossRefreshes) {
   // give or take the clocks' drift since the first reading.
   auto later = start + realtime_estimate::refresh_every + 20ms;
   auto step = std::chrono::duration_cast<std::chrono::nanoseconds>(later - start).count();
-  EXPECT_NEAR(static_cast<double>(estimate.real_ns_at(later) - at_start), static_cast<double>(step), 1e6);
+  EXPECT_NEAR(static_cast<double>(estimate.real_ns_at(later) - at_start), static_cast<double>(step),
+              1e6);
   // And still the real-time clock.
   EXPECT_NEAR(static_cast<double>(estimate.real_ns_at(std::chrono::steady_clock::now())),
               static_cast<double>(system_ns()), 1e6);

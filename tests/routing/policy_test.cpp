@@ -1,9 +1,11 @@
-#include <boost/json.hpp>
+#include "routing/policy.hpp"
+
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "config/config.hpp"
 #include "routing/balancer.hpp"
-#include "routing/policy.hpp"
 
 namespace tokengate::routing {
 namespace {
@@ -22,13 +24,14 @@ std::shared_ptr<const config::config> policy(const std::string& extra) {
       "     max_output_tokens: {default: 100, ceiling: 1000, mode: clamp}}\n"
       "  - {name: alias, models: [fast], targets: [{upstream: llama, model: llama-3-8b}],\n"
       "     max_output_tokens: {ceiling: 50, mode: reject}}\n"
-      "  - {name: glob, models: ['claude-*', 'o?-mini'], targets: [{upstream: reasoning}], max_prompt_bytes: 300}\n" +
+      "  - {name: glob, models: ['claude-*', 'o?-mini'], targets: [{upstream: reasoning}], "
+      "max_prompt_bytes: 300}\n" +
           extra,
       "policy.yaml");
 }
 
-std::variant<routed_request, request_error> run(const config::config& c, std::string_view path, std::string_view body,
-                                               std::string_view key = "") {
+std::variant<routed_request, request_error> run(const config::config& c, std::string_view path,
+                                                std::string_view body, std::string_view key = "") {
   return apply_policy(c, {path, body, key});
 }
 
@@ -58,7 +61,9 @@ TEST(Policy, RoutesByExactAliasAndGlob) {
   auto c = policy("");
   EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})")).route->name, "exact");
   EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"fast"})")).route->name, "alias");
-  EXPECT_EQ(ok(run(*c, "/v1/messages", R"({"model":"claude-3-5-haiku","max_tokens":10})")).route->name, "glob");
+  EXPECT_EQ(
+      ok(run(*c, "/v1/messages", R"({"model":"claude-3-5-haiku","max_tokens":10})")).route->name,
+      "glob");
   EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"o3-mini"})")).route->name, "glob");
   auto e = err(run(*c, "/v1/chat/completions", R"({"model":"gpt-5"})"));
   EXPECT_EQ(e.status, 404u);
@@ -91,16 +96,19 @@ TEST(Policy, BadBodiesAre400) {
 TEST(Policy, AMemberThePolicyReadsNamedTwiceIs400NamingIt) {
   auto c = policy("");
   for (auto [body, member] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"model":"gpt-4o-mini","max_tokens":16,"messages":[],"max_tokens":1000000})", "max_tokens"},
+           {R"({"model":"gpt-4o-mini","max_tokens":16,"messages":[],"max_tokens":1000000})",
+            "max_tokens"},
            {R"({"model":"gpt-4o-mini","model":"fast"})", "model"},
            {R"({"model":"fast","stream":false,"stream":true})", "stream"},
-           {R"({"model":"fast","max_completion_tokens":5,"max_completion_tokens":5})", "max_completion_tokens"},
+           {R"({"model":"fast","max_completion_tokens":5,"max_completion_tokens":5})",
+            "max_completion_tokens"},
            {R"({"model":"fast","max_output_tokens":5,"max_output_tokens":9})", "max_output_tokens"},
            {R"({"model":"fast","n_predict":5,"n_predict":9})", "n_predict"},
            {R"({"model":"fast","stream_options":{},"stream_options":{}})", "stream_options"},
            {R"({"model":"fast","stream_options":{"include_usage":false,"include_usage":true}})",
             "stream_options.include_usage"},
-           {R"({"model":"fast","options":{"num_predict":5,"num_predict":50}})", "options.num_predict"},
+           {R"({"model":"fast","options":{"num_predict":5,"num_predict":50}})",
+            "options.num_predict"},
        }) {
     auto e = err(run(*c, "/v1/chat/completions", body));
     EXPECT_EQ(e.status, 400u) << body;
@@ -109,11 +117,13 @@ TEST(Policy, AMemberThePolicyReadsNamedTwiceIs400NamingIt) {
     EXPECT_NE(e.message.find("'" + member + "'"), std::string::npos) << e.message;
   }
   // Members the policy does not read may repeat, as JSON allows.
-  EXPECT_EQ(ok(run(*c, "/v1/chat/completions", R"({"model":"fast","temperature":1,"temperature":0,"user":"a","user":"b"})"))
+  EXPECT_EQ(ok(run(*c, "/v1/chat/completions",
+                   R"({"model":"fast","temperature":1,"temperature":0,"user":"a","user":"b"})"))
                 .route->name,
             "alias");
   // Both spellings of one limit, once each, are no duplicate.
-  EXPECT_EQ(*ok(run(*c, "/v1/chat/completions", R"({"model":"fast","max_tokens":5,"max_completion_tokens":9})"))
+  EXPECT_EQ(*ok(run(*c, "/v1/chat/completions",
+                    R"({"model":"fast","max_tokens":5,"max_completion_tokens":9})"))
                  .requested_limit,
             5);
 }
@@ -123,11 +133,13 @@ TEST(Policy, LimitsAreInjectedClampedOrRejected) {
   auto injected = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})"));
   EXPECT_TRUE(injected.limit_injected);
   EXPECT_EQ(injected.output_limit, 100);
-  auto clamped = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_completion_tokens":5000})"));
+  auto clamped = ok(
+      run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_completion_tokens":5000})"));
   EXPECT_TRUE(clamped.limit_clamped);
   EXPECT_EQ(clamped.requested_limit, 5000);
   EXPECT_EQ(clamped.output_limit, 1000);
-  auto smallest = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":30,"n_predict":20})"));
+  auto smallest = ok(
+      run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":30,"n_predict":20})"));
   EXPECT_EQ(smallest.output_limit, 20);
   auto rejected = err(run(*c, "/v1/chat/completions", R"({"model":"fast","max_tokens":51})"));
   EXPECT_EQ(rejected.status, 400u);
@@ -142,7 +154,8 @@ TEST(Policy, EachUpstreamGetsTheSpellingItHonours) {
   auto body = std::string(R"({"model":"fast","max_completion_tokens":40,"messages":[]})");
   auto r = ok(run(*c, "/v1/chat/completions", body));
   auto sent = json::parse(body_for_target(body, "/v1/chat/completions", r, r.route->targets[0],
-                                          c->upstreams.at("llama"), false)).as_object();
+                                          c->upstreams.at("llama"), false))
+                  .as_object();
   EXPECT_EQ(sent.at("max_tokens").as_int64(), 40);
   EXPECT_FALSE(sent.contains("max_completion_tokens"));
   EXPECT_EQ(sent.at("model").as_string(), "llama-3-8b");
@@ -150,7 +163,8 @@ TEST(Policy, EachUpstreamGetsTheSpellingItHonours) {
   auto body2 = std::string(R"({"model":"o3-mini","max_tokens":40,"stream":true})");
   auto r2 = ok(run(*c, "/v1/chat/completions", body2));
   auto sent2 = json::parse(body_for_target(body2, "/v1/chat/completions", r2, r2.route->targets[0],
-                                           c->upstreams.at("reasoning"), true)).as_object();
+                                           c->upstreams.at("reasoning"), true))
+                   .as_object();
   EXPECT_EQ(sent2.at("max_completion_tokens").as_int64(), 40);
   EXPECT_FALSE(sent2.contains("max_tokens"));
   EXPECT_EQ(sent2.at("stream_options").at("include_usage").as_bool(), true);
@@ -158,13 +172,16 @@ TEST(Policy, EachUpstreamGetsTheSpellingItHonours) {
   auto body3 = std::string(R"({"model":"gpt-4o-mini","max_output_tokens":4000,"input":"hi"})");
   auto r3 = ok(run(*c, "/v1/responses", body3));
   auto sent3 = json::parse(body_for_target(body3, "/v1/responses", r3, r3.route->targets[0],
-                                           c->upstreams.at("openai"), false)).as_object();
+                                           c->upstreams.at("openai"), false))
+                   .as_object();
   EXPECT_EQ(sent3.at("max_output_tokens").as_int64(), 1000);
 
-  auto body4 = std::string(R"({"model":"gpt-4o-mini","options":{"num_predict":5000,"temperature":0}})");
+  auto body4 =
+      std::string(R"({"model":"gpt-4o-mini","options":{"num_predict":5000,"temperature":0}})");
   auto r4 = ok(run(*c, "/v1/chat/completions", body4));
   auto sent4 = json::parse(body_for_target(body4, "/v1/chat/completions", r4, r4.route->targets[0],
-                                           c->upstreams.at("openai"), false)).as_object();
+                                           c->upstreams.at("openai"), false))
+                   .as_object();
   EXPECT_EQ(sent4.at("options").at("num_predict").as_int64(), 1000);
   EXPECT_EQ(sent4.at("max_tokens").as_int64(), 1000);
 }
@@ -177,9 +194,12 @@ TEST(Policy, UsageAskedForTheProxyLeavesTheClientsChunksAlone) {
   auto sent = [&](std::string body) {
     auto r = ok(run(*c, "/v1/chat/completions", body));
     return json::parse(body_for_target(body, "/v1/chat/completions", r, r.route->targets[0],
-                                       c->upstreams.at("openai"), true)).at("stream_options").as_object();
+                                       c->upstreams.at("openai"), true))
+        .at("stream_options")
+        .as_object();
   };
-  auto added = sent(R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"continuous_usage_stats":true}})");
+  auto added = sent(
+      R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"continuous_usage_stats":true}})");
   EXPECT_TRUE(added.at("include_usage").as_bool());
   EXPECT_FALSE(added.at("continuous_usage_stats").as_bool());
   auto turned_on = sent(
@@ -189,24 +209,29 @@ TEST(Policy, UsageAskedForTheProxyLeavesTheClientsChunksAlone) {
   EXPECT_EQ(turned_on.at("x").as_int64(), 1);
   auto asked = sent(
       R"({"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
-  EXPECT_TRUE(asked.at("continuous_usage_stats").as_bool()) << "the client asked for both: untouched";
+  EXPECT_TRUE(asked.at("continuous_usage_stats").as_bool())
+      << "the client asked for both: untouched";
 }
 
 TEST(Policy, PromptSizeCeiling) {
   auto c = policy("");
-  auto e = err(run(*c, "/v1/messages", R"({"model":"claude-x","max_tokens":5,"messages":[{"content":")" +
-                                           std::string(400, 'x') + "\"}]}"));
+  auto e = err(run(*c, "/v1/messages",
+                   R"({"model":"claude-x","max_tokens":5,"messages":[{"content":")" +
+                       std::string(400, 'x') + "\"}]}"));
   EXPECT_EQ(e.status, 413u);
 }
 
 TEST(Policy, ClientKeys) {
   auto hash = sha256_hex("sk-team-a");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  auto c = policy("keys:\n  - {name: team-a, sha256: " + hash + ", models: ['gpt-4o*'], max_output_tokens: 10}\n");
+  auto c = policy("keys:\n  - {name: team-a, sha256: " + hash +
+                  ", models: ['gpt-4o*'], max_output_tokens: 10}\n");
   EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})")).status, 401u);
-  EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "sk-wrong")).status, 401u);
+  EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini"})", "sk-wrong")).status,
+            401u);
   EXPECT_EQ(err(run(*c, "/v1/chat/completions", R"({"model":"fast"})", "sk-team-a")).status, 403u);
-  auto r = ok(run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":500})", "sk-team-a"));
+  auto r = ok(
+      run(*c, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":500})", "sk-team-a"));
   EXPECT_EQ(r.key->name, "team-a");
   EXPECT_EQ(r.output_limit, 10);  // the key's ceiling is below the route's
   EXPECT_EQ(client_key_from("Bearer sk-1", ""), "sk-1");
@@ -242,7 +267,8 @@ TEST(Balancer, WeightsAndHealth) {
   EXPECT_TRUE(health.record_failure("a", settings, now));
   EXPECT_TRUE(health.ejected("a", now + std::chrono::seconds(1)));
   EXPECT_FALSE(health.ejected("a", now + std::chrono::seconds(31)));
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(attempt_order(c->routes[0], health, rng)[0]->upstream, "b");
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(attempt_order(c->routes[0], health, rng)[0]->upstream, "b");
   auto backoff = upstream::backoff_for(3, std::chrono::milliseconds(100), rng);
   EXPECT_GE(backoff.count(), 200);
   EXPECT_LE(backoff.count(), 600);

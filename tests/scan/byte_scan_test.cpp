@@ -1,11 +1,11 @@
 // The vector scans against the byte-at-a-time rule they stand for, with the
 // byte that matters at every position of strings long enough to take each
 // path (AVX2 from 128 bytes where the processor has it, SSE2, the tail loop).
+#include "scan/byte_scan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "scan/byte_scan.hpp"
 
 namespace tokengate {
 namespace {
@@ -22,7 +22,8 @@ TEST(ByteScan, SkipPlainStringBytesStopsWhereTheByteLoopDoes) {
   const char specials[] = {'"', '\\', '\x00', '\x1f', '\x7f' /* plain */, '\x80', '\xff'};
   for (std::size_t length : {0u, 1u, 15u, 16u, 17u, 63u, 64u, 127u, 128u, 129u, 200u, 300u}) {
     std::string text(length, 'a');
-    EXPECT_EQ(skip_plain_string_bytes(text.data(), text.data() + length), text.data() + length) << length;
+    EXPECT_EQ(skip_plain_string_bytes(text.data(), text.data() + length), text.data() + length)
+        << length;
     for (std::size_t at = 0; at < length; ++at)
       for (char c : specials) {
         std::string t = text;
@@ -33,8 +34,8 @@ TEST(ByteScan, SkipPlainStringBytesStopsWhereTheByteLoopDoes) {
           const char* begin = t.data() + from;
           const char* end = t.data() + length;
           ASSERT_EQ(skip_plain_string_bytes(begin, end), plain_end_by_bytes(begin, end))
-              << "length " << length << ", byte " << int(static_cast<unsigned char>(c)) << " at " << at << ", from "
-              << from;
+              << "length " << length << ", byte " << int(static_cast<unsigned char>(c)) << " at "
+              << at << ", from " << from;
         }
       }
   }

@@ -3,13 +3,14 @@
 // matter (escapes good and bad, surrogates, backslash runs, UTF-8 good and
 // bad, control characters, quotes), long enough that every piece lands on
 // every side of a 64-byte block's edge.
+#include "scan/string_skip.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
-#include "scan/string_skip.hpp"
 #include "scan/utf8.hpp"
 
 namespace tokengate {
@@ -22,14 +23,16 @@ namespace {
 struct reading {
   std::vector<bool> starts;  // by offset, plus one past the end
   std::size_t stop = 0;
-  bool at_quote = false;     // the stop is the closing quote, everything before it valid
+  bool at_quote = false;  // the stop is the closing quote, everything before it valid
 };
 
 reading read_by_bytes(const std::string& s) {
   reading r;
   r.starts.assign(s.size() + 1, false);
   std::size_t i = 0;
-  auto hex = [&](std::size_t at) { return at < s.size() && hex_digit_values[static_cast<unsigned char>(s[at])] <= 0xF; };
+  auto hex = [&](std::size_t at) {
+    return at < s.size() && hex_digit_values[static_cast<unsigned char>(s[at])] <= 0xF;
+  };
   while (i < s.size()) {
     r.starts[i] = true;
     r.stop = i;
@@ -69,10 +72,10 @@ reading read_by_bytes(const std::string& s) {
 const std::vector<std::string>& pieces() {
   static const std::vector<std::string> all{
       // plain and valid
-      "a", "abcdefgh", "The quick brown fox ", "d", "D", "8", "u", "/", "\x7f",
-      "\\n", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\r", "\\t", "\\\\\\\\", "\\\\\\n",
-      "\\u00e9", "\\u4F60", "\\uffff", "\\u0000", "\\ud7ff", "\\ue000", "\\uD0a1",
-      "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF",
+      "a", "abcdefgh", "The quick brown fox ", "d", "D", "8", "u", "/", "\x7f", "\\n", "\\\"",
+      "\\\\", "\\/", "\\b", "\\f", "\\r", "\\t", "\\\\\\\\", "\\\\\\n", "\\u00e9", "\\u4F60",
+      "\\uffff", "\\u0000", "\\ud7ff", "\\ue000", "\\uD0a1", "\xC3\xA9", "\xE4\xBD\xA0",
+      "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF",
       // surrogates, paired or not
       "\\uD83D\\uDE00", "\\ud800", "\\uDFFF", "\\udbff\\udc00",
       // invalid escapes
@@ -80,8 +83,12 @@ const std::vector<std::string>& pieces() {
       // control characters and quotes
       "\x01", "\x1f", "\t", "\"",
       // invalid UTF-8
-      "\x80", "\xBF", "\xC0\x80", "\xC1\xBF", "\xC2", "\xE0\x80\x80", "\xE0\x9F\xBF", "\xED\xA0\x80", "\xE4\xBD",
-      "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF", "\xE4" "a", "\xF0\x9F\x98"};
+      "\x80", "\xBF", "\xC0\x80", "\xC1\xBF", "\xC2", "\xE0\x80\x80", "\xE0\x9F\xBF",
+      "\xED\xA0\x80", "\xE4\xBD", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80",
+      "\xFF",
+      "\xE4"
+      "a",
+      "\xF0\x9F\x98"};
   return all;
 }
 
@@ -108,12 +115,14 @@ std::string random_content(std::mt19937& random) {
 // to its quote.
 void expect_skip_agrees(const std::string& text, bool& reached_quote) {
   reading expected = read_by_bytes(text);
-  auto at = static_cast<std::size_t>(skip_json_string_content(text.data(), text.data() + text.size()) - text.data());
+  auto at = static_cast<std::size_t>(
+      skip_json_string_content(text.data(), text.data() + text.size()) - text.data());
   ASSERT_LE(at, expected.stop) << testing::PrintToString(text);
   ASSERT_TRUE(expected.starts[at]) << "stopped inside an escape or a character at " << at << " of "
                                    << testing::PrintToString(text);
   if (expected.at_quote) {
-    ASSERT_EQ(at, expected.stop) << "a valid string's end not reached in " << testing::PrintToString(text);
+    ASSERT_EQ(at, expected.stop) << "a valid string's end not reached in "
+                                 << testing::PrintToString(text);
   }
   ASSERT_GE(at + 8, expected.stop) << testing::PrintToString(text);
   reached_quote = expected.at_quote;
@@ -147,7 +156,8 @@ TEST(StringSkip, StopsAtTheQuoteOrBeforeWhatItCannotVouchFor) {
 // it (the text's end is then where it stops, or before).
 TEST(StringSkip, EveryPieceAtEveryOffsetAcrossBlockEdges) {
   if (!json_string_skip_available()) GTEST_SKIP() << "this processor lacks AVX-512 BW and VBMI";
-  for (const std::string& filler : {std::string("x"), std::string("\xE4\xBD\xA0"), std::string("\\n"), std::string("\\u00e9")})
+  for (const std::string& filler :
+       {std::string("x"), std::string("\xE4\xBD\xA0"), std::string("\\n"), std::string("\\u00e9")})
     for (const auto& piece : pieces())
       for (std::size_t at = 0; at < 140; ++at) {
         std::string text;

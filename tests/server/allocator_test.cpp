@@ -1,11 +1,11 @@
 // The heap the binary runs on, how long mimalloc keeps freed pages, and the
 // trim after a burst on glibc's.
+#include "server/allocator.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
-
-#include "server/allocator.hpp"
 
 namespace tokengate {
 namespace {
@@ -23,18 +23,22 @@ std::string output_of(const std::string& command) {
 TEST(Allocator, TheBinaryRunsOnTheHeapItWasBuiltWith) {
   // TOKENGATE_EXPECTED_HEAP: "mimalloc" when CMake linked it, else glibc's.
   auto version = output_of(std::string(TOKENGATE_BINARY) + " version");
-  EXPECT_NE(version.find(std::string("(heap: ") + TOKENGATE_EXPECTED_HEAP), std::string::npos) << version;
+  EXPECT_NE(version.find(std::string("(heap: ") + TOKENGATE_EXPECTED_HEAP), std::string::npos)
+      << version;
 }
 
 // mimalloc gives freed pages back a second after they were freed rather
 // than its default 25 ms; an operator's own setting of mimalloc's
 // environment variable stands.
 TEST(Allocator, MimallocKeepsFreedPagesForTheTunedDelayUnlessTheOperatorSetsIt) {
-  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc") GTEST_SKIP() << "the binary runs on glibc's heap";
+  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc")
+    GTEST_SKIP() << "the binary runs on glibc's heap";
   auto tuned = output_of(std::string(TOKENGATE_BINARY) + " version");
-  EXPECT_NE(tuned.find("freed pages kept " + std::to_string(freed_pages_kept_ms) + " ms"), std::string::npos)
+  EXPECT_NE(tuned.find("freed pages kept " + std::to_string(freed_pages_kept_ms) + " ms"),
+            std::string::npos)
       << tuned;
-  auto operators = output_of("MIMALLOC_DECOMMIT_DELAY=40 " + std::string(TOKENGATE_BINARY) + " version");
+  auto operators =
+      output_of("MIMALLOC_DECOMMIT_DELAY=40 " + std::string(TOKENGATE_BINARY) + " version");
   EXPECT_NE(operators.find("freed pages kept 40 ms"), std::string::npos) << operators;
 }
 
@@ -48,7 +52,8 @@ TEST(Allocator, GlibcsHeapIsTrimmedAndNamed) {
 // switch as mimalloc's own MIMALLOC_ALLOW_DECOMMIT=0, which an operator may
 // set instead); tests/cli/memory_after_burst.sh checks what it holds.
 TEST(Allocator, MimallocSaysWhenFreedPagesAreKeptUntilExit) {
-  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc") GTEST_SKIP() << "the binary runs on glibc's heap";
+  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc")
+    GTEST_SKIP() << "the binary runs on glibc's heap";
   auto kept = output_of("MIMALLOC_ALLOW_DECOMMIT=0 " + std::string(TOKENGATE_BINARY) + " version");
   EXPECT_NE(kept.find("freed pages kept until exit"), std::string::npos) << kept;
 }
@@ -59,11 +64,15 @@ TEST(Allocator, MimallocSaysWhenFreedPagesAreKeptUntilExit) {
 // after the delay, and is named so. tests/cli/memory_after_burst.sh checks
 // the config's way and what the kernel does with the pages.
 TEST(Allocator, MimallocSaysWhenFreedPagesAreGivenBackLazily) {
-  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc") GTEST_SKIP() << "the binary runs on glibc's heap";
-  auto lazy = output_of("MIMALLOC_PAGE_RESET=1 MIMALLOC_ALLOW_DECOMMIT=0 " + std::string(TOKENGATE_BINARY) + " version");
+  if (std::string(TOKENGATE_EXPECTED_HEAP) != "mimalloc")
+    GTEST_SKIP() << "the binary runs on glibc's heap";
+  auto lazy = output_of("MIMALLOC_PAGE_RESET=1 MIMALLOC_ALLOW_DECOMMIT=0 " +
+                        std::string(TOKENGATE_BINARY) + " version");
   EXPECT_NE(lazy.find("freed pages given back lazily (MADV_FREE)"), std::string::npos) << lazy;
-  auto reset_only = output_of("MIMALLOC_PAGE_RESET=1 " + std::string(TOKENGATE_BINARY) + " version");
-  EXPECT_NE(reset_only.find("freed pages kept " + std::to_string(freed_pages_kept_ms) + " ms)"), std::string::npos)
+  auto reset_only =
+      output_of("MIMALLOC_PAGE_RESET=1 " + std::string(TOKENGATE_BINARY) + " version");
+  EXPECT_NE(reset_only.find("freed pages kept " + std::to_string(freed_pages_kept_ms) + " ms)"),
+            std::string::npos)
       << reset_only;
 }
 

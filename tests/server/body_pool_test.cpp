@@ -26,7 +26,8 @@ TEST(BodyPool, ABodyGetsTheSmallestKeptBufferThatHoldsIt) {
   ASSERT_EQ(pool.kept_buffers(), 3u);
 
   auto body = pool.take(200'000);
-  EXPECT_EQ(body.data(), middle_bytes) << "the 256 KiB buffer, neither the 64 KiB nor the 1 MiB one";
+  EXPECT_EQ(body.data(), middle_bytes)
+      << "the 256 KiB buffer, neither the 64 KiB nor the 1 MiB one";
   EXPECT_EQ(body.size(), 200'000u);
   EXPECT_EQ(pool.kept_buffers(), 2u);
   EXPECT_EQ(pool.kept_bytes(), (64 + 1024) * 1024u);

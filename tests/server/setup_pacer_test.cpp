@@ -1,5 +1,7 @@
 // New requests' set-ups, paced: at most `per_turn` start in one turn of the
 // event loop, the rest wait in order behind what was already ready.
+#include "server/setup_pacer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -7,12 +9,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <functional>
 #include <utility>
 #include <vector>
-
-#include "server/setup_pacer.hpp"
 
 namespace tokengate {
 namespace {
@@ -21,7 +20,8 @@ namespace net = boost::asio;
 
 // One request's set-up: waits for its turn if it must, then notes in which
 // turn of the loop it started.
-net::awaitable<void> set_up(setup_pacer& pacer, int id, const int& turn, std::vector<std::pair<int, int>>& started) {
+net::awaitable<void> set_up(setup_pacer& pacer, int id, const int& turn,
+                            std::vector<std::pair<int, int>>& started) {
   if (!pacer.try_start()) co_await pacer.wait_turn(net::use_awaitable);
   started.emplace_back(id, turn);
 }
@@ -49,7 +49,8 @@ TEST(SetupPacer, ABurstStartsTwoATurnInOrderBetweenOtherWork) {
   std::vector<std::pair<int, int>> started;
   for (int id = 0; id < 7; ++id) net::co_spawn(io, set_up(pacer, id, turn, started), net::detached);
   io.run();
-  const std::vector<std::pair<int, int>> expected{{0, 1}, {1, 1}, {2, 2}, {3, 2}, {4, 3}, {5, 3}, {6, 4}};
+  const std::vector<std::pair<int, int>> expected{{0, 1}, {1, 1}, {2, 2}, {3, 2},
+                                                  {4, 3}, {5, 3}, {6, 4}};
   EXPECT_EQ(started, expected);
   EXPECT_EQ(pacer.waiting(), 0u);
 }

@@ -1,17 +1,18 @@
 // The lean chat-chunk reader: what it reads, what it leaves to the full
 // parse, and that the observer finds the same facts either way on every
 // fixture (tests/fuzz/sse_fuzz checks the same on arbitrary input).
+#include "stream/chat_dialect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "stream/anthropic_dialect.hpp"
+#include "stream/observer.hpp"
 #include "support/fixtures.hpp"
 #include "support/read_file.hpp"
-#include "stream/anthropic_dialect.hpp"
-#include "stream/chat_dialect.hpp"
-#include "stream/observer.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -85,11 +86,12 @@ TEST(ChatChunk, ReadsTheCommonShapes) {
   EXPECT_EQ(c.choices[0].finish_reason, "");
   EXPECT_FALSE(c.usage);
 
-  ASSERT_TRUE(read_chat_chunk(R"( {"choices":[{"index":1,"delta":{"reasoning_content":"hm","content":""},)"
-                              R"("finish_reason":"length"},{"index":0,"text":"t","finish_reason":"stop"}],)"
-                              R"("usage":{"prompt_tokens":12,"completion_tokens":340,"total_tokens":352,)"
-                              R"("prompt_tokens_details":{"cached_tokens":0}}} )",
-                              c));
+  ASSERT_TRUE(
+      read_chat_chunk(R"( {"choices":[{"index":1,"delta":{"reasoning_content":"hm","content":""},)"
+                      R"("finish_reason":"length"},{"index":0,"text":"t","finish_reason":"stop"}],)"
+                      R"("usage":{"prompt_tokens":12,"completion_tokens":340,"total_tokens":352,)"
+                      R"("prompt_tokens_details":{"cached_tokens":0}}} )",
+                      c));
   ASSERT_EQ(c.choice_count, 2u);
   EXPECT_EQ(c.choices[0].index, 1);
   EXPECT_FALSE(c.choices[0].text);  // empty content is no token
@@ -110,39 +112,40 @@ TEST(ChatChunk, ReadsTheCommonShapes) {
 
 TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
   const char* declined[] = {
-      R"({"type":"message_start","choices":[]})",                         // Anthropic / Responses shapes
-      R"({"error":null,"choices":[]})",                                   // error members, even falsy
-      R"({"choices":[{"delta":{"tool_calls":[],"tool_calls":[]}}]})",    // twice
+      R"({"type":"message_start","choices":[]})",  // Anthropic / Responses shapes
+      R"({"error":null,"choices":[]})",            // error members, even falsy
+      R"({"choices":[{"delta":{"tool_calls":[],"tool_calls":[]}}]})",  // twice
       R"({"choices":[{"delta":{"tool_calls":[{"function":{},"function":{}}]}}]})",
       R"({"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]})",
-      R"({"choices":[{"delta":{"tool_calls":[{"function":{"n\u0061me":"a"}}]}}]})",  // an escaped key
-      R"({"ch\u006fices":[]})",                                           // an escaped key
-      R"({"choices":[],"choices":[]})",                                   // duplicate keys
+      R"({"choices":[{"delta":{"tool_calls":[{"function":{"n\u0061me":"a"}}]}}]})",  // an escaped
+                                                                                     // key
+      R"({"ch\u006fices":[]})",          // an escaped key
+      R"({"choices":[],"choices":[]})",  // duplicate keys
       R"({"choices":[{"index":0,"index":1}]})",
-      R"({"choices":[{"index":1e0}]})",                                   // exponents
+      R"({"choices":[{"index":1e0}]})",  // exponents
       R"({"choices":[],"created":1e400})",
-      R"({"choices":[{"index":-1}]})",                                    // signs
-      R"({"choices":[],"n":12345678901234567890})",                       // past 18 digits
-      R"({"choices":[{"index":77777777777777777777}]})",                  // (found by sse_fuzz: overflowed)
-      R"({"choices":[{"index":9333333333333333333}]})",                   // 19 digits (sse_fuzz again)
-      R"({"choices":[{"delta":{"content":"\ud83d\ude00"}}]})",            // surrogates
-      R"({"choices":[{"finish_reason":"st\u006fp"}]})",                   // an escaped finish reason
-      R"({"choices":{}})",                                                // choices not an array
-      R"({"id":"x"})",                                                    // no choices
-      R"([{"choices":[]}])",                                              // not an object
-      R"({"choices":[]} x)",                                              // trailing bytes
-      R"({"choices":[],})",                                               // trailing comma
-      R"({"choices":[01]})",                                              // leading zero
-      R"({"choices":[tru]})",                                             // a broken literal
+      R"({"choices":[{"index":-1}]})",                          // signs
+      R"({"choices":[],"n":12345678901234567890})",             // past 18 digits
+      R"({"choices":[{"index":77777777777777777777}]})",        // (found by sse_fuzz: overflowed)
+      R"({"choices":[{"index":9333333333333333333}]})",         // 19 digits (sse_fuzz again)
+      R"({"choices":[{"delta":{"content":"\ud83d\ude00"}}]})",  // surrogates
+      R"({"choices":[{"finish_reason":"st\u006fp"}]})",         // an escaped finish reason
+      R"({"choices":{}})",                                      // choices not an array
+      R"({"id":"x"})",                                          // no choices
+      R"([{"choices":[]}])",                                    // not an object
+      R"({"choices":[]} x)",                                    // trailing bytes
+      R"({"choices":[],})",                                     // trailing comma
+      R"({"choices":[01]})",                                    // leading zero
+      R"({"choices":[tru]})",                                   // a broken literal
       R"({"choices":[{"delta":{"content":"a)"
       "\x01"
-      R"("}}]})",                                                         // a raw control character
-      "{\"choices\":[{\"delta\":{\"content\":\"\xC0\xAF\"}}]}",           // overlong UTF-8
-      "{\"choices\":[{\"delta\":{\"content\":\"\xED\xA0\x80\"}}]}",       // a surrogate in UTF-8
-      "{\"choices\":[{\"delta\":{\"content\":\"\xF4\x90\x80\x80\"}}]}",   // past U+10FFFF
-      "{\"choices\":[{\"delta\":{\"content\":\"\xE6\x97\"}}]}",           // a cut sequence
+      R"("}}]})",                                                        // a raw control character
+      "{\"choices\":[{\"delta\":{\"content\":\"\xC0\xAF\"}}]}",          // overlong UTF-8
+      "{\"choices\":[{\"delta\":{\"content\":\"\xED\xA0\x80\"}}]}",      // a surrogate in UTF-8
+      "{\"choices\":[{\"delta\":{\"content\":\"\xF4\x90\x80\x80\"}}]}",  // past U+10FFFF
+      "{\"choices\":[{\"delta\":{\"content\":\"\xE6\x97\"}}]}",          // a cut sequence
       R"({"choices":[],"deep":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]})",  // deep nesting
-      R"({"choices":[{"index":0,"delta":{"content":"a"})",                // cut off
+      R"({"choices":[{"index":0,"delta":{"content":"a"})",                  // cut off
       "",
   };
   for (const char* data : declined) {
@@ -151,7 +154,8 @@ TEST(ChatChunk, LeavesEverythingUnusualToTheFullParse) {
   }
   // Nine choices: more than the reader keeps.
   std::string many = R"({"choices":[)";
-  for (int i = 0; i < 9; ++i) many += std::string(i ? "," : "") + R"({"index":)" + std::to_string(i) + "}";
+  for (int i = 0; i < 9; ++i)
+    many += std::string(i ? "," : "") + R"({"index":)" + std::to_string(i) + "}";
   chat_chunk c;
   EXPECT_FALSE(read_chat_chunk(many + "]}", c));
 }
@@ -172,7 +176,8 @@ void expect_same_chunk(const chat_chunk& a, const chat_chunk& b, std::string_vie
 
 std::string demo_chunk(std::string_view delta, std::string_view finish = "null") {
   return R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)"
-         R"("choices":[{"index":0,"delta":{)" + std::string(delta) + R"(},"finish_reason":)" + std::string(finish) +
+         R"("choices":[{"index":0,"delta":{)" +
+         std::string(delta) + R"(},"finish_reason":)" + std::string(finish) +
          R"(}],"usage":{"prompt_tokens":7,"completion_tokens":null}})";
 }
 
@@ -211,7 +216,8 @@ std::vector<std::string> fixture_chunks(std::string_view name) {
 
 TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
   std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
-  for (std::string_view word : {"The", " quick", "", R"( caf\u00e9)", R"( \"q\")", " 日本", R"(\\)"})
+  for (std::string_view word :
+       {"The", " quick", "", R"( caf\u00e9)", R"( \"q\")", " 日本", R"(\\)"})
     stream.push_back(demo_chunk(R"("content":")" + std::string(word) + "\""));
   stream.push_back(demo_chunk(R"("content":"")", R"("stop")"));
   stream.push_back(demo_chunk(R"("content":"again")"));
@@ -229,26 +235,31 @@ TEST(ChatChunk, AStreamsRepeatedChunksAreReadFromMemoryWithTheSameResult) {
 // must read exactly as a fresh read does, whatever follows those bytes.
 TEST(ChatChunk, AChunkStartingWithTheRememberedMembersReadsAsAFreshReadDoes) {
   const std::string remembered = demo_chunk(R"("content":"a")");
-  const std::string start = R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)";
+  const std::string start =
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796139637,"model":"demo",)";
   struct variant {
     std::string data;
     bool resumed;  // accepted, read from after the remembered members (a refused read counts none)
   };
   const variant variants[] = {
       {demo_chunk(R"("content":"")", R"("stop")"), true},
-      {start + R"("choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}})", true},
+      {start +
+           R"("choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}})",
+       true},
       {start + R"("usage":{"prompt_tokens":3},"choices":[{"index":1,"text":"x"}]})", true},
       {start + "\n \"choices\":[{\"delta\":{\"reasoning\":\"r\"}}]}", true},
-      {start + R"("model":"again","choices":[]})", true},                      // an untracked key twice: as a fresh read
-      {start + R"("choices":[],"choices":[]})", false},                        // a tracked one twice: the full parser's
-      {start + R"("type":"x","choices":[]})", false},                          // another dialect's member
+      {start + R"("model":"again","choices":[]})",
+       true},                                            // an untracked key twice: as a fresh read
+      {start + R"("choices":[],"choices":[]})", false},  // a tracked one twice: the full parser's
+      {start + R"("type":"x","choices":[]})", false},    // another dialect's member
       {start + R"("choices":[{"index":0,"delta":{"content":"a"}}])", false},  // unterminated
       {start + R"("choices":[]}  )", true},
       {start + R"("choices":[]}x)", false},
       {start + R"("choices":[]})", true},
-      {start + R"(})", false},                                                 // a comma before '}'
+      {start + R"(})", false},  // a comma before '}'
       {start + R"(,"choices":[]})", false},
-      {R"({"id":"chatcmpl-2","object":"chat.completion.chunk","created":1796139637,"model":"demo","choices":[]})", false},
+      {R"({"id":"chatcmpl-2","object":"chat.completion.chunk","created":1796139637,"model":"demo","choices":[]})",
+       false},
   };
   for (const auto& v : variants) {
     chat_chunk_reader reader;
@@ -274,17 +285,18 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
       {"b", true},
       {R"(\"\\\/\b\f\n\r\t\u00e9)", true},
       {"\xE2\x98\x83", true},
-      {R"(a","x":"b)", false},      // a quote: a different shape, read in full (and valid)
+      {R"(a","x":"b)", false},  // a quote: a different shape, read in full (and valid)
       {R"(a"},"y":{"z":")", false},
-      {R"(ab\)", false},            // the closing quote would be escaped: unterminated
-      {R"(\u12)", false},           // a cut \u escape
-      {R"(\ud83d\ude00)", false},   // surrogates: the full reader's to decline
-      {R"(\x)", false},             // no such escape
-      {"a\x01", false},             // a raw control character
-      {"\xE6\x97", false},          // a cut UTF-8 sequence
-      {"\xC0\xAF", false},          // overlong UTF-8
+      {R"(ab\)", false},           // the closing quote would be escaped: unterminated
+      {R"(\u12)", false},          // a cut \u escape
+      {R"(\ud83d\ude00)", false},  // surrogates: the full reader's to decline
+      {R"(\x)", false},            // no such escape
+      {"a\x01", false},            // a raw control character
+      {"\xE6\x97", false},         // a cut UTF-8 sequence
+      {"\xC0\xAF", false},         // overlong UTF-8
   };
-  for (const auto& v : variants) expect_read_after(remembered, demo_chunk(R"("content":")" + v.content + "\""), v.from_memory);
+  for (const auto& v : variants)
+    expect_read_after(remembered, demo_chunk(R"("content":")" + v.content + "\""), v.from_memory);
 }
 
 // OpenAI's chunks end with an "obfuscation" string of random length: a
@@ -293,9 +305,9 @@ TEST(ChatChunk, OnlyAValidStringBetweenTheRememberedBytesIsReadFromMemory) {
 TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
   auto padded = [](std::string_view content, std::string_view padding, std::string_view last = "") {
     return R"({"id":"chatcmpl-C5q","object":"chat.completion.chunk","created":1755172101,"model":"gpt-4o-mini",)"
-           R"("service_tier":"default","choices":[{"index":0,"delta":{"content":")" + std::string(content) +
-           R"("},"logprobs":null,"finish_reason":null}],"obfuscation":")" + std::string(padding) + "\"" +
-           std::string(last) + "}";
+           R"("service_tier":"default","choices":[{"index":0,"delta":{"content":")" +
+           std::string(content) + R"("},"logprobs":null,"finish_reason":null}],"obfuscation":")" +
+           std::string(padding) + "\"" + std::string(last) + "}";
   };
   struct variant {
     std::string data;
@@ -307,10 +319,10 @@ TEST(ChatChunk, OpenAIsPaddedChunksAreReadFromMemory) {
       {padded(" light", ""), true},
       {padded(R"( \"q\")", R"(caf\u00e9)"), true},
       {padded(" x", "\xE6\x97\xA5"), true},
-      {padded(" x", R"(a\"b)"), false},  // a quote inside: read in full, valid
-      {padded(" x", R"(a\)"), false},    // the closing quote escaped: not JSON
-      {padded(" x", "a\x01"), false},    // a raw control character
-      {padded(" x", "\xC0\xAF"), false}, // overlong UTF-8
+      {padded(" x", R"(a\"b)"), false},             // a quote inside: read in full, valid
+      {padded(" x", R"(a\)"), false},               // the closing quote escaped: not JSON
+      {padded(" x", "a\x01"), false},               // a raw control character
+      {padded(" x", "\xC0\xAF"), false},            // overlong UTF-8
       {padded(" x", "ab", R"(,"more":1)"), false},  // not the last member
       {padded(R"(a","obfuscation":"b)", "c"), false},
       {padded(" x", R"(z"},"logprobs":null,"finish_reason":null}],"obfuscation":"y)"), false},
@@ -343,7 +355,8 @@ TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
       {R"("demo_sent_us")", "57160475557", "57160475582", true},
       {R"("demo_sent_us")", "57160475557", "0", true},
       {R"("demo_sent_us")", "57160475557", "999999999999999999", true},  // 18 digits
-      {R"("demo_sent_us")", "57160475557", "1000000000000000000", false},  // 19: the full read's to judge
+      {R"("demo_sent_us")", "57160475557", "1000000000000000000",
+       false},  // 19: the full read's to judge
       {R"("demo_sent_us")", "57160475557", "-5", false},
       {R"("demo_sent_us")", "57160475557", "1.5", false},
       {R"("demo_sent_us")", "57160475557", "1e3", false},
@@ -353,17 +366,20 @@ TEST(ChatChunk, AVaryingLastStringOrIntegerIsReadFromMemory) {
       {R"("demo_sent_us")", "57160475557", "null", false},
       {R"("seq")", R"("a")", R"("bcd")", true},
       {R"("seq")", R"("a")", "7", false},
-      {R"("seq")", "-1", "-2", false},                    // a sign: no hole remembered
-      {R"("x-seq")", "1", "2", false},                     // a key beyond [A-Za-z0-9_]: no hole remembered
+      {R"("seq")", "-1", "-2", false},  // a sign: no hole remembered
+      {R"("x-seq")", "1", "2", false},  // a key beyond [A-Za-z0-9_]: no hole remembered
       {R"("seq")", R"({"n":[1]})", R"({"n":[2]})", false},  // an array in an object: no hole
   };
-  for (const auto& v : variants) expect_read_after(stamped(v.member, v.remembered), stamped(v.member, v.value), v.from_memory);
+  for (const auto& v : variants)
+    expect_read_after(stamped(v.member, v.remembered), stamped(v.member, v.value), v.from_memory);
   // A whole stamped stream, as the demo engine writes it for the benchmark.
   std::vector<std::string> stream;
   for (std::string_view word : {"The", " quick", "", R"( \"q\")"})
-    stream.push_back(R"({"id":"chatcmpl-demo-1","object":"chat.completion.chunk","created":1796359415,"model":"m",)"
-                     R"("choices":[{"index":0,"delta":{"content":")" + std::string(word) +
-                     R"("},"finish_reason":null}],"demo_sent_us":)" + std::to_string(57160475557 + 25 * stream.size()) + "}");
+    stream.push_back(
+        R"({"id":"chatcmpl-demo-1","object":"chat.completion.chunk","created":1796359415,"model":"m",)"
+        R"("choices":[{"index":0,"delta":{"content":")" +
+        std::string(word) + R"("},"finish_reason":null}],"demo_sent_us":)" +
+        std::to_string(57160475557 + 25 * stream.size()) + "}");
   chat_chunk_reader reader;
   read_both_ways(reader, stream);
   EXPECT_EQ(reader.remembered_reads(), stream.size() - 1);
@@ -387,32 +403,49 @@ TEST(ChatChunk, UsageSentWithEveryChunkIsReadFromMemory) {
   };
   const variant variants[] = {
       {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2})", true},
-      {R"("usage")", vllm, R"({"prompt_tokens":7,"total_tokens":999999999999999999,"completion_tokens":0})", true},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":-2})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2.5})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":1e1})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":02})", false},  // not JSON
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":null})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":"2"})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":1000000000000000000,"completion_tokens":2})", false},
-      {R"("usage")", vllm, R"({"total_tokens":25,"prompt_tokens":23,"completion_tokens":2})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"more":1})", false},
-      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"completion_tokens":3})", false},
+      {R"("usage")", vllm,
+       R"({"prompt_tokens":7,"total_tokens":999999999999999999,"completion_tokens":0})", true},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":-2})",
+       false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2.5})",
+       false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":1e1})",
+       false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":02})",
+       false},  // not JSON
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":null})",
+       false},
+      {R"("usage")", vllm, R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":"2"})",
+       false},
+      {R"("usage")", vllm,
+       R"({"prompt_tokens":23,"total_tokens":1000000000000000000,"completion_tokens":2})", false},
+      {R"("usage")", vllm, R"({"total_tokens":25,"prompt_tokens":23,"completion_tokens":2})",
+       false},
+      {R"("usage")", vllm,
+       R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"more":1})", false},
+      {R"("usage")", vllm,
+       R"({"prompt_tokens":23,"total_tokens":25,"completion_tokens":2,"completion_tokens":3})",
+       false},
       {R"("usage")", vllm, "null", false},
       {R"("usage")", R"({"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null})",
        R"({"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":null})", true},
-      {R"("usage")", R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7})", R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8})", false},
-      {R"("usage")", R"({"prompt_tokens":5,"details":{"n":1}})", R"({"prompt_tokens":6,"details":{"n":1}})", false},
+      {R"("usage")", R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7})",
+       R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8})", false},
+      {R"("usage")", R"({"prompt_tokens":5,"details":{"n":1}})",
+       R"({"prompt_tokens":6,"details":{"n":1}})", false},
       {R"("stats")", R"({"n":1,"m":2})", R"({"n":3,"m":4})", true},
       {R"("stats")", R"({"n":1,"s":"{"})", R"({"n":3,"s":"{"})", false},
       {R"("stats")", "{}", "{}", true},  // nothing varies: the chunk as remembered
   };
-  for (const auto& v : variants) expect_read_after(counted(v.member, v.remembered), counted(v.member, v.object), v.from_memory);
+  for (const auto& v : variants)
+    expect_read_after(counted(v.member, v.remembered), counted(v.member, v.object), v.from_memory);
   // The counts read are this chunk's, not the remembered one's.
   chat_chunk_reader reader;
   chat_chunk c;
   ASSERT_TRUE(reader.read(counted(R"("usage")", vllm), c));
-  ASSERT_TRUE(reader.read(counted(R"("usage")", R"({"prompt_tokens":23,"total_tokens":64,"completion_tokens":41})"), c));
+  ASSERT_TRUE(reader.read(
+      counted(R"("usage")", R"({"prompt_tokens":23,"total_tokens":64,"completion_tokens":41})"),
+      c));
   EXPECT_EQ(reader.remembered_reads(), 1u);
   EXPECT_TRUE(c.usage);
   EXPECT_EQ(c.prompt_tokens, 23);
@@ -439,21 +472,27 @@ TEST(ChatChunk, SeveralVaryingMembersAtTheEndAreReadFromMemory) {
     bool from_memory;
   };
   const variant variants[] = {
-      {R"("obfuscation":"kP2","demo_sent_us":57160475557)", R"("obfuscation":"v8xQ","demo_sent_us":57160475582)", true},
+      {R"("obfuscation":"kP2","demo_sent_us":57160475557)",
+       R"("obfuscation":"v8xQ","demo_sent_us":57160475582)", true},
       {R"("usage":{"prompt_tokens":3,"completion_tokens":1},"demo_sent_us":5)",
        R"("usage":{"prompt_tokens":3,"completion_tokens":2},"demo_sent_us":6)", true},
       {R"("a":1,"b":"x","c":{"d":2},"e":3)", R"("a":9,"b":"yz","c":{"d":8},"e":7)", true},
       {R"("usage":null,"obfuscation":"a")", R"("usage":null,"obfuscation":"bc")", true},
-      {R"("m":[1],"obfuscation":"a")", R"("m":[2],"obfuscation":"bc")", false},  // the walk stopped at the array
+      {R"("m":[1],"obfuscation":"a")", R"("m":[2],"obfuscation":"bc")",
+       false},  // the walk stopped at the array
       {R"("m":[1],"obfuscation":"a")", R"("m":[1],"obfuscation":"bc")", true},
       // Seven counts and a stamp: the stamp is a hole, the counts (one
       // too many) are not.
-      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)", R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":2)", true},
-      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)", R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8},"s":2)", false},
-      {R"("obfuscation":"kP2","demo_sent_us":1)", R"("obfuscation":"a\"b","demo_sent_us":2)", false},
+      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)",
+       R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":2)", true},
+      {R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7},"s":1)",
+       R"("u":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":8},"s":2)", false},
+      {R"("obfuscation":"kP2","demo_sent_us":1)", R"("obfuscation":"a\"b","demo_sent_us":2)",
+       false},
       {R"("obfuscation":"kP2","demo_sent_us":1)", R"("demo_sent_us":2,"obfuscation":"a")", false},
   };
-  for (const auto& v : variants) expect_read_after(tail(v.remembered), tail(v.members), v.from_memory);
+  for (const auto& v : variants)
+    expect_read_after(tail(v.remembered), tail(v.members), v.from_memory);
 }
 
 // OpenAI's tool calls: a function's non-empty name or arguments make the
@@ -465,21 +504,26 @@ TEST(ChatChunk, ReadsToolCallsAsTheFullParseDoes) {
     bool lean;
   };
   const variant variants[] = {
-      {R"("tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}])", true},
+      {R"("tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}])",
+       true},
       {R"("tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Par"}}])", true},
-      {R"("tool_calls":[{"index":0,"function":{"arguments":""}}])", true},       // nothing yet: no kind
+      {R"("tool_calls":[{"index":0,"function":{"arguments":""}}])", true},  // nothing yet: no kind
       {R"("tool_calls":[{"index":0,"function":{"name":""}}])", true},
-      {R"("tool_calls":[{"index":1,"function":{"arguments":"x"}},{"index":2,"function":{"name":"f"}}])", true},
+      {R"("tool_calls":[{"index":1,"function":{"arguments":"x"}},{"index":2,"function":{"name":"f"}}])",
+       true},
       {R"("tool_calls":[])", true},
-      {R"("tool_calls":null)", true},                                           // not an array: no calls
-      {R"("tool_calls":[7,"x",{"function":null},{"function":{"arguments":3}}])", true},  // nothing a call counts
+      {R"("tool_calls":null)", true},  // not an array: no calls
+      {R"("tool_calls":[7,"x",{"function":null},{"function":{"arguments":3}}])",
+       true},  // nothing a call counts
       {R"("content":null,"tool_calls":[{"index":0,"function":{"arguments":"1"}}])", true},
-      {R"("tool_calls":[{"index":0,"function":{"arguments":"\ud83d\ude00"}}])", false},  // surrogates
+      {R"("tool_calls":[{"index":0,"function":{"arguments":"\ud83d\ude00"}}])",
+       false},  // surrogates
       {R"("tool_calls":[{"function":{"arguments":"a","arguments":"b"}}])", false},
   };
   for (const auto& v : variants) {
     const auto data = demo_chunk(v.delta);
-    stream_observer lean{dialect::openai_chat, false, true}, full{dialect::openai_chat, false, false};
+    stream_observer lean{dialect::openai_chat, false, true},
+        full{dialect::openai_chat, false, false};
     lean.on_event(sse_event{"message", data});
     full.on_event(sse_event{"message", data});
     EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << data;
@@ -495,7 +539,8 @@ TEST(ChatChunk, ToolArgumentFragmentsAreReadFromMemoryWithTheSameResult) {
   auto call = [](std::string_view function) {
     return demo_chunk(R"("tool_calls":[{"index":0,"function":{)" + std::string(function) + "}}]");
   };
-  std::vector<std::string> stream{call(R"("name":"get_weather","arguments":"")"), call(R"("name":"get_weather","arguments":"")")};
+  std::vector<std::string> stream{call(R"("name":"get_weather","arguments":"")"),
+                                  call(R"("name":"get_weather","arguments":"")")};
   for (std::string_view fragment : {R"({\"ci)", R"(ty\": )", "", R"(\"Par\u00eds\"})"})
     stream.push_back(call(R"("arguments":")" + std::string(fragment) + "\""));
   stream.push_back(demo_chunk(R"("content":"done")"));
@@ -521,13 +566,16 @@ TEST(ChatChunk, ReasoningChunksAreReadFromMemoryWithTheSameResult) {
   for (std::string_view field : {"reasoning_content", "reasoning"}) {
     SCOPED_TRACE(field);
     auto thinking = [&](std::string_view text) {
-      return demo_chunk(R"("content":null,")" + std::string(field) + R"(":")" + std::string(text) + "\"");
+      return demo_chunk(R"("content":null,")" + std::string(field) + R"(":")" + std::string(text) +
+                        "\"");
     };
     auto answer = [&](std::string_view text) {
-      return demo_chunk(R"("content":")" + std::string(text) + R"(",")" + std::string(field) + R"(":null)");
+      return demo_chunk(R"("content":")" + std::string(text) + R"(",")" + std::string(field) +
+                        R"(":null)");
     };
     std::vector<std::string> stream{demo_chunk(R"("role":"assistant","content":"")")};
-    for (std::string_view word : {"Okay", ",", "", R"( \"so\")", " 日本", R"(\n)"}) stream.push_back(thinking(word));
+    for (std::string_view word : {"Okay", ",", "", R"( \"so\")", " 日本", R"(\n)"})
+      stream.push_back(thinking(word));
     for (std::string_view word : {"Blue", "", " sky"}) stream.push_back(answer(word));
     stream.push_back(demo_chunk(R"("content":"x",")" + std::string(field) + R"(":"y")"));
     stream.push_back(answer("again"));
@@ -550,7 +598,8 @@ TEST(ChatChunk, ReasoningChunksAreReadFromMemoryWithTheSameResult) {
   // Both fixtures of reasoning models: every chunk but those that change
   // shape (the role, the first of the thinking and of the answer, the
   // finish, the usage) from memory.
-  for (auto [name, expected] : {std::pair{"openai-chat-reasoning.sse", 24u}, std::pair{"vllm-chat-reasoning.sse", 17u}}) {
+  for (auto [name, expected] :
+       {std::pair{"openai-chat-reasoning.sse", 24u}, std::pair{"vllm-chat-reasoning.sse", 17u}}) {
     SCOPED_TRACE(name);
     chat_chunk_reader reader;
     auto stream = fixture_chunks(name);
@@ -567,7 +616,8 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
     std::string data;
     bool lean;
   };
-  const std::string text = R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")";
+  const std::string text =
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")";
   const std::string thinking =
       R"({"type":"content_block_delta","index":3,"delta":{"type":"thinking_delta","thinking":")";
   const std::string json =
@@ -577,16 +627,21 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
       {text + R"("}})", true},  // empty: no kind
       {text + R"(h\u00e9 \"\u2603\" \n)" + "\xE6\x97\xA5" + R"("}})", true},
       {thinking + R"(Let me think"}})", true},
-      {R"({"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"x"}})", true},
-      {R"({"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}})", false},  // not JSON
-      {R"({"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}})", false},
-      {R"({"type": "content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})", false},  // blanks
+      {R"({"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"x"}})",
+       true},
+      {R"({"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}})",
+       false},  // not JSON
+      {R"({"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}})",
+       false},
+      {R"({"type": "content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})",
+       false},  // blanks
       {text + R"(x"}} )", false},
       {thinking + R"(x"}         })", true},  // Anthropic's padding before the last brace
       {text + "x\"}\n\t\r }", true},
-      {text + R"(x" }})", false},             // elsewhere: the full parse's
+      {text + R"(x" }})", false},  // elsewhere: the full parse's
       {text + R"(x"} } )", false},
-      {text + R"(x"},"error":{"type":"overloaded_error"}})", false},  // another member: the full parse decides
+      {text + R"(x"},"error":{"type":"overloaded_error"}})",
+       false},                               // another member: the full parse decides
       {text + R"(a"b"}})", false},           // a bare quote inside
       {text + R"(ab\"}})", false},           // the closing quote escaped
       {text + R"(\ud83d\ude00"}})", false},  // surrogates
@@ -594,12 +649,14 @@ TEST(ChatChunk, ReadsAnthropicDeltasAsTheFullParseDoes) {
       {json + R"({\"city\": \"Par"}})", true},
       {json + R"("}})", true},  // an empty fragment: no kind
       {json + R"(x", "extra": 1}})", false},
-      {R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","citations":[]}})", false},
+      {R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","citations":[]}})",
+       false},
   };
   for (const auto& v : variants) {
     unsigned lean_kinds = 999;
     EXPECT_EQ(read_anthropic_delta(v.data, lean_kinds), v.lean) << v.data;
-    stream_observer lean{dialect::anthropic_messages, false, true}, full{dialect::anthropic_messages, false, false};
+    stream_observer lean{dialect::anthropic_messages, false, true},
+        full{dialect::anthropic_messages, false, false};
     lean.on_event(sse_event{"content_block_delta", v.data});
     full.on_event(sse_event{"content_block_delta", v.data});
     EXPECT_EQ(lean.last_kinds(), full.last_kinds()) << v.data;

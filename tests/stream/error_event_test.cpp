@@ -1,7 +1,9 @@
-#include <boost/json.hpp>
+#include "stream/error_event.hpp"
+
 #include <gtest/gtest.h>
 
-#include "stream/error_event.hpp"
+#include <boost/json.hpp>
+
 #include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
@@ -25,7 +27,8 @@ one_event parse(const std::string& text) {
 }
 
 TEST(ErrorEvent, OpenAiShapeIsADataObjectWithAnErrorKey) {
-  auto e = parse(make_error_event(dialect::openai_chat, "upstream_error", "upstream_disconnected", "cut \"off\""));
+  auto e = parse(make_error_event(dialect::openai_chat, "upstream_error", "upstream_disconnected",
+                                  "cut \"off\""));
   ASSERT_EQ(e.count, 1);
   EXPECT_EQ(e.type, "message");
   auto v = boost::json::parse(e.data).as_object();
@@ -43,7 +46,8 @@ TEST(ErrorEvent, AnthropicShapeIsAnErrorEvent) {
 }
 
 TEST(ErrorEvent, ResponsesShapeIsAnErrorEvent) {
-  auto e = parse(make_error_event(dialect::openai_responses, "upstream_error", "upstream_timeout", "slow"));
+  auto e = parse(
+      make_error_event(dialect::openai_responses, "upstream_error", "upstream_timeout", "slow"));
   ASSERT_EQ(e.count, 1);
   EXPECT_EQ(e.type, "error");
   EXPECT_EQ(boost::json::parse(e.data).at("code").as_string(), "upstream_timeout");

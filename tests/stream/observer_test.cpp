@@ -1,14 +1,15 @@
 // The dialect observer against every fixture's .expect.json, field by field.
-#include <boost/json.hpp>
+#include "stream/observer.hpp"
+
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "support/fixtures.hpp"
 #include "support/read_file.hpp"
-#include "stream/observer.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -21,10 +22,10 @@ using test::read_file;
 std::string kinds_string(unsigned k) {
   if (k & kind_ignored) return "ignored";
   std::string out;
-  const std::pair<unsigned, const char*> names[] = {{kind_text, "text"},     {kind_reasoning, "reasoning"},
-                                                    {kind_tool_call, "tool_call"}, {kind_finish, "finish"},
-                                                    {kind_usage, "usage"},   {kind_error, "error"},
-                                                    {kind_done, "done"}};
+  const std::pair<unsigned, const char*> names[] = {
+      {kind_text, "text"},     {kind_reasoning, "reasoning"}, {kind_tool_call, "tool_call"},
+      {kind_finish, "finish"}, {kind_usage, "usage"},         {kind_error, "error"},
+      {kind_done, "done"}};
   for (auto [bit, name] : names)
     if (k & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "other" : out;
@@ -35,13 +36,17 @@ stream_facts observe(const std::string& body, dialect d, bool ndjson, std::size_
   sse_parser parser;
   for (std::size_t i = 0; i < body.size(); i += piece) {
     auto part = std::string_view(body).substr(i, piece);
-    if (ndjson) observer.feed_ndjson(part);
-    else parser.feed(part, observer);
+    if (ndjson)
+      observer.feed_ndjson(part);
+    else
+      parser.feed(part, observer);
   }
   return observer.facts();
 }
 
-json::value optional_int(const std::optional<std::int64_t>& v) { return v ? json::value(*v) : json::value(nullptr); }
+json::value optional_int(const std::optional<std::int64_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
 
 void check_fixture(const fs::path& body_path, std::size_t piece) {
   auto expect_path = body_path;
@@ -53,10 +58,13 @@ void check_fixture(const fs::path& body_path, std::size_t piece) {
   std::vector<std::string> kinds;
   for (auto k : facts.kinds) kinds.push_back(kinds_string(k));
   std::vector<std::string> expected_kinds;
-  for (const auto& k : expect.at("event_kinds").as_array()) expected_kinds.emplace_back(k.as_string());
+  for (const auto& k : expect.at("event_kinds").as_array())
+    expected_kinds.emplace_back(k.as_string());
   EXPECT_EQ(kinds, expected_kinds);
 
-  auto index_or_null = [](const std::optional<std::size_t>& v) { return v ? json::value(*v) : json::value(nullptr); };
+  auto index_or_null = [](const std::optional<std::size_t>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
   EXPECT_EQ(index_or_null(facts.first_content_event), expect.at("first_content_event_index"));
   EXPECT_EQ(index_or_null(facts.first_text_event), expect.at("first_text_event_index"));
   EXPECT_EQ(json::value(facts.content_events), expect.at("content_event_count"));
@@ -89,7 +97,8 @@ void check_fixture(const fs::path& body_path, std::size_t piece) {
     EXPECT_EQ(optional_int(facts.output_tokens), expect.at("usage").at("output_tokens"));
   }
   EXPECT_EQ(json::value(facts.usage_events), expect.at("usage_event_count"));
-  auto finish = facts.finish_reason.empty() ? json::value(nullptr) : json::value(facts.finish_reason);
+  auto finish =
+      facts.finish_reason.empty() ? json::value(nullptr) : json::value(facts.finish_reason);
   EXPECT_EQ(finish, expect.at("finish_reason"));
   auto terminator = facts.terminator.empty() ? json::value(nullptr) : json::value(facts.terminator);
   EXPECT_EQ(terminator, expect.at("terminator"));
@@ -105,7 +114,8 @@ TEST(StreamObserver, EveryFixtureWholeAndInSmallPieces) {
   for (const auto& e : fs::directory_iterator(fs::path(TOKENGATE_FIXTURES) / "sse")) {
     auto ext = e.path().extension();
     if (ext != ".sse" && ext != ".ndjson") continue;
-    for (std::size_t piece : {std::size_t(1 << 20), std::size_t(1), std::size_t(7), std::size_t(64)}) {
+    for (std::size_t piece :
+         {std::size_t(1 << 20), std::size_t(1), std::size_t(7), std::size_t(64)}) {
       SCOPED_TRACE(e.path().filename().string() + " in pieces of " + std::to_string(piece));
       check_fixture(e.path(), piece);
     }
@@ -117,8 +127,11 @@ TEST(StreamObserver, EveryFixtureWholeAndInSmallPieces) {
 TEST(StreamObserver, DoneAfterErrorIsNotAProperEnd) {
   stream_observer o(dialect::openai_chat);
   sse_parser p;
-  p.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n"
-         "data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n", o);
+  p.feed(
+      "data: "
+      "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n",
+      o);
   EXPECT_TRUE(o.facts().error);
   EXPECT_FALSE(o.facts().ended_properly());
 }
@@ -128,7 +141,10 @@ TEST(StreamObserver, DoneAfterErrorIsNotAProperEnd) {
 TEST(StreamObserver, AbsurdUsageNumbersAreIgnored) {
   stream_observer o(dialect::openai_chat);
   sse_parser p;
-  p.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1.9e103,\"completion_tokens\":-1e300}}\n\n", o);
+  p.feed(
+      "data: "
+      "{\"choices\":[],\"usage\":{\"prompt_tokens\":1.9e103,\"completion_tokens\":-1e300}}\n\n",
+      o);
   EXPECT_FALSE(o.facts().input_tokens.has_value());
   EXPECT_FALSE(o.facts().output_tokens.has_value());
 }

@@ -1,6 +1,8 @@
 // The lean reader of the Responses API's deltas: what it reads from memory,
 // what it leaves to the full parse, and that the observer finds the same
 // kinds either way (tests/fuzz/sse_fuzz checks the same on arbitrary input).
+#include "stream/responses_dialect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "stream/observer.hpp"
-#include "stream/responses_dialect.hpp"
 #include "support/read_file.hpp"
 
 namespace tokengate::stream {
@@ -23,7 +24,8 @@ struct both_ways {
   bool lean_read;
 };
 both_ways observe(std::string_view type, const std::string& data) {
-  stream_observer lean{dialect::openai_responses, false, true}, full{dialect::openai_responses, false, false};
+  stream_observer lean{dialect::openai_responses, false, true},
+      full{dialect::openai_responses, false, false};
   lean.on_event(sse_event{type, data});
   full.on_event(sse_event{type, data});
   return {lean.last_kinds(), full.last_kinds(), lean.fast_path_events() == 1};
@@ -31,7 +33,8 @@ both_ways observe(std::string_view type, const std::string& data) {
 
 // A stream of deltas through one reader: every event must give what the
 // full parse gives.
-void read_both_ways(responses_delta_reader& reader, std::string_view type, const std::vector<std::string>& events) {
+void read_both_ways(responses_delta_reader& reader, std::string_view type,
+                    const std::vector<std::string>& events) {
   for (const auto& data : events) {
     unsigned kinds = 999;
     bool ok = reader.read(data, kinds);
@@ -49,9 +52,11 @@ std::string openai(int sequence, std::string_view delta, std::string_view type =
 }
 
 TEST(ResponsesDelta, TheFixturesDeltasAreReadFromMemoryAfterTheFirst) {
-  stream_observer lean{dialect::openai_responses, false, true}, full{dialect::openai_responses, false, false};
+  stream_observer lean{dialect::openai_responses, false, true},
+      full{dialect::openai_responses, false, false};
   sse_parser a, b;
-  auto bytes = test::read_file(std::filesystem::path(TOKENGATE_FIXTURES) / "sse" / "openai-responses.sse");
+  auto bytes =
+      test::read_file(std::filesystem::path(TOKENGATE_FIXTURES) / "sse" / "openai-responses.sse");
   a.feed(bytes, lean);
   b.feed(bytes, full);
   EXPECT_EQ(lean.facts().text_events, 17u);
@@ -67,28 +72,38 @@ TEST(ResponsesDelta, ReadsEveryServersShapeAsTheFullParseDoes) {
     std::string name, type;
     std::vector<std::string> events;
   };
-  auto vllm = [](int content_index, std::string_view delta, int sequence) {  // alphabetical; its index moves
-    return R"({"content_index":)" + std::to_string(content_index) + R"(,"delta":")" + std::string(delta) +
+  auto vllm = [](int content_index, std::string_view delta,
+                 int sequence) {  // alphabetical; its index moves
+    return R"({"content_index":)" + std::to_string(content_index) + R"(,"delta":")" +
+           std::string(delta) +
            R"(","item_id":"04429e29-baa2-4255-96a9-343a414c4cbe","output_index":0,"sequence_number":)" +
            std::to_string(sequence) + R"(,"type":"response.reasoning_text.delta"})";
   };
-  auto obfuscated = [](int sequence, std::string_view delta, std::string_view padding) {  // OpenAI since 2025
+  auto obfuscated = [](int sequence, std::string_view delta,
+                       std::string_view padding) {  // OpenAI since 2025
     return R"({"type":"response.output_text.delta","sequence_number":)" + std::to_string(sequence) +
-           R"(,"item_id":"msg_1","output_index":0,"content_index":0,"delta":")" + std::string(delta) +
-           R"(","logprobs":[],"obfuscation":")" + std::string(padding) + R"("})";
+           R"(,"item_id":"msg_1","output_index":0,"content_index":0,"delta":")" +
+           std::string(delta) + R"(","logprobs":[],"obfuscation":")" + std::string(padding) +
+           R"("})";
   };
   const stream_of streams[] = {
-      {"openai", std::string(text_delta),
-       {openai(4, "Blue"), openai(5, " light"), openai(6, ""), openai(7, R"( caf\u00e9 \"q\")"), openai(8, " 日本"),
-        openai(123456789, "x")}},
-      {"openai, obfuscated", std::string(text_delta),
+      {"openai",
+       std::string(text_delta),
+       {openai(4, "Blue"), openai(5, " light"), openai(6, ""), openai(7, R"( caf\u00e9 \"q\")"),
+        openai(8, " 日本"), openai(123456789, "x")}},
+      {"openai, obfuscated",
+       std::string(text_delta),
        {obfuscated(4, "Hi", "Zr2Xs8JpQ"), obfuscated(5, " there", "a"), obfuscated(6, "!", ""),
         obfuscated(7, "", "kQ3")}},
-      {"vllm reasoning", vllm_reasoning, {vllm(92, " is", 95), vllm(93, " a", 96), vllm(94, "", 97), vllm(95, ",", 98)}},
-      {"summary", "response.reasoning_summary_text.delta",
+      {"vllm reasoning",
+       vllm_reasoning,
+       {vllm(92, " is", 95), vllm(93, " a", 96), vllm(94, "", 97), vllm(95, ",", 98)}},
+      {"summary",
+       "response.reasoning_summary_text.delta",
        {openai(3, "**Plan**", "response.reasoning_summary_text.delta"),
         openai(4, " first", "response.reasoning_summary_text.delta")}},
-      {"arguments", "response.function_call_arguments.delta",
+      {"arguments",
+       "response.function_call_arguments.delta",
        {openai(9, R"({\"city\":)", "response.function_call_arguments.delta"),
         openai(10, R"( \"Paris\"})", "response.function_call_arguments.delta"),
         openai(11, "", "response.function_call_arguments.delta")}},
@@ -97,7 +112,8 @@ TEST(ResponsesDelta, ReadsEveryServersShapeAsTheFullParseDoes) {
     SCOPED_TRACE(s.name);
     responses_delta_reader reader;
     read_both_ways(reader, s.type, s.events);
-    EXPECT_EQ(reader.remembered_reads(), s.events.size() - 1) << "the first learned, the rest from memory";
+    EXPECT_EQ(reader.remembered_reads(), s.events.size() - 1)
+        << "the first learned, the rest from memory";
     for (const auto& data : s.events) {
       auto r = observe(s.type, data);
       EXPECT_TRUE(r.lean_read) << data;
@@ -113,21 +129,22 @@ TEST(ResponsesDelta, ReadsEveryServersShapeAsTheFullParseDoes) {
 TEST(ResponsesDelta, TheSecondDeltaShowsWhichValuesVary) {
   auto delta = [](int sequence, std::string_view item, std::string_view text) {
     return R"({"type":"response.output_text.delta","sequence_number":)" + std::to_string(sequence) +
-           R"(,"item_id":")" + std::string(item) + R"(","output_index":0,"content_index":0,"delta":")" +
-           std::string(text) + R"(","logprobs":[]})";
+           R"(,"item_id":")" + std::string(item) +
+           R"(","output_index":0,"content_index":0,"delta":")" + std::string(text) +
+           R"(","logprobs":[]})";
   };
   struct step {
     std::string data;
     std::size_t remembered_reads;  // after it
   };
   const step steps[] = {
-      {delta(4, "msg_1", " the"), 0},   // learned
-      {delta(5, "msg_1", " the"), 1},   // the same text twice: it stays a hole
+      {delta(4, "msg_1", " the"), 0},  // learned
+      {delta(5, "msg_1", " the"), 1},  // the same text twice: it stays a hole
       {delta(6, "msg_1", " cat"), 2},
-      {delta(7, "msg_1", ""), 3},       // empty: no kind, read from memory
-      {delta(8, "msg_22", "x"), 3},     // a new item: learned afresh
+      {delta(7, "msg_1", ""), 3},    // empty: no kind, read from memory
+      {delta(8, "msg_22", "x"), 3},  // a new item: learned afresh
       {delta(9, "msg_22", "y"), 4},
-      {delta(10, "msg_333", "z"), 4},   // and again
+      {delta(10, "msg_333", "z"), 4},  // and again
       {delta(11, "msg_333", ""), 5},
   };
   responses_delta_reader reader;
@@ -143,29 +160,31 @@ TEST(ResponsesDelta, LeavesEverythingUnusualToTheFullParse) {
   const std::string head = R"({"type":"response.output_text.delta","sequence_number":4,)";
   const std::string unusual[] = {
       R"({"type": "response.output_text.delta","sequence_number":4,"delta":"x"})",  // blanks
-      head + R"("delta":"x","logprobs":[{"token":"x","logprob":-0.1}]})",          // nesting
-      head + R"("delta":"x","error":null})",                                        // an error member
-      head + R"("delta":"x","delta":""})",                                          // a duplicate key
+      head + R"("delta":"x","logprobs":[{"token":"x","logprob":-0.1}]})",           // nesting
+      head + R"("delta":"x","error":null})",  // an error member
+      head + R"("delta":"x","delta":""})",    // a duplicate key
       head + R"("delta":"","delta":"x"})",
-      head + R"("del\u0074a":"x"})",                                                // an escaped key
-      head + R"("delta":"x","output_index":-1})",                                   // numbers not vouched for
+      head + R"("del\u0074a":"x"})",               // an escaped key
+      head + R"("delta":"x","output_index":-1})",  // numbers not vouched for
       head + R"("delta":"x","output_index":1.5})",
       head + R"("delta":"x","output_index":1e3})",
       head + R"("delta":"x","output_index":01})",
       head + R"("delta":"x","output_index":1234567890123456789})",
-      head + R"("delta":null})",                                                    // a delta that is no string
+      head + R"("delta":null})",  // a delta that is no string
       head + R"("delta":7})",
-      head + R"("text":"x"})",                                                      // no delta
-      R"({"type":"response.output_text.done","sequence_number":4,"delta":"x"})",  // not a delta event
+      head + R"("text":"x"})",                                                    // no delta
+      R"({"type":"response.output_text.done","sequence_number":4,"delta":"x"})",  // not a delta
+                                                                                  // event
       R"({"type":"response.output_text.d\u0065lta","sequence_number":4,"delta":"x"})",
-      R"({"sequence_number":4,"delta":"x"})",                                       // no type
-      head + R"("delta":"x"} )",                                                    // trailing bytes
+      R"({"sequence_number":4,"delta":"x"})",  // no type
+      head + R"("delta":"x"} )",               // trailing bytes
       head + R"("delta":"x"}x)",
       head + R"("delta":"x",})",
-      head + R"("delta":"x")",                                                      // cut
-      head + R"("delta":"x\ud83d\ude00"})",                                         // surrogates
-      head + "\"delta\":\"\xC0\xAF\"}",                                             // overlong UTF-8
-      head + R"("a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"delta":"x"})",
+      head + R"("delta":"x")",               // cut
+      head + R"("delta":"x\ud83d\ude00"})",  // surrogates
+      head + "\"delta\":\"\xC0\xAF\"}",      // overlong UTF-8
+      head +
+          R"("a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"delta":"x"})",
   };
   for (const auto& data : unusual) {
     responses_delta_reader reader;
@@ -198,11 +217,14 @@ TEST(ResponsesDelta, OnlyValidValuesInTheHolesAreReadFromMemory) {
       {openai(5, R"(ab\)"), false},        // the closing quote escaped
       {openai(5, R"(\u12)"), false},       // a cut escape
       {openai(5, R"(\ud83d\ude00)"), false},
-      {openai(5, "a\x01"), false},         // a raw control character
-      {openai(5, "\xE6\x97"), false},      // a cut UTF-8 sequence
-      {R"({"type":"response.output_text.delta","sequence_number":05,"item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})", false},
-      {R"({"type":"response.output_text.delta","sequence_number":5.0,"item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})", false},
-      {R"({"type":"response.output_text.delta","sequence_number":"5","item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})", false},
+      {openai(5, "a\x01"), false},     // a raw control character
+      {openai(5, "\xE6\x97"), false},  // a cut UTF-8 sequence
+      {R"({"type":"response.output_text.delta","sequence_number":05,"item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})",
+       false},
+      {R"({"type":"response.output_text.delta","sequence_number":5.0,"item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})",
+       false},
+      {R"({"type":"response.output_text.delta","sequence_number":"5","item_id":"msg_68a1c2f5a1b88193a8e2d7c4b3f6e0910e3f9c27d5a1b6e4","output_index":0,"content_index":0,"delta":"x","logprobs":[]})",
+       false},
       {openai(5, "x", "response.reasoning_text.delta"), false},  // another type: learned afresh
       {openai(5, "x") + " ", false},
   };

@@ -1,15 +1,16 @@
 // The SSE parser against every fixture in tests/fixtures/sse: whole, byte by
 // byte, and split in two at every position (CRLF split between CR and LF
 // included). The events must be the same each time and match .expect.json.
-#include <boost/json.hpp>
+#include "stream/sse_parser.hpp"
+
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "support/read_file.hpp"
-#include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -25,7 +26,9 @@ struct recorded {
 
 class recorder final : public sse_sink {
  public:
-  void on_event(const sse_event& e) override { events.push_back({std::string(e.type), std::string(e.data)}); }
+  void on_event(const sse_event& e) override {
+    events.push_back({std::string(e.type), std::string(e.data)});
+  }
   std::vector<recorded> events;
 };
 
@@ -105,8 +108,8 @@ class offset_recorder final : public sse_sink {
  public:
   explicit offset_recorder(const sse_parser& parser) : parser_(parser) {}
   void on_event(const sse_event& e) override {
-    seen.push_back(std::string(e.type) + '|' + std::string(e.data) + '|' + std::to_string(parser_.boundary()) + '-' +
-                   std::to_string(parser_.position()));
+    seen.push_back(std::string(e.type) + '|' + std::string(e.data) + '|' +
+                   std::to_string(parser_.boundary()) + '-' + std::to_string(parser_.position()));
   }
   std::vector<std::string> seen;
 
@@ -127,7 +130,8 @@ std::vector<std::string> offsets_seen(std::string_view body, bool whole) {
     from = at;
   }
   parser.feed(body.substr(from), r);
-  r.seen.push_back("end " + std::to_string(parser.boundary()) + (parser.at_event_boundary() ? " between" : " inside"));
+  r.seen.push_back("end " + std::to_string(parser.boundary()) +
+                   (parser.at_event_boundary() ? " between" : " inside"));
   return r.seen;
 }
 
@@ -145,16 +149,18 @@ TEST(SseParser, WholeEventsAndBytewiseFeedsReportTheSameOffsets) {
   auto whole = offsets_seen(mixed, true);
   EXPECT_EQ(whole, offsets_seen(mixed, false));
   EXPECT_EQ(whole, (std::vector<std::string>{"message|a|6-15", "message|b|15-25", "message|c|25-35",
-                                              "message|d|35-44", "message|e|44-54", "x|f|54-72",
-                                              "message|g\nh|72-89", "message||89-96", "message| i|96-106",
-                                              "end 106 inside"}));
+                                             "message|d|35-44", "message|e|44-54", "x|f|54-72",
+                                             "message|g\nh|72-89", "message||89-96",
+                                             "message| i|96-106", "end 106 inside"}));
   // An `event:` line before the data line (Anthropic's events) is taken
   // whole too; an empty type leaves the event to start after it.
-  std::string typed = "event: delta\ndata: k\n\nevent: d2\r\ndata: l\r\n\r\nevent:\r\ndata: m\r\n\r\nevent: x\ndata: n\r\n\r\n";
+  std::string typed =
+      "event: delta\ndata: k\n\nevent: d2\r\ndata: l\r\n\r\nevent:\r\ndata: m\r\n\r\nevent: "
+      "x\ndata: n\r\n\r\n";
   auto typed_whole = offsets_seen(typed, true);
   EXPECT_EQ(typed_whole, offsets_seen(typed, false));
-  EXPECT_EQ(typed_whole, (std::vector<std::string>{"delta|k|0-22", "d2|l|22-44", "message|m|52-63", "x|n|63-83",
-                                                    "end 83 between"}));
+  EXPECT_EQ(typed_whole, (std::vector<std::string>{"delta|k|0-22", "d2|l|22-44", "message|m|52-63",
+                                                   "x|n|63-83", "end 83 between"}));
 }
 
 TEST(SseParser, FollowsTheWhatwgFieldRules) {

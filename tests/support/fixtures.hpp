@@ -14,8 +14,10 @@ inline dialect fixture_dialect(const std::filesystem::path& fixture) {
   if (name.starts_with("openai-responses")) return dialect::openai_responses;
   if (name.starts_with("openai-completions")) return dialect::openai_completions;
   // llama.cpp's /completion and Ollama's /api/chat: their own APIs.
-  if (name.starts_with("llamacpp-completion") || name.starts_with("ollama-chat-native")) return dialect::other;
-  return dialect::openai_chat;  // OpenAI, vLLM, TGI, llama.cpp and Ollama on /v1, the SSE corner cases
+  if (name.starts_with("llamacpp-completion") || name.starts_with("ollama-chat-native"))
+    return dialect::other;
+  return dialect::openai_chat;  // OpenAI, vLLM, TGI, llama.cpp and Ollama on /v1, the SSE corner
+                                // cases
 }
 
 }  // namespace tokengate::test

@@ -25,7 +25,8 @@ class hand_upstream {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_, backlog) != 0 ||
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::listen(listener_, backlog) != 0 ||
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
       throw std::runtime_error("hand-played upstream: cannot listen on 127.0.0.1");
     port_ = ntohs(a.sin_port);

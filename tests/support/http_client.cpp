@@ -3,19 +3,19 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <openssl/x509.h>
 #include <unistd.h>
 
-#include <boost/json/parse.hpp>
-
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <stdexcept>
 
 namespace tokengate::test {
 
-http_client::http_client(std::uint16_t port, SSL_CTX* tls, const std::string& server_name, const char* source) {
+http_client::http_client(std::uint16_t port, SSL_CTX* tls, const std::string& server_name,
+                         const char* source) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (source) {
     sockaddr_in local{};
@@ -191,7 +191,8 @@ http_response read_response(http_client& c, std::chrono::milliseconds timeout) {
     if (left.count() <= 0 || c.eof()) {  // incomplete: the body as far as it came
       bool chunked = lower(r.headers["transfer-encoding"]) == "chunked";
       if (body_at != std::string::npos && !chunked) {
-        auto length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : std::string::npos;
+        auto length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"])
+                                                        : std::string::npos;
         r.body = c.raw().substr(body_at, length);
       }
       return r;
@@ -204,9 +205,10 @@ std::string error_code_of(const http_response& r) {
   return std::string(boost::json::parse(r.body).at("error").at("code").as_string());
 }
 
-std::string post_json(const std::string& path, const std::string& body, const std::string& extra_headers) {
-  return "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" + extra_headers +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+std::string post_json(const std::string& path, const std::string& body,
+                      const std::string& extra_headers) {
+  return "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
+         extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 }  // namespace tokengate::test

@@ -26,8 +26,8 @@ class http_client {
   // Throws std::runtime_error if the connection (or TLS handshake) fails.
   // `source`: the local address to connect from (another loopback address
   // plays another client).
-  explicit http_client(std::uint16_t port, SSL_CTX* tls = nullptr, const std::string& server_name = "localhost",
-                       const char* source = nullptr);
+  explicit http_client(std::uint16_t port, SSL_CTX* tls = nullptr,
+                       const std::string& server_name = "localhost", const char* source = nullptr);
   ~http_client();
   http_client(const http_client&) = delete;
 
@@ -70,15 +70,16 @@ struct http_response {
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;                            // de-chunked
-  bool complete = false;                       // framing ended properly (length reached / last chunk)
-  std::size_t body_offset = 0;                 // where the body starts in raw()
+  bool complete = false;        // framing ended properly (length reached / last chunk)
+  std::size_t body_offset = 0;  // where the body starts in raw()
 };
 
 // Reads one response; stops at the deadline with complete == false.
 http_response read_response(http_client& c, std::chrono::milliseconds timeout = 10s);
 
 // "POST path" with a JSON body and optional extra header lines ("Name: value\r\n").
-std::string post_json(const std::string& path, const std::string& body, const std::string& extra_headers = "");
+std::string post_json(const std::string& path, const std::string& body,
+                      const std::string& extra_headers = "");
 
 // The `error.code` of an OpenAI-style JSON error body (throws if there is none).
 std::string error_code_of(const http_response& r);

@@ -1,8 +1,8 @@
 #include "support/proxy_fixture.hpp"
 
-#include <boost/json/parse.hpp>
 #include <spdlog/spdlog.h>
 
+#include <boost/json/parse.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -45,13 +45,14 @@ std::string proxy_fixture::yaml() const {
       options_.listener_extra +
       "upstreams:\n"
       "  demo:\n"
-      "    base_url: " + base_url + "\n" +
-      options_.upstream_extra + options_.more_upstreams +
+      "    base_url: " +
+      base_url + "\n" + options_.upstream_extra + options_.more_upstreams +
       "admin:\n"
       "  port: 0\n" +
       options_.top_extra;
   auto replace_all = [&](const std::string& from, const std::string& to) {
-    for (auto pos = yaml.find(from); pos != std::string::npos; pos = yaml.find(from, pos + to.size()))
+    for (auto pos = yaml.find(from); pos != std::string::npos;
+         pos = yaml.find(from, pos + to.size()))
       yaml.replace(pos, from.size(), to);
   };
   replace_all("{engine}", std::to_string(engine_->port()));
@@ -85,15 +86,16 @@ boost::json::object proxy_fixture::engine_last_request() {
   return boost::json::parse(r.body).as_object().at("last_request").as_object();
 }
 
-testing::AssertionResult wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-                                    const std::string& what) {
+testing::AssertionResult wait_until(const std::function<bool()>& condition,
+                                    std::chrono::milliseconds timeout, const std::string& what) {
   auto deadline = clock::now() + timeout;
   while (clock::now() < deadline) {
     if (condition()) return testing::AssertionSuccess();
     std::this_thread::sleep_for(2ms);
   }
   if (condition()) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "timed out after " << timeout.count() << " ms waiting for " << what;
+  return testing::AssertionFailure()
+         << "timed out after " << timeout.count() << " ms waiting for " << what;
 }
 
 http_response http_get(std::uint16_t port, const std::string& path) {
@@ -112,13 +114,15 @@ std::uint64_t metric(const proxy_fixture& f, const std::string& name) {
 demo_tokens demo_tokens_in(std::string_view stream) {
   demo_tokens out;
   std::size_t at = 0;
-  for (auto line_end = stream.find('\n'); line_end != std::string_view::npos; line_end = stream.find('\n', at)) {
+  for (auto line_end = stream.find('\n'); line_end != std::string_view::npos;
+       line_end = stream.find('\n', at)) {
     auto line = stream.substr(at, line_end - at);
     at = line_end + 1;
     if (!line.starts_with("data: {")) continue;
     auto event = boost::json::parse(line.substr(6));
     const auto& delta = event.at("choices").at(0).at("delta").as_object();
-    if (!delta.contains("content") || delta.contains("role")) continue;  // (the role comes first, empty)
+    if (!delta.contains("content") || delta.contains("role"))
+      continue;  // (the role comes first, empty)
     out.in_order = out.in_order && delta.at("content").as_string() == engine::demo_token(out.seen);
     ++out.seen;
   }

@@ -1,9 +1,9 @@
 #pragma once
 // A real demo engine and a real proxy server on 127.0.0.1 ephemeral ports,
 // in this process, talking over real sockets.
-#include <boost/json/object.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json/object.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,7 +41,9 @@ class proxy_fixture {
   boost::json::object engine_last_request();
   // GET /demo/stats of the main engine (0) or an extra one (1, 2, …).
   boost::json::object engine_stats_json(std::size_t engine = 0);
-  const engine::demo_stats& extra_engine_stats(std::size_t i) const { return extra_engines_.at(i - 1)->stats(); }
+  const engine::demo_stats& extra_engine_stats(std::size_t i) const {
+    return extra_engines_.at(i - 1)->stats();
+  }
   // Replaces the running policy with the fixture's YAML plus `top_extra`.
   void reload_with(const std::string& top_extra);
   // Replaces it with the YAML of the fixture's options as `change` leaves
@@ -60,8 +62,8 @@ class proxy_fixture {
 };
 
 // Polls `condition` every 2 ms until it holds or the timeout passes.
-testing::AssertionResult wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-                                    const std::string& what);
+testing::AssertionResult wait_until(const std::function<bool()>& condition,
+                                    std::chrono::milliseconds timeout, const std::string& what);
 
 // A simple GET on a port, returning the response.
 http_response http_get(std::uint16_t port, const std::string& path);

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "upstream/target_url.hpp"
+
+#include <gtest/gtest.h>
 
 namespace tokengate::upstream {
 namespace {
