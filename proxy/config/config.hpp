@@ -104,7 +104,8 @@ struct limit_settings {
   std::size_t max_body_bytes = 8 * 1024 * 1024;
   duration head_timeout{std::chrono::seconds(10)};  // slowloris guard
   // A TLS client's handshake, on its own clock before the head's (the
-  // handshake used head_timeout until session 34, hence the same default).
+  // handshake was bounded by head_timeout before it had a bound of its own,
+  // hence the same default).
   duration tls_handshake_timeout{std::chrono::seconds(10)};
   duration body_timeout{std::chrono::seconds(30)};
   duration idle_timeout{std::chrono::seconds(60)};          // keep-alive wait between requests

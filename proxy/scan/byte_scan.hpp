@@ -113,8 +113,7 @@ __attribute__((target("avx2"))) inline const char* skip_plain_avx2(const char* p
 
 // skip_plain_avx2 that also steps over simple escapes, without leaving its
 // 64-byte block where they end inside it: a prompt of source code holds a
-// \n or \" every few dozen bytes, and stopping at each cost 1 ms per MB
-// (optimisation 17).
+// \n or \" every few dozen bytes, and stopping at each cost 1 ms per MB.
 __attribute__((target("avx2"))) inline const char* skip_plain_and_escapes_avx2(const char* p,
                                                                                const char* end) {
   plain_string_stops mark;

@@ -7,7 +7,7 @@
 // the difference shows: glibc's allocator walked and merged its free lists
 // there (28 % of the proxy's user-space cycles, perf, 2,000 streams of short
 // requests) and an event behind that work waited; see docs/performance.md,
-// "Optimisation 10".
+// "The heap".
 #include <string>
 
 namespace tokengate {
@@ -24,7 +24,7 @@ std::string allocator_name();
 // zeroed page each. At 25 ms, streams closing while others open paid that
 // round trip over and over: with 9,000 slow streams opened at once, madvise
 // was 4 % of the proxy's CPU samples (perf), and 1 s cut the CPU per event
-// by 13 % (tests/bench/ab_cpu.sh; docs/performance.md, "Optimisation 21").
+// by 13 % (tests/bench/ab_cpu.sh; docs/performance.md, "The heap").
 // Pages freed and taken again within the delay are never given back;
 // after a burst, the server also collects each worker's heap.
 constexpr long freed_pages_kept_ms = 1000;

@@ -9,7 +9,7 @@
 // came a few seconds apart faulted its buffers in again at every burst:
 // 63 prompts of 200 KB and one of 4 MB, 2,000 to 6,000 faults, 20 to 60 ms
 // on the worker's one thread with the burst's requests waiting behind
-// them (scenario 6's TTFT p99; docs/performance.md, "Optimisation 25").
+// them (scenario 6's TTFT p99; docs/performance.md, "Long bodies' buffers kept warm").
 // Kept here, a buffer stays resident while it waits for the next body.
 //
 // Bounded: at most max_bytes of buffers, each freed once it has waited

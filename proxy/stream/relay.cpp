@@ -594,8 +594,6 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
       std::size_t n = 0;
       if (!relay.read_now(into, ec, n)) {
         relay.arm_idle_deadline();
-        // (No variable declared in the condition: GCC 12 misplaces such a
-        // variable in a coroutine's frame when the statement awaits.)
         if (relay.plain_upstream())
           std::tie(ec, n) = co_await relay.plain_upstream()->async_read_some(into, deferred_tuple);
         else

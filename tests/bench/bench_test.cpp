@@ -50,7 +50,7 @@ TEST(Bench, RecoversTheDemoEnginesTimings) {
   // long prompt, whose prefill (45 ms) four requests in a row would at
   // least double, and not on the short one (6 ms), where a loaded test
   // machine's scheduling delays alone came to 5.6 ms (a fresh clone's run
-  // of scripts/test, session 30).
+  // of scripts/test).
   EXPECT_GT(results[1].throughput_tokens_per_second(),
             3 * results[0].throughput_tokens_per_second());
   EXPECT_NEAR(results[3].ttft.p50, long_prompt.ttft.p50, 12);

@@ -5,7 +5,7 @@
 # read as each burst ends and WAIT_S seconds later. A burst counts as kept
 # (*) when over 3 KB a stream stays above the idle process WAIT_S seconds
 # after it: at 9,000 streams one given back leaves 7-15 MB above idle,
-# one kept 38-71 (sessions 27 and 28). Not a share of the RSS as the burst
+# one kept 38-71. Not a share of the RSS as the burst
 # ends: by then the heap may have given back part of it. The pool is small
 # (POOL_SIZE 8) so that its idle connections do not count. Also, per side,
 # the page faults and CPU time of the quiet seconds after each burst (what

@@ -532,7 +532,7 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
         runs[t].map((r, i) => `${fmt(added(t, i), 2)} (${fmt(r.steal_core0, 1)} / ${fmt(r.steal_core1, 1)})`).join(", "));
     // The same median over the rounds the host left alone, by one rule for
     // both proxies: under `quietSteal` % on both cores (every round over
-    // 20 ms in session 29's runs had 4-25 %).
+    // 20 ms in earlier runs had 4-25 %).
     const quiet = (t) => runs[t].map((r, i) => (leftAlone(r) ? added(t, i) : NaN)).filter((x) => !Number.isNaN(x));
     const q = { nginx: quiet("nginx"), tokengate: quiet("tokengate") };
     lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: added transit p99 median ` +

@@ -3,7 +3,7 @@
 # TRIALS times: a fresh proxy, one burst of STREAMS five-token streams
 # opened at once, then nothing for WAIT_S seconds. A trial kept the burst
 # when the proxy still holds over 80 % of what it held as the burst ended
-# (session 26: one in ten did, before the fix in server/allocator.cpp).
+# (one in ten did, before the fix in server/allocator.cpp).
 # Each trial starts its burst at another point of the proxy's
 # once-a-second check. On demand, not a test: tests/cli/memory_after_burst.sh
 # checks one such burst.

@@ -6,7 +6,7 @@
 # A pause longer than the heap keeps freed pages (a second,
 # server/allocator.hpp) showed why scenario 6's tail sat above nginx's: the
 # bodies' buffers were faulted in again at every burst
-# (docs/performance.md, "Optimisation 25").
+# (docs/performance.md, "Long bodies' buffers kept warm").
 # Usage: tests/bench/idle_bursts.sh TOKENGATE_BIN [BURSTS] [PAUSE_S]
 #   tests/bench/idle_bursts.sh build/tokengate 5 3
 # The proxy runs on core 0; the demo engine and the load (`tokengate bench`:
