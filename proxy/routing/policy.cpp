@@ -292,11 +292,89 @@ bool usage_needed(const routed_request& request, std::string_view path) {
          (path == "/v1/chat/completions" || path == "/v1/completions");
 }
 
+namespace {
+
 // The spellings of the output limit each API knows (all of one family are
 // read as one limit; the one the upstream honours is kept).
 constexpr std::string_view completions_limit[] = {"max_tokens"};
 constexpr std::string_view chat_limit[] = {"max_tokens", "max_completion_tokens"};
 constexpr std::string_view responses_limit[] = {"max_output_tokens"};
+
+struct limit_spelling {
+  std::string_view wanted;                   // the one this upstream honours for this API
+  std::span<const std::string_view> family;  // every spelling of the API
+};
+
+limit_spelling spelling_for(std::string_view path, const config::upstream& upstream,
+                            const scanned_object& scan) {
+  if (path == "/v1/responses") return {"max_output_tokens", responses_limit};
+  if (path != "/v1/chat/completions") return {"max_tokens", completions_limit};
+  if (upstream.limit_spelling == config::limit_field::max_completion_tokens ||
+      (upstream.limit_spelling == config::limit_field::keep && scan.find("max_completion_tokens") &&
+       !scan.find("max_tokens")))
+    return {"max_completion_tokens", chat_limit};
+  return {"max_tokens", chat_limit};
+}
+
+// The limit written once, in the wanted spelling, the others removed; and
+// into llama.cpp's n_predict and Ollama's options.num_predict where present.
+void add_limit_edits(std::string_view body, const scanned_object& scan,
+                     const limit_spelling& spelling, const std::string& value,
+                     std::vector<splice>& edits) {
+  const json_member* kept = nullptr;
+  std::vector<const json_member*> others;
+  for (auto name : spelling.family)
+    if (const auto* m = scan.find(name)) {
+      if (name == spelling.wanted)
+        kept = m;
+      else
+        others.push_back(m);
+    }
+  if (kept) {
+    edits.push_back(replace_value(*kept, value));
+    for (const auto* m : others) edits.push_back(remove_member(body, scan, *m));
+  } else if (!others.empty()) {
+    edits.push_back(rewrite_member(*others.front(), spelling.wanted, value));
+    for (std::size_t i = 1; i < others.size(); ++i)
+      edits.push_back(remove_member(body, scan, *others[i]));
+  } else {
+    edits.push_back(add_member(body, scan, spelling.wanted, value));
+  }
+  if (const auto* m = scan.find("n_predict")) edits.push_back(replace_value(*m, value));
+  const auto* options = scan.find("options");
+  if (auto inner = inner_object(body, options))
+    if (const auto* m = inner->find("num_predict"))
+      edits.push_back({options->begin + m->begin, options->begin + m->end, value});
+}
+
+// stream_options.include_usage turned on, for the accounting.
+void add_usage_edits(std::string_view body, const scanned_object& scan,
+                     std::vector<splice>& edits) {
+  const auto* options = scan.find("stream_options");
+  if (options && options->type == json_type::object) {
+    auto inner = inner_object(body, options);
+    if (!inner) return;
+    if (const auto* m = inner->find("include_usage")) {
+      edits.push_back({options->begin + m->begin, options->begin + m->end, "true"});
+    } else {
+      auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner,
+                            "include_usage", "true");
+      edits.push_back({options->begin + add.begin, options->begin + add.end, add.replacement});
+    }
+    // vLLM and SGLang send usage in every chunk only when include_usage is
+    // on too, so a client that asked for continuous_usage_stats alone got
+    // none from them: with include_usage now on for the proxy's sake it is
+    // turned off, and the client sees the chunks it would have seen.
+    if (const auto* m = inner->find("continuous_usage_stats"))
+      edits.push_back({options->begin + m->begin, options->begin + m->end, "false"});
+  } else if (options) {
+    edits.push_back(replace_value(*options, "{\"include_usage\":true}"));
+  } else {
+    edits.push_back(add_member(body, scan, "stream_options", "{\"include_usage\":true}"));
+  }
+}
+
+}  // namespace
 
 std::vector<splice> edits_for_target(std::string_view body, std::string_view path,
                                      const routed_request& request,
@@ -307,80 +385,10 @@ std::vector<splice> edits_for_target(std::string_view body, std::string_view pat
   edits.reserve(4);  // the model, the limit, the usage option: one allocation
   if (!target.model.empty() && target.model != request.model)
     edits.push_back(replace_value(*scan.find("model"), json_quote(target.model)));
-
-  if (request.output_limit) {
-    auto value = std::to_string(*request.output_limit);
-    // The spelling this upstream honours for this API.
-    std::string_view wanted = "max_tokens";
-    std::span<const std::string_view> family = completions_limit;
-    if (path == "/v1/responses") {
-      wanted = "max_output_tokens";
-      family = responses_limit;
-    } else if (path == "/v1/chat/completions") {
-      family = chat_limit;
-      if (upstream.limit_spelling == config::limit_field::max_completion_tokens)
-        wanted = "max_completion_tokens";
-      else if (upstream.limit_spelling == config::limit_field::keep &&
-               scan.find("max_completion_tokens") && !scan.find("max_tokens"))
-        wanted = "max_completion_tokens";
-    }
-    const json_member* kept = nullptr;
-    std::vector<const json_member*> others;
-    for (auto name : family)
-      if (const auto* m = scan.find(name)) {
-        if (name == wanted)
-          kept = m;
-        else
-          others.push_back(m);
-      }
-    if (kept) {
-      edits.push_back(replace_value(*kept, value));
-      for (const auto* m : others) edits.push_back(remove_member(body, scan, *m));
-    } else if (!others.empty()) {
-      edits.push_back(rewrite_member(*others.front(), wanted, value));
-      for (std::size_t i = 1; i < others.size(); ++i)
-        edits.push_back(remove_member(body, scan, *others[i]));
-    } else {
-      edits.push_back(add_member(body, scan, wanted, value));
-    }
-    // llama.cpp's n_predict and Ollama's options.num_predict, where present, get the same limit.
-    if (const auto* m = scan.find("n_predict")) edits.push_back(replace_value(*m, value));
-    if (const auto* options = scan.find("options"); options && options->type == json_type::object) {
-      scan_error ignored;
-      if (auto inner =
-              scan_object(body.substr(options->begin, options->end - options->begin), ignored))
-        if (const auto* m = inner->find("num_predict"))
-          edits.push_back({options->begin + m->begin, options->begin + m->end, value});
-    }
-  }
-
-  if (ask_usage && request.stream && !request.client_asked_usage &&
-      (path == "/v1/chat/completions" || path == "/v1/completions")) {
-    if (const auto* options = scan.find("stream_options");
-        options && options->type == json_type::object) {
-      scan_error ignored;
-      auto inner = scan_object(body.substr(options->begin, options->end - options->begin), ignored);
-      if (inner && inner->find("include_usage")) {
-        const auto* m = inner->find("include_usage");
-        edits.push_back({options->begin + m->begin, options->begin + m->end, "true"});
-      } else if (inner) {
-        auto add = add_member(body.substr(options->begin, options->end - options->begin), *inner,
-                              "include_usage", "true");
-        edits.push_back({options->begin + add.begin, options->begin + add.end, add.replacement});
-      }
-      // vLLM and SGLang send usage in every chunk only when include_usage is
-      // on too, so a client that asked for continuous_usage_stats alone got
-      // none from them: with include_usage now on for the proxy's sake it is
-      // turned off, and the client sees the chunks it would have seen.
-      if (inner)
-        if (const auto* m = inner->find("continuous_usage_stats"))
-          edits.push_back({options->begin + m->begin, options->begin + m->end, "false"});
-    } else if (options) {
-      edits.push_back(replace_value(*options, "{\"include_usage\":true}"));
-    } else {
-      edits.push_back(add_member(body, scan, "stream_options", "{\"include_usage\":true}"));
-    }
-  }
+  if (request.output_limit)
+    add_limit_edits(body, scan, spelling_for(path, upstream, scan),
+                    std::to_string(*request.output_limit), edits);
+  if (ask_usage && usage_needed(request, path)) add_usage_edits(body, scan, edits);
   sort_splices(edits);
   return edits;
 }

@@ -107,100 +107,130 @@ void responses_delta_reader::keep_varying_holes(const std::string_view* values) 
 }
 
 // One careful pass over a flat object without blanks, building the frame
-// as it goes; false (and no frame) at the first thing it does not vouch for.
+// as it goes: each step reads one piece and answers false at the first
+// thing it does not vouch for.
+struct responses_delta_reader::learning {
+  responses_delta_reader& r;
+  std::string_view data;
+  const char* p;
+  const char* end;
+  const char* literal_from;  // the bytes not yet copied into the frame
+  std::array<std::string_view, max_members> keys{};
+  std::size_t key_count = 0;
+  unsigned kind = 0;
+  bool saw_delta = false, delta_empty = true;
+
+  // (Offsets into the frame are 16 bits: a delta event is a few hundred bytes.)
+  std::uint16_t offset(const char* at) const {
+    return static_cast<std::uint16_t>(at - data.data());
+  }
+
+  bool members() {
+    for (;;) {
+      std::string_view name;
+      if (!key(name) || !value(name)) return false;
+      // A comma and the next member, or the end.
+      if (p == end) return false;
+      if (*p != ',') return *p == '}' && p + 1 == end;
+      ++p;
+    }
+  }
+
+  // A plain key, not seen before and not `error`, and its colon.
+  bool key(std::string_view& name) {
+    if (p == end || *p != '"') return false;
+    const char* from = ++p;
+    while (p < end && plain_key_byte(static_cast<unsigned char>(*p))) ++p;
+    if (p == end || *p != '"') return false;
+    name = std::string_view(from, static_cast<std::size_t>(p - from));
+    for (std::size_t i = 0; i < key_count; ++i)
+      if (keys[i] == name)
+        return false;  // duplicates: which one counts is the full parser's business
+    if (key_count == max_members || name == "error") return false;
+    keys[key_count++] = name;
+    ++p;
+    if (p == end || *p != ':') return false;
+    ++p;
+    return p != end;
+  }
+
+  bool value(std::string_view name) {
+    if (name == "type") return type_value();
+    if (*p == '"') return string_value(name == "delta");
+    if (name == "delta") return false;  // not a string: the full parse reads no text from it
+    if (auto digits = plain_integer_length(p, end); digits > 0) return integer_value(digits);
+    return literal_value();
+  }
+
+  // The event's type, kept in the frame as it is: one of the deltas.
+  bool type_value() {
+    if (*p != '"') return false;
+    bool escaped = false;
+    const char* close = string_end(p + 1, end, escaped);
+    if (!close || close == end || escaped) return false;
+    kind = delta_kind(std::string_view(p + 1, static_cast<std::size_t>(close - p - 1)));
+    p = close + 1;
+    return kind != 0;
+  }
+
+  // A string: a hole in the frame (the delta's, whose emptiness decides the kinds).
+  bool string_value(bool is_delta) {
+    bool escaped = false;
+    const char* close = string_end(p + 1, end, escaped);
+    if (!close || close == end) return false;
+    r.frame_.append(literal_from, p + 1);  // up to and with the opening quote
+    r.holes_.push_back({static_cast<std::uint16_t>(r.frame_.size()), offset(p + 1),
+                        static_cast<std::uint16_t>(close - p - 1), true, is_delta});
+    if (is_delta) {
+      saw_delta = true;
+      delta_empty = close == p + 1;
+    }
+    p = close;  // the closing quote starts the next literal
+    literal_from = p;
+    ++p;
+    return true;
+  }
+
+  // A plain integer: a hole in the frame.
+  bool integer_value(std::size_t digits) {
+    r.frame_.append(literal_from, p);
+    r.holes_.push_back({static_cast<std::uint16_t>(r.frame_.size()), offset(p),
+                        static_cast<std::uint16_t>(digits), false, false});
+    p += digits;
+    literal_from = p;
+    return true;
+  }
+
+  // `[]`, `null`, `true` or `false`, kept in the frame as they are.
+  bool literal_value() {
+    for (std::string_view word : {"[]", "null", "true", "false"}) {
+      if (static_cast<std::size_t>(end - p) >= word.size() &&
+          std::string_view(p, word.size()) == word) {
+        p += word.size();
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
 bool responses_delta_reader::learn(std::string_view data, unsigned& kinds) {
   frame_.clear();
   holes_.clear();
   learned_.clear();
-  const char* p = data.data();
-  const char* end = p + data.size();
-  auto give_up = [&] {
+  if (data.size() < 2 || data.size() > 0xffff || data.front() != '{' || data.back() != '}')
+    return false;
+  const char* begin = data.data();
+  learning l{*this, data, begin + 1, begin + data.size(), begin};
+  if (!l.members() || !l.saw_delta || l.kind == 0) {
     frame_.clear();
     holes_.clear();
     return false;
-  };
-  auto offset = [&](const char* at) { return static_cast<std::uint16_t>(at - data.data()); };
-  // (Offsets into the frame are 16 bits: a delta event is a few hundred bytes.)
-  if (data.size() < 2 || data.size() > 0xffff || *p != '{' || end[-1] != '}') return false;
-  std::array<std::string_view, max_members> keys;
-  std::size_t key_count = 0;
-  unsigned kind = 0;
-  bool saw_delta = false, delta_empty = true;
-  const char* literal_from = p;  // the bytes not yet copied into frame_
-  ++p;
-  for (;;) {
-    // The key.
-    if (p == end || *p != '"') return give_up();
-    const char* name = ++p;
-    while (p < end && plain_key_byte(static_cast<unsigned char>(*p))) ++p;
-    if (p == end || *p != '"') return give_up();
-    std::string_view key(name, static_cast<std::size_t>(p - name));
-    for (std::size_t i = 0; i < key_count; ++i)
-      if (keys[i] == key)
-        return give_up();  // duplicates: which one counts is the full parser's business
-    if (key_count == max_members || key == "error") return give_up();
-    keys[key_count++] = key;
-    ++p;
-    if (p == end || *p != ':') return give_up();
-    ++p;
-    if (p == end) return give_up();
-    // The value.
-    if (key == "type") {
-      if (*p != '"') return give_up();
-      bool escaped = false;
-      const char* close = string_end(p + 1, end, escaped);
-      if (!close || close == end || escaped) return give_up();
-      kind = delta_kind(std::string_view(p + 1, static_cast<std::size_t>(close - p - 1)));
-      if (kind == 0) return give_up();
-      p = close + 1;  // (kept in the frame as it is)
-    } else if (*p == '"') {
-      bool escaped = false;
-      const char* close = string_end(p + 1, end, escaped);
-      if (!close || close == end) return give_up();
-      frame_.append(literal_from, p + 1);  // up to and with the opening quote
-      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p + 1),
-                        static_cast<std::uint16_t>(close - p - 1), true, key == "delta"});
-      if (key == "delta") {
-        saw_delta = true;
-        delta_empty = close == p + 1;
-      }
-      p = close;  // the closing quote starts the next literal
-      literal_from = p;
-      ++p;
-    } else if (key == "delta") {
-      return give_up();  // not a string: the full parse reads no text from it
-    } else if (auto digits = plain_integer_length(p, end); digits > 0) {
-      frame_.append(literal_from, p);
-      holes_.push_back({static_cast<std::uint16_t>(frame_.size()), offset(p),
-                        static_cast<std::uint16_t>(digits), false, false});
-      p += digits;
-      literal_from = p;
-    } else {
-      bool matched = false;
-      for (std::string_view word : {"[]", "null", "true", "false"}) {
-        if (static_cast<std::size_t>(end - p) >= word.size() &&
-            std::string_view(p, word.size()) == word) {
-          p += word.size();  // (kept in the frame as it is)
-          matched = true;
-          break;
-        }
-      }
-      if (!matched) return give_up();
-    }
-    // A comma and the next member, or the end.
-    if (p == end) return give_up();
-    if (*p == ',') {
-      ++p;
-      continue;
-    }
-    if (*p == '}' && p + 1 == end) break;
-    return give_up();
   }
-  if (!saw_delta || kind == 0) return give_up();
-  frame_.append(literal_from, end);
+  frame_.append(l.literal_from, l.end);
   learned_.assign(data);  // (its values, for keep_varying_holes)
-  kind_ = kind;
-  kinds = delta_empty ? 0 : kind;
+  kind_ = l.kind;
+  kinds = l.delta_empty ? 0 : l.kind;
   return true;
 }
 

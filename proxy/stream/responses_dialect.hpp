@@ -53,6 +53,7 @@ class responses_delta_reader {
   // `values` (may be null): where each hole's value lies in `data`, when it matches.
   bool matches(std::string_view data, unsigned& kinds, std::string_view* values) const;
   bool learn(std::string_view data, unsigned& kinds);
+  struct learning;  // learn's pass over the event (responses_dialect.cpp)
   void keep_varying_holes(const std::string_view* values);
 
   // A value left out of frame_: where in frame_ it sits, where it lay in
