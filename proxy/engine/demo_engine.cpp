@@ -705,6 +705,69 @@ json::object embeddings_json(const json::object& body) {
           {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
 }
 
+std::optional<api> api_of(std::string_view path) {
+  if (path == "/v1/chat/completions") return api::chat;
+  if (path == "/v1/completions") return api::completions;
+  if (path == "/v1/messages") return api::messages;
+  if (path == "/v1/responses") return api::responses;
+  return std::nullopt;
+}
+
+// A failure the engine was asked for: by its settings (fail_status) or
+// by the request (demo.status).
+std::optional<std::pair<http::status, json::object>> failure_asked(const demo_engine::state& st,
+                                                                   const json::object& body) {
+  if (st.settings.fail_status >= 400)
+    return std::pair{static_cast<http::status>(st.settings.fail_status),
+                     error_body("demo engine configured to fail", "server_error")};
+  if (auto* d = body.if_contains("demo"); d && d->is_object())
+    if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600)
+      return std::pair{
+          static_cast<http::status>(status),
+          error_body("demo engine asked to fail with " + std::to_string(status), "server_error")};
+  return std::nullopt;
+}
+
+// One request answered; returns whether the connection goes on.
+net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
+                            const http::request<http::string_body>& req, std::string_view path) {
+  const bool keep = req.keep_alive();
+  const bool get = req.method() == http::verb::get;
+  std::optional<std::pair<http::status, json::object>> reply;
+  if (get && path == "/demo/stats")
+    reply = {http::status::ok, stats_json(st)};
+  else if (get && path == "/v1/models")
+    reply = {http::status::ok, models_json()};
+  const auto kind = api_of(path);
+  const bool embeddings = path == "/v1/embeddings";
+  if (!reply && (req.method() != http::verb::post || (!kind && !embeddings)))
+    reply = {http::status::not_found, error_body("no such endpoint", "invalid_request_error")};
+  error_code jec;
+  auto parsed = reply ? json::value() : json::parse(req.body(), jec);
+  if (!reply && (jec || !parsed.is_object()))
+    reply = {http::status::bad_request,
+             error_body("body must be a JSON object", "invalid_request_error")};
+  if (!reply) {
+    const auto& body = parsed.get_object();
+    if (auto* m = body.if_contains("model"); m && m->is_string()) {
+      auto& count = st.by_model[m->get_string()];
+      count = count.is_int64() ? count.get_int64() + 1 : 1;
+    }
+    reply = failure_asked(st, body);
+    if (!reply && embeddings) {
+      st.stats->completed++;
+      reply = {http::status::ok, embeddings_json(body)};
+    }
+  }
+  if (reply) {
+    co_await write_json(socket, reply->first, std::move(reply->second), keep);
+    co_return keep;
+  }
+  auto p = make_plan(*kind, parsed.get_object(), st.settings);
+  bool generated = co_await generate(socket, st, p);
+  co_return generated&& keep;
+}
+
 net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_engine::state> st) {
   // Beast reads as much as the buffer's free capacity (at least 512 bytes):
   // a buffer left to grow from nothing takes a 200 KB prompt in about 400
@@ -720,79 +783,13 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
     auto [ec, n] = co_await http::async_read(socket, buffer, parser, use_tuple);
     if (ec) break;
     auto shared = std::make_shared<const http::request<http::string_body>>(parser.release());
-    const auto& req = *shared;
-    bool keep = req.keep_alive();
-    auto target = std::string_view(req.target());
+    auto target = std::string_view(shared->target());
     auto path = target.substr(0, target.find('?'));
     if (path != "/demo/stats") {
       st->stats->requests++;
       st->last_request = shared;
     }
-
-    if (req.method() == http::verb::get && path == "/demo/stats") {
-      co_await write_json(socket, http::status::ok, stats_json(*st), keep);
-      if (!keep) break;
-      continue;
-    }
-    if (req.method() == http::verb::get && path == "/v1/models") {
-      co_await write_json(socket, http::status::ok, models_json(), keep);
-      if (!keep) break;
-      continue;
-    }
-    std::optional<api> kind;
-    if (path == "/v1/chat/completions")
-      kind = api::chat;
-    else if (path == "/v1/completions")
-      kind = api::completions;
-    else if (path == "/v1/messages")
-      kind = api::messages;
-    else if (path == "/v1/responses")
-      kind = api::responses;
-    bool embeddings = path == "/v1/embeddings";
-    if (req.method() != http::verb::post || (!kind && !embeddings)) {
-      co_await write_json(socket, http::status::not_found,
-                          error_body("no such endpoint", "invalid_request_error"), keep);
-      if (!keep) break;
-      continue;
-    }
-    error_code jec;
-    auto parsed = json::parse(req.body(), jec);
-    if (jec || !parsed.is_object()) {
-      co_await write_json(socket, http::status::bad_request,
-                          error_body("body must be a JSON object", "invalid_request_error"), keep);
-      if (!keep) break;
-      continue;
-    }
-    const auto& body = parsed.get_object();
-    if (auto* m = body.if_contains("model"); m && m->is_string()) {
-      auto& count = st->by_model[m->get_string()];
-      count = count.is_int64() ? count.get_int64() + 1 : 1;
-    }
-    if (st->settings.fail_status >= 400) {
-      co_await write_json(socket, static_cast<http::status>(st->settings.fail_status),
-                          error_body("demo engine configured to fail", "server_error"), keep);
-      if (!keep) break;
-      continue;
-    }
-    if (auto* d = body.if_contains("demo"); d && d->is_object()) {
-      if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600) {
-        co_await write_json(
-            socket, static_cast<http::status>(status),
-            error_body("demo engine asked to fail with " + std::to_string(status), "server_error"),
-            keep);
-        if (!keep) break;
-        continue;
-      }
-    }
-    if (embeddings) {
-      auto out = embeddings_json(body);
-      st->stats->completed++;
-      co_await write_json(socket, http::status::ok, out, keep);
-      if (!keep) break;
-      continue;
-    }
-    auto p = make_plan(*kind, body, st->settings);
-    if (!co_await generate(socket, *st, p) || !keep) break;
+    if (!co_await answer(socket, *st, *shared, path)) break;
   }
   socket.shutdown(tcp::socket::shutdown_both, ignored);
 }
