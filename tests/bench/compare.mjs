@@ -6,6 +6,11 @@
 // BENCH_ONLY=3,4 runs only those scenarios (the number their name starts with).
 // BENCH_TOKENGATE_YAML adds lines to tokengate's config, to measure a setting
 // the default leaves off, e.g. BENCH_TOKENGATE_YAML='memory: {after_burst: keep}'.
+// BENCH_BASELINE=OLD_BIN adds a fourth target, "baseline": that binary
+// with tokengate's config, beside the others in every round of the
+// one-process scenarios (1, 2+5, 2r, 2o, 3, 4, 6), and a tokengate/baseline
+// line to each: what a change bought, against nginx and the old binary in
+// one run.
 // BENCH_PROXY_FIFO=1 runs both proxies (not the source or the load) at
 // real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
 // gives the proxy its core's first claim gets (docs/performance.md,
@@ -35,6 +40,7 @@ const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",") : null;
 const wanted = (name) => !only || only.some((n) => name.startsWith(n));
 const extraYaml = process.env.BENCH_TOKENGATE_YAML ?? "";
 const proxyFifo = process.env.BENCH_PROXY_FIFO === "1";
+const baselineBin = process.env.BENCH_BASELINE || null;
 if (!bin) throw new Error("usage: compare.mjs TOKENGATE_BIN [ROUNDS]");
 const work = mkdtempSync(join(tmpdir(), "tokengate-bench-"));
 const children = [];
@@ -224,6 +230,14 @@ async function main() {
       writeFileSync(yaml, tokengateConf(tgPort, adminPorts[i], sourcePort, tls));
       tokengates.push(await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/));
     }
+    let baseline = null;
+    if (baselineBin && processes === 1 && !tls) {
+      const port = await freePort(), adminPort = await freePort();
+      const yaml = join(work, `baseline-${form}.yaml`);
+      writeFileSync(yaml, tokengateConf(port, adminPort, sourcePort, tls));
+      const child = await start({ core: "0", path: baselineBin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
+      baseline = { child, port, adminPorts: [adminPort] };
+    }
     // Resident memory of the idle proxies, before any load: a heap that grew
     // in one round is not given back, so later rounds' idle is no baseline.
     await new Promise((r) => setTimeout(r, 500));
@@ -233,13 +247,16 @@ async function main() {
       nginx: { url: `${base}:${nginxPort}/v1`, pid: nginx.pid, port: nginxPort, idleKb: rssKb(nginx.pid) },
       tokengate: { url: `${base}:${tgPort}/v1`, pid: pids.length === 1 ? pids[0] : pids, port: tgPort,
         idleKb: rssKb(pids), adminPorts },
-      stop: () => [nginx, ...tokengates].forEach((c) => c.kill("SIGTERM")),
+      baseline: baseline && { url: `${base}:${baseline.port}/v1`, pid: baseline.child.pid, port: baseline.port,
+        idleKb: rssKb(baseline.child.pid), adminPorts: baseline.adminPorts },
+      stop: () => [nginx, ...tokengates, ...(baseline ? [baseline.child] : [])].forEach((c) => c.kill("SIGTERM")),
     };
   };
   const proxies = await startProxies(1);
   const direct = { url: `http://127.0.0.1:${enginePort}/v1`, pid: null, port: enginePort, idleKb: 0 };
 
-  const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate };
+  const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate,
+    ...(proxies.baseline ? { baseline: proxies.baseline } : {}) };
   // The OpenAI Python SDK's request fields besides the framing ones (its
   // versions, a made-up key); tests/bench/bench_lib.sh's sdk_header_args.
   const sdkHeaders = ["Accept-Encoding: gzip, deflate", "Connection: keep-alive", "User-Agent: OpenAI/Python 1.54.4",
@@ -476,7 +493,7 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
   const cancelName = "4 cancellation (abort after 5 tokens): source sees the close after, ms";
   const cancel = {};
   for (const t of Object.keys(targets)) cancel[t] = [];
-  const ports = { direct: enginePort, nginx: proxies.nginx.port, tokengate: proxies.tokengate.port };
+  const ports = Object.fromEntries(Object.entries(targets).map(([t, target]) => [t, target.port]));
   for (let round = 0; round < rounds && wanted(cancelName); round++) {
     for (const t of Object.keys(targets)) {
       for (let i = 0; i < 20; i++) {
@@ -522,6 +539,10 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
     lines.push(`ratio tokengate/nginx: KB per stream ${fmt(sm.tokengate.kb / sm.nginx.kb)}, ` +
       `added transit p99 ${fmt((sm.tokengate.tr99 - sm.direct.tr99) / (sm.nginx.tr99 - sm.direct.tr99))}, ` +
       `CPU per event ${fmt(sm.tokengate.cpu / sm.nginx.cpu)}`);
+    if (sm.baseline)
+      lines.push(`ratio tokengate/baseline: KB per stream ${fmt(sm.tokengate.kb / sm.baseline.kb)}, ` +
+        `added transit p99 ${fmt((sm.tokengate.tr99 - sm.direct.tr99) / (sm.baseline.tr99 - sm.direct.tr99))}, ` +
+        `CPU per event ${fmt(sm.tokengate.cpu / sm.baseline.cpu)}`);
     lines.push(`tokengate's own relay delay per event (kernel arrival to write, /metrics buckets): ` +
       `p50 at most ${fmt(sm.tokengate.relay50, 3)} ms, p99 at most ${fmt(sm.tokengate.relay99, 3)} ms`);
     // Round by round, so that a round whose cores the host took can be told
@@ -560,6 +581,9 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
     lines.push(`ratio tokengate/nginx: added TTFT p50 ${fmt((a.ttft50 - m.direct.ttft50) / (b.ttft50 - m.direct.ttft50))}, ` +
       `added TTFT p99 ${fmt((a.ttft99 - m.direct.ttft99) / (b.ttft99 - m.direct.ttft99))}, ` +
       `events/s ${fmt(a.eps / b.eps)}, CPU per event ${fmt(a.cpu / b.cpu)}`);
+    if (m.baseline)
+      lines.push(`ratio tokengate/baseline: CPU per event ${fmt(a.cpu / m.baseline.cpu)}, events/s ` +
+        `${fmt(a.eps / m.baseline.eps)}; tokengate minus baseline: TTFT p99 ${fmt(a.ttft99 - m.baseline.ttft99, 3)} ms`);
     // (A ratio of two small or negative numbers says little; the targets
     // for long prompts are in milliseconds.)
     lines.push(`tokengate minus nginx: TTFT p50 ${fmt(a.ttft50 - b.ttft50, 3)} ms, TTFT p99 ${fmt(a.ttft99 - b.ttft99, 3)} ms`);
