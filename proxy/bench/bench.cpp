@@ -304,12 +304,9 @@ net::awaitable<std::unique_ptr<any_stream>> connect(point_state& st, std::string
   co_return stream;
 }
 
-// One request on `conn` (opened if needed); fills `s`.
-net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& conn, sample& s) {
-  if (!conn) {
-    conn = co_await connect(st, s.error, s.detail);
-    if (!conn) co_return;
-  }
+// The request's head: the API's fields, the key where the endpoint wants
+// it, the caller's own fields.
+std::string request_head(const point_state& st) {
   http::request<http::empty_body> req{http::verb::post, st.path, 11};
   req.set(http::field::host, st.url.host_header);
   req.set(http::field::content_type, "application/json");
@@ -325,7 +322,37 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   }
   for (const auto& [name, value] : st.o.headers) req.set(name, value);
   req.content_length(st.body.size());
-  const auto head = head_bytes(req.base());
+  return head_bytes(req.base());
+}
+
+// A 200 answer read to its end: an error event or no token is an error;
+// else its timings.
+void judge_complete_answer(sample& s, const token_clock& tokens, clock::time_point start,
+                           clock::time_point end) {
+  if (tokens.facts().error) {
+    s.error = "stream_error", s.detail = "the stream ended with an error event";
+    return;
+  }
+  if (s.tokens == 0) {
+    s.error = "no_tokens", s.detail = "a 200 answer without a token event";
+    return;
+  }
+  s.ttft_ms = token_clock::ms(tokens.first() - start);
+  s.duration_ms = token_clock::ms(end - start);
+  if (s.tokens > 1) {
+    auto span = token_clock::ms(tokens.last() - tokens.first());
+    s.tpot_ms = span / (s.tokens - 1);
+    s.tokens_per_second = span > 0 ? (s.tokens - 1) * 1000.0 / span : 0;
+  }
+}
+
+// One request on `conn` (opened if needed); fills `s`.
+net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& conn, sample& s) {
+  if (!conn) {
+    conn = co_await connect(st, s.error, s.detail);
+    if (!conn) co_return;
+  }
+  const auto head = request_head(st);
   const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(st.body)};
   conn->expires_after(st.o.timeout);  // the whole request: write, head and every event
   auto start = clock::now();
@@ -380,19 +407,7 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     conn.reset();
   else
     conn->expires_never();
-  if (!s.error.empty()) co_return;
-  if (tokens.facts().error)
-    s.error = "stream_error", s.detail = "the stream ended with an error event";
-  else if (s.tokens == 0)
-    s.error = "no_tokens", s.detail = "a 200 answer without a token event";
-  if (!s.error.empty()) co_return;
-  s.ttft_ms = token_clock::ms(tokens.first() - start);
-  s.duration_ms = token_clock::ms(end - start);
-  if (s.tokens > 1) {
-    auto span = token_clock::ms(tokens.last() - tokens.first());
-    s.tpot_ms = span / (s.tokens - 1);
-    s.tokens_per_second = span > 0 ? (s.tokens - 1) * 1000.0 / span : 0;
-  }
+  if (s.error.empty()) judge_complete_answer(s, tokens, start, end);
 }
 
 void draw_progress(const point_state& st, int concurrency, int prompt) {

@@ -78,6 +78,8 @@ std::size_t whole_chunk(const char* p, std::size_t n, std::uint64_t& size) {
 
 }  // namespace
 
+// (The steps are inlined into decode, which runs for every read of every
+// stream: called, they kept the cursor in memory, 20 % more instructions.)
 struct body_decoder::cursor {
   char* const base;
   const std::size_t end;
@@ -89,7 +91,7 @@ struct body_decoder::cursor {
 
   // The payload's first piece stays where it is; later pieces (the next
   // chunks of the same read) move up behind it, over the framing between.
-  void take_payload(std::size_t n) {
+  [[gnu::always_inline]] void take_payload(std::size_t n) {
     if (!any_payload) {
       any_payload = true;
       r.begin = out = at;
@@ -128,14 +130,14 @@ struct body_decoder::cursor {
   }
 };
 
-void body_decoder::take_counted(cursor& c) {
+[[gnu::always_inline]] inline void body_decoder::take_counted(cursor& c) {
   auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, c.end - c.at));
   c.take_payload(n);
   left_ -= n;
   if (left_ == 0) state_ = state_ == state::length ? state::done : state::payload_end;
 }
 
-bool body_decoder::read_size_line(cursor& c) {
+[[gnu::always_inline]] inline bool body_decoder::read_size_line(cursor& c) {
   std::uint64_t whole_size;
   if (auto line_length = whole_chunk(c.base + c.at, c.end - c.at, whole_size)) {
     c.at += line_length;
@@ -159,7 +161,7 @@ bool body_decoder::read_size_line(cursor& c) {
   return true;
 }
 
-bool body_decoder::read_payload_end(cursor& c) {
+[[gnu::always_inline]] inline bool body_decoder::read_payload_end(cursor& c) {
   if (c.base[c.at] != '\r' || (c.end - c.at >= 2 && c.base[c.at + 1] != '\n')) {
     c.ec = http::error::bad_chunk;
     return false;
@@ -171,7 +173,7 @@ bool body_decoder::read_payload_end(cursor& c) {
 }
 
 // Trailer fields, passed over, until the empty line that ends the body.
-bool body_decoder::read_trailer(cursor& c) {
+[[gnu::always_inline]] inline bool body_decoder::read_trailer(cursor& c) {
   std::string_view line;
   if (!c.next_line(line)) return false;
   if (line.empty()) state_ = state::done;

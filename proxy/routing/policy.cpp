@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <span>
@@ -106,14 +107,16 @@ using refusal = std::optional<request_error>;
 // upstream might honour the one the policy did not read.
 refusal named_once(const scanned_object& object, std::string_view prefix,
                    bool (*reads)(std::string_view)) {
-  std::vector<std::string_view> seen;
+  // (The policy reads eight names at most: no allocation for them.)
+  std::array<std::string_view, 16> seen;
+  std::size_t count = 0;
   for (const auto& m : object.members) {
     if (!reads(m.key)) continue;
-    if (std::find(seen.begin(), seen.end(), m.key) != seen.end())
+    if (std::find(seen.begin(), seen.begin() + count, m.key) != seen.begin() + count)
       return bad_request("duplicate_member",
                          "the member '" + std::string(prefix) + m.key +
                              "' appears more than once; a request must name it once");
-    seen.push_back(m.key);
+    if (count < seen.size()) seen[count++] = m.key;
   }
   return std::nullopt;
 }

@@ -1,7 +1,5 @@
 #include "server/proxy_exchange.hpp"
 
-#include <exception>
-
 #include "http/json_response.hpp"
 #include "server/worker.hpp"
 #include "stream/relay.hpp"
@@ -9,24 +7,28 @@
 namespace tokengate {
 namespace {
 
-// An answer from some upstream relayed, or the last failure written.
-net::awaitable<bool> answer_client(upstream::exchange_state& s, client_request& request, worker& w,
-                                   upstream::exchange_plan& plan, bool keep_client) {
-  upstream::answer got;
-  auto failure = co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got);
-  if (s.ctx.client_gone) co_return keep_client;  // the watcher already closed the upstream
-  if (failure) {
-    s.finished = true;
-    co_await send_error(s.client, std::move(*failure), keep_client, s.ctx);
-    co_return keep_client;
+// What the exchange leaves behind, whatever its end (an exception
+// included): the watcher told to stop, an upstream connection not given
+// back to its pool closed (it is not reusable).
+class exchange_end {
+ public:
+  exchange_end(upstream::exchange_state& s, client_watcher& watcher) : s_(s), watcher_(watcher) {}
+  ~exchange_end() { close(); }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    s_.finished = true;
+    if (s_.upstream) s_.upstream->stream.close();
+    // A read of the watcher's still pending goes on as the session's wait
+    // for the next request; it no longer reports to `s`.
+    watcher_.unwatch();
   }
-  // Nothing is sent upstream again; the request's head went back with the attempt.
-  upstream::in_flight streaming(*got.in_flight);
-  const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
-  keep_client =
-      co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version);
-  co_return keep_client;
-}
+
+ private:
+  upstream::exchange_state& s_;
+  client_watcher& watcher_;
+  bool closed_ = false;
+};
 
 }  // namespace
 
@@ -43,19 +45,22 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   // of the relay's CPU (perf, 9,000 slow streams). Nothing here needs that
   // cancellation.
   watcher.watch(s);
-  std::exception_ptr failed;
-  try {
-    keep_client = co_await answer_client(s, request, w, plan, keep_client);
-  } catch (...) {
-    failed = std::current_exception();
+  exchange_end end(s, watcher);
+  // An answer from some upstream relayed, or the last failure written. (In
+  // this coroutine, not one of its own: each is a frame per request.)
+  upstream::answer got;
+  auto failure = co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got);
+  if (!ctx.client_gone && failure) {
+    s.finished = true;
+    co_await send_error(client, std::move(*failure), keep_client, ctx);
+  } else if (!ctx.client_gone) {
+    upstream::in_flight streaming(*got.in_flight);
+    const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
+    keep_client =
+        co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version);
   }
-  s.finished = true;
-  if (s.upstream) s.upstream->stream.close();  // not returned to the pool: not reusable
-  // A read of the watcher's still pending goes on as the session's wait for
-  // the next request; it no longer reports to `s`.
-  watcher.unwatch();
-  if (failed) std::rethrow_exception(failed);
-  if (ctx.client_gone) {
+  end.close();
+  if (ctx.client_gone) {  // (the watcher already closed the upstream)
     w.metrics().downstream_rq_client_cancelled.add();
     if (!ctx.error) ctx.error = request_error::disconnected();
     co_return false;

@@ -111,56 +111,60 @@ net::awaitable<bool> answer_read_error(any_stream& stream, const error_code& ec,
 // else the connection ends, with whether the client may still be sending.
 using read_outcome = std::optional<bool>;
 
-// The request's head, read and checked; its identity in `ctx`.
-net::awaitable<read_outcome> read_head(any_stream& stream, beast::flat_buffer& buffer,
-                                       request_head& head, request_context& ctx,
-                                       const config::limit_settings& limits) {
-  stream.expires_after(limits.head_timeout);
-  auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes,
-                                        limits.max_header_count);
+// What a request's head came to: nothing to say (it is read and sound),
+// a refusal to answer with, or a close without a word (the client went
+// away, or too slow: the deadline closed the socket).
+struct head_verdict {
+  std::optional<request_error> refusal;
+  bool close_silently = false;
+};
+
+// The head judged as read, its identity noted in `ctx`.
+head_verdict judge_head(const error_code& hec, const request_head& head, request_context& ctx,
+                        const config::limit_settings& limits) {
   ctx.received = clock::now();
   // (A refused head's views point into the buffer, and may be part of a field.)
   ctx.request_id =
       request_id_for(hec ? std::string_view() : head.value_of(known_field::x_request_id));
   // (Too many fields, not too many bytes: the parser stopped with the
   // fields full. A head over the byte limit has none parsed.)
-  if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count) {
-    co_await send_error(stream,
-                        request_error::client(431, "too_many_headers",
-                                              "too many request headers (limit " +
-                                                  std::to_string(limits.max_header_count) + ")"),
-                        false, ctx);
-    co_return true;
-  }
+  if (hec == http::error::header_limit && head.fields.size() == limits.max_header_count)
+    return {request_error::client(
+        431, "too_many_headers",
+        "too many request headers (limit " + std::to_string(limits.max_header_count) + ")")};
   if (hec) {
-    bool answered = co_await answer_read_error(stream, hec, limits, ctx);
-    co_return answered;
+    auto failure = classify_read_error(hec, limits);
+    return {failure, !failure};
   }
   ctx.method = std::string(head.method_string);
   ctx.path = std::string(head.target.substr(0, head.target.find('?')));
   ctx.dialect = dialect_for_path(ctx.path);
-  if (!head.host_fields_allowed()) {
-    co_await send_error(
-        stream,
-        request_error::client(400, "invalid_host",
-                              head.version >= 11
-                                  ? "an HTTP/1.1 request must have exactly one Host header"
-                                  : "a request must not have more than one Host header"),
-        false, ctx);
-    co_return true;  // (a body may be on its way)
-  }
-  co_return std::nullopt;
+  if (!head.host_fields_allowed())
+    return {request_error::client(400, "invalid_host",
+                                  head.version >= 11
+                                      ? "an HTTP/1.1 request must have exactly one Host header"
+                                      : "a request must not have more than one Host header")};
+  return {};
 }
 
 // The request whole: its head, then its body (forwarded while it arrives
-// where it is long, server/early_forward.hpp).
+// where it is long, server/early_forward.hpp). (One coroutine for both:
+// each awaited sub-coroutine is a frame allocated and entered per request.)
 net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer& buffer,
                                           client_request& request, request_context& ctx, worker& w,
                                           const config::listener& listener, bool may_forward,
                                           std::unique_ptr<early_forward>& early) {
   const auto& limits = w.config().limits;
   auto& head = request.head;
-  if (auto ended = co_await read_head(stream, buffer, head, ctx, limits)) co_return ended;
+  stream.expires_after(limits.head_timeout);
+  auto hec = co_await read_request_head(stream, buffer, head, limits.max_head_bytes,
+                                        limits.max_header_count);
+  auto verdict = judge_head(hec, head, ctx, limits);
+  if (verdict.close_silently) co_return false;
+  if (verdict.refusal) {  // (the client may still be sending: a body on its way)
+    co_await send_error(stream, std::move(*verdict.refusal), false, ctx);
+    co_return true;
+  }
   if (head.expects_continue() && head.has_body()) {
     static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
     stream.expires_after(limits.body_timeout);

@@ -53,13 +53,6 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
   return true;
 }
 
-bool anthropic_reading::read_lean(std::string_view data, observation& o) {
-  unsigned kinds = 0;
-  if (!read_anthropic_delta(data, kinds)) return false;
-  o.add_kinds(kinds);
-  return true;
-}
-
 namespace {
 
 void read_block_start(const json_fields::json::object& e, observation& o) {

@@ -27,7 +27,12 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds);
 // The Anthropic dialect's reading of one event (not an error).
 class anthropic_reading {
  public:
-  bool read_lean(std::string_view data, observation& o);
+  bool read_lean(std::string_view data, observation& o) {
+    unsigned kinds = 0;
+    if (!read_anthropic_delta(data, kinds)) return false;
+    o.add_kinds(kinds);
+    return true;
+  }
   void read_full(const boost::json::value& event, observation& o);
 };
 

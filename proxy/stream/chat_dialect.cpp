@@ -681,28 +681,6 @@ void chat_chunk_reader::remember_tail_holes() {
 
 namespace {
 
-// What the lean reader found in the event at hand, reused by every event on
-// this thread: built afresh for each event, its eight choices cost as much
-// as the reading.
-thread_local chat_chunk chunk_scratch;
-
-}  // namespace
-
-bool chat_reading::read_lean(std::string_view data, observation& o) {
-  chat_chunk& chunk = chunk_scratch;
-  if (!chunks_.read(data, chunk)) return false;
-  for (std::size_t i = 0; i < chunk.choice_count; ++i) {
-    const auto& c = chunk.choices[i];
-    o.add_kinds((c.text ? kind_text : 0u) | (c.reasoning ? kind_reasoning : 0u) |
-                (c.tool_call ? kind_tool_call : 0u));
-    o.finish(c.index, c.finish_reason);
-  }
-  if (chunk.usage) o.usage(chunk.prompt_tokens, chunk.completion_tokens);
-  return true;
-}
-
-namespace {
-
 void read_tool_calls(const json_fields::json::array& calls, std::int64_t choice, observation& o) {
   using namespace json_fields;
   for (const auto& call : calls) {

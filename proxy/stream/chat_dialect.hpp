@@ -132,12 +132,29 @@ class chat_chunk_reader {
   std::size_t resumed_reads_ = 0;
 };
 
+// What the lean reader found in the event at hand, reused by every event on
+// this thread: built afresh for each event, its eight choices cost as much
+// as the reading.
+inline thread_local chat_chunk chunk_scratch;
+
 // The chat dialect's reading of one event (not [DONE], not an error).
 class chat_reading {
  public:
   // True when the lean reader vouched for the event and `o` holds what it
   // carried; false means "read it in full".
-  bool read_lean(std::string_view data, observation& o);
+  // (Inline: it runs for nearly every event of a stream.)
+  [[gnu::always_inline]] bool read_lean(std::string_view data, observation& o) {
+    chat_chunk& chunk = chunk_scratch;
+    if (!chunks_.read(data, chunk)) return false;
+    for (std::size_t i = 0; i < chunk.choice_count; ++i) {
+      const auto& c = chunk.choices[i];
+      o.add_kinds((c.text ? kind_text : 0u) | (c.reasoning ? kind_reasoning : 0u) |
+                  (c.tool_call ? kind_tool_call : 0u));
+      o.finish(c.index, c.finish_reason);
+    }
+    if (chunk.usage) o.usage(chunk.prompt_tokens, chunk.completion_tokens);
+    return true;
+  }
   // The parsed event, an object: its choices' deltas (or completions'
   // text), finish reasons and usage.
   void read_full(const boost::json::value& event, observation& o);

@@ -13,22 +13,6 @@ bool stream_facts::ended_properly() const {
   return true;
 }
 
-void observation::end_event() {
-  auto index = facts_.events++;
-  if (kinds_ & kind_usage) ++facts_.usage_events;
-  if (kinds_ & content_kinds) {
-    ++facts_.content_events;
-    if (!facts_.first_content_event) facts_.first_content_event = index;
-  }
-  if (kinds_ & kind_text) {
-    ++facts_.text_events;
-    if (!facts_.first_text_event) facts_.first_text_event = index;
-  }
-  if (kinds_ & kind_reasoning) ++facts_.reasoning_events;
-  if (kinds_ & kind_tool_call) ++facts_.tool_call_events;
-  if (record_) facts_.kinds.push_back(kinds_);
-}
-
 void observation::text(std::int64_t choice, std::string_view text) {
   if (text.empty()) return;
   kinds_ |= kind_text;
@@ -58,13 +42,6 @@ void observation::tool_arguments(std::int64_t key, std::string_view fragment) {
     it = tool_call_slots_.find(key);
   }
   facts_.tool_calls[it->second].arguments.append(fragment);
-}
-
-void observation::finish(std::int64_t choice, std::string_view reason) {
-  if (reason.empty()) return;
-  kinds_ |= kind_finish;
-  facts_.finish_reason.assign(reason);
-  facts_.finish_by_choice[choice].assign(reason);
 }
 
 void observation::usage(std::optional<std::int64_t> input, std::optional<std::int64_t> output) {

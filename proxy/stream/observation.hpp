@@ -70,7 +70,21 @@ class observation {
   // An event begins and ends; between them the dialect's reading says
   // what it carried.
   void begin_event() { kinds_ = 0; }
-  void end_event();
+  void end_event() {
+    auto index = facts_.events++;
+    if (kinds_ & kind_usage) ++facts_.usage_events;
+    if (kinds_ & content_kinds) {
+      ++facts_.content_events;
+      if (!facts_.first_content_event) facts_.first_content_event = index;
+    }
+    if (kinds_ & kind_text) {
+      ++facts_.text_events;
+      if (!facts_.first_text_event) facts_.first_text_event = index;
+    }
+    if (kinds_ & kind_reasoning) ++facts_.reasoning_events;
+    if (kinds_ & kind_tool_call) ++facts_.tool_call_events;
+    if (record_) facts_.kinds.push_back(kinds_);
+  }
   unsigned kinds() const { return kinds_; }
 
   void add_kinds(unsigned kinds) { kinds_ |= kinds; }  // what a lean reading found
@@ -83,7 +97,13 @@ class observation {
   }
   void open_tool_call(std::int64_t key, std::string_view name);
   void tool_arguments(std::int64_t key, std::string_view fragment);
-  void finish(std::int64_t choice, std::string_view reason);
+  // (Inline, as end_event: both run for every event of a stream.)
+  void finish(std::int64_t choice, std::string_view reason) {
+    if (reason.empty()) return;
+    kinds_ |= kind_finish;
+    facts_.finish_reason.assign(reason);
+    facts_.finish_by_choice[choice].assign(reason);
+  }
   // Usage as the dialect reports it: both counts replaced (a count the
   // event lacks becomes unknown), or one of them.
   void usage(std::optional<std::int64_t> input, std::optional<std::int64_t> output);

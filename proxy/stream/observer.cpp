@@ -86,6 +86,22 @@ void stream_observer::feed_ndjson(std::string_view bytes) {
   }
 }
 
+// The lean readings answer for what the full one would find, without
+// building a document; recording needs the decoded text, and an error
+// event its detail, so those are always read in full. (Inlined into
+// on_json: it runs for nearly every event.)
+[[gnu::always_inline]] inline bool stream_observer::read_lean(std::string_view event_type,
+                                                              std::string_view data) {
+  if (!fast_path_ || observation_.recording() || event_type == "error") return false;
+  // (The chat dialect first, tested directly: most streams speak it.)
+  if (auto* chat = std::get_if<chat_reading>(&reading_)) return chat->read_lean(data, observation_);
+  if (auto* anthropic = std::get_if<anthropic_reading>(&reading_))
+    return anthropic->read_lean(data, observation_);
+  if (auto* responses = std::get_if<responses_reading>(&reading_))
+    return responses->read_lean(event_type, data, observation_);
+  return false;  // (an engine's own API: always in full)
+}
+
 void stream_observer::on_json(std::string_view event_type, std::string_view data) {
   observation_.begin_event();
   if (data == "[DONE]") {
@@ -98,21 +114,8 @@ void stream_observer::on_json(std::string_view event_type, std::string_view data
   observation_.end_event();
 }
 
-// The lean readings answer for what the full one would find, without
-// building a document; recording needs the decoded text, and an error
-// event its detail, so those are always read in full.
-bool stream_observer::read_lean(std::string_view event_type, std::string_view data) {
-  if (!fast_path_ || observation_.recording() || event_type == "error") return false;
-  return std::visit(
-      [&](auto& reading) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(reading)>, responses_reading>)
-          return reading.read_lean(event_type, data, observation_);
-        else
-          return reading.read_lean(data, observation_);
-      },
-      reading_);
-}
-
+// Any event, parsed whole: what every dialect shares, then the dialect's
+// own reading.
 void stream_observer::read_full(std::string_view event_type, std::string_view data) {
   json::monotonic_resource scratch(parse_scratch.data(), parse_scratch.size());
   boost::system::error_code ec;

@@ -121,7 +121,14 @@ class response_relay {
   bool write_now(buffers out);
   net::awaitable<bool> send_rest();
 
-  net::awaitable<bool> finish();
+  // The loop is over: the stream's counts recorded; then which ending it
+  // takes, once the head (if nothing else went) is written.
+  void settle();
+  enum class ending { cut, clean, failed };
+  ending how_it_ends() const;
+  net::awaitable<bool> finish_cut();
+  net::awaitable<bool> finish_clean();
+  net::awaitable<bool> finish_failed();
 
  private:
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
@@ -130,10 +137,7 @@ class response_relay {
   net::awaitable<bool> write_client(buffers out);
   net::awaitable<bool> write_last_chunks(std::string_view tail);
 
-  net::awaitable<bool> finish_cut();
-  net::awaitable<bool> finish_clean();
   net::awaitable<bool> finish_not_sse();
-  net::awaitable<bool> finish_failed();
 
   upstream::exchange_state& s_;
   request_context& ctx_;
@@ -255,7 +259,8 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
 // (heaptrack: 11.5 allocations per event before, 4.6 after the span).
 // The client's head goes in front of the first write, and the last chunk
 // after the write that ends the body when it is known to (`ends_body`).
-buffers response_relay::frame(const std::vector<net::const_buffer>& what, bool ends_body) {
+[[gnu::always_inline]] inline buffers response_relay::frame(
+    const std::vector<net::const_buffer>& what, bool ends_body) {
   auto size = net::buffer_size(what);
   framed_.clear();
   if (head_pending_) {
@@ -278,7 +283,7 @@ buffers response_relay::head_alone() {
   return frame(pieces_);
 }
 
-bool response_relay::write_now(buffers out) {
+[[gnu::always_inline]] inline bool response_relay::write_now(buffers out) {
   auto total = net::buffer_size(out);
   if (total == 0) return true;
   error_code ec;
@@ -460,26 +465,16 @@ bool response_relay::turn_ends() {
   return bool(ec_);
 }
 
-net::awaitable<bool> response_relay::finish() {
+void response_relay::settle() {
   if (ctx_.streamed) env_.metrics.stream_active.sub();
   env_.metrics.stream_events_total.add(ctx_.sse_events);
   ctx_.input_tokens = accounting_.facts().input_tokens;
   ctx_.output_tokens = accounting_.output_tokens();
-  if (ctx_.client_gone) co_return false;
-  if (head_pending_) {  // no body came (or none that was written): the head still goes first
-    if (!write_now(head_alone())) {
-      if (!co_await send_rest()) co_return false;
-    }
-    if (ctx_.client_gone) co_return false;
-  }
-  bool keep_alive = false;
-  if (accounting_.cut())
-    keep_alive = co_await finish_cut();
-  else if (!failure_)
-    keep_alive = co_await finish_clean();
-  else
-    keep_alive = co_await finish_failed();
-  co_return keep_alive;
+}
+
+response_relay::ending response_relay::how_it_ends() const {
+  if (accounting_.cut()) return ending::cut;
+  return failure_ ? ending::failed : ending::clean;
 }
 
 // The upstream went past the limit: end the stream as the engine should
@@ -616,7 +611,22 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
     }
     if (relay.turn_ends()) break;
   }
-  bool keep_alive = co_await relay.finish();
+  relay.settle();
+  if (relay.client_gone()) co_return false;
+  if (relay.head_pending()) {  // no body came (or none that was written): the head still goes first
+    if (!relay.write_now(relay.head_alone())) {
+      if (!co_await relay.send_rest()) co_return false;
+    }
+    if (relay.client_gone()) co_return false;
+  }
+  bool keep_alive = false;
+  auto ending = relay.how_it_ends();
+  if (ending == response_relay::ending::cut)
+    keep_alive = co_await relay.finish_cut();
+  else if (ending == response_relay::ending::clean)
+    keep_alive = co_await relay.finish_clean();
+  else
+    keep_alive = co_await relay.finish_failed();
   co_return keep_alive;
 }
 

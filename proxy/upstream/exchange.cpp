@@ -58,57 +58,70 @@ net::awaitable<void> pause_before_fallback(attempts& a, std::size_t attempt,
                last_failure ? last_failure->message : "");
 }
 
-// One way to a connection: the one the body went on while it arrived, a
-// pooled one, or (after a stale one) a new one.
-net::awaitable<acquire_result> take_connection(pool& p, std::optional<acquire_result>& forwarded,
-                                               int stale_retry) {
-  acquire_result acquired;
-  // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
-  if (stale_retry == 0 && forwarded)
-    acquired = std::move(*forwarded);
-  else if (stale_retry == 0)
-    acquired = co_await p.acquire();
-  else
-    acquired = co_await p.connect_new();
-  co_return acquired;
-}
-
-request_error connect_error(const acquire_result& acquired) {
+request_error connect_error(attempts& a, const config::upstream& settings,
+                            const acquire_result& acquired) {
+  a.metrics.upstream_cx_connect_fail.add();
+  note_upstream_failure(a, settings);
+  spdlog::warn("request {}: {}", a.s.ctx.request_id, acquired.message);
   bool timeout = acquired.failure == connect_failure::timeout;
   return request_error::upstream(timeout ? 504u : 502u,
                                  timeout ? "upstream_timeout" : "upstream_unavailable",
                                  acquired.message);
 }
 
-// The request written on the connection in s.upstream (head and body in
-// one scatter write, or the last byte of a body forwarded early), then
-// the answer's head read.
-net::awaitable<error_code> send_and_read_head(attempts& a,
-                                              std::span<const net::const_buffer> to_send,
-                                              std::size_t& in_flight_count, response_head& head,
-                                              beast::flat_buffer& buffer) {
-  auto& up_stream = a.s.upstream->stream;
-  auto [write_failed, n] = co_await write_all(up_stream, to_send);
-  a.s.ctx.request_sent = clock::now();
-  if (write_failed) co_return write_failed;
-  in_flight busy(in_flight_count);
-  up_stream.nothing_to_read_yet();  // (the answer cannot be there yet)
-  constexpr std::size_t head_limit = 64 * 1024;
-  error_code ec = co_await read_response_head(up_stream, buffer, head, head_limit);
-  co_return ec;
+// The connection taken: the first byte's deadline set, the timing noted.
+void use_connection(attempts& a, std::unique_ptr<connection> conn, bool early, const answer& got) {
+  auto& ctx = a.s.ctx;
+  a.s.upstream = std::move(conn);
+  if (!early) ctx.upstream_connected = clock::now();  // (forwarded: when the body began to go)
+  ctx.forwarded_early = early;
+  if (a.s.upstream->reused) a.metrics.upstream_cx_reused.add();
+  a.s.upstream->stream.expires_after(until(got.deadline, got.settings->timeouts.first_byte));
 }
 
-// One target: a connection, the request, the answer's head; a stale
-// pooled connection is retried once on a new one.
+void drop_connection(attempts& a) {
+  a.s.upstream->stream.close();
+  a.s.upstream.reset();
+}
+
+request_error head_failure(attempts& a, const config::upstream& settings, const error_code& ec) {
+  if (ec == beast::error::timeout) a.metrics.upstream_rq_timeout.add();
+  note_upstream_failure(a, settings);
+  auto failure = upstream_error_for(ec, settings, true);
+  spdlog::warn("request {}: {}", a.s.ctx.request_id, failure.message);
+  return failure;
+}
+
+// An answer's status: counted for health; a 5xx or 429 is replaced by the
+// next target's answer while there is one (nothing was sent to the client).
+std::optional<request_error> judge_status(attempts& a, const config::upstream& settings,
+                                          unsigned status, bool last) {
+  if (status >= 500)
+    note_upstream_failure(a, settings);
+  else
+    a.upstreams.health().record_success(settings.name);
+  if ((status < 500 && status != 429) || last) return std::nullopt;
+  drop_connection(a);
+  return request_error::upstream(
+      status, "upstream_status",
+      "upstream '" + settings.name + "' answered " + std::to_string(status));
+}
+
+// One target: a connection (the one the body went on while it arrived, a
+// pooled one, or after a stale one a new one), the request written (head
+// and body in one scatter write, or the last byte of a body forwarded
+// early), the answer's head read. A stale pooled connection is retried
+// once on a new one. (One coroutine: each awaited sub-coroutine is a frame
+// allocated and entered per request.)
 net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::size_t attempt,
                                                               bool last, answer& got) {
   auto& ctx = a.s.ctx;
   const auto& settings = *a.plan.upstreams[attempt];
   auto& pool = a.upstreams.pool_for(settings);
+  // (got.in_flight: set by the caller, which looked it up.)
   got.from = &pool;
   got.settings = &settings;
   got.deadline = ctx.request_read + settings.timeouts.total;
-  got.in_flight = &a.upstreams.active_streams(settings.name);
   std::string up_head;
   std::vector<net::const_buffer> up_pieces;  // made when first needed: a forwarded body needs none
   // The connection the body went on while it arrived (attempt 0 only): only
@@ -122,52 +135,40 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
 
   for (int stale_retry = 0;; ++stale_retry) {
     const bool early = stale_retry == 0 && forwarded;
-    auto acquired = co_await take_connection(pool, forwarded, stale_retry);
+    acquire_result acquired;
+    // (No ternary between two awaitables: GCC 12 destroys the wrong temporary.)
+    if (early)
+      acquired = std::move(*forwarded);
+    else if (stale_retry == 0)
+      acquired = co_await pool.acquire();
+    else
+      acquired = co_await pool.connect_new();
     if (ctx.client_gone) co_return request_error::disconnected();
-    if (!acquired.conn) {
-      a.metrics.upstream_cx_connect_fail.add();
-      note_upstream_failure(a, settings);
-      spdlog::warn("request {}: {}", ctx.request_id, acquired.message);
-      co_return connect_error(acquired);
-    }
-    a.s.upstream = std::move(acquired.conn);
-    if (!early) ctx.upstream_connected = clock::now();  // (forwarded: when the body began to go)
-    ctx.forwarded_early = early;
-    if (a.s.upstream->reused) a.metrics.upstream_cx_reused.add();
-    a.s.upstream->stream.expires_after(until(got.deadline, settings.timeouts.first_byte));
+    if (!acquired.conn) co_return connect_error(a, settings, acquired);
+    use_connection(a, std::move(acquired.conn), early, got);
     if (!early && up_pieces.empty())
       up_pieces = upstream_request(a.request, pool, settings, ctx, a.plan.edits[attempt], up_head);
     std::span<const net::const_buffer> to_send = up_pieces;
     if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
-    got.head = {};
-    got.buffer.clear();
-    auto ec = co_await send_and_read_head(a, to_send, *got.in_flight, got.head, got.buffer);
+    auto& up_stream = a.s.upstream->stream;
+    auto [ec, n] = co_await write_all(up_stream, to_send);
+    ctx.request_sent = clock::now();
+    if (!ec) {
+      in_flight busy(*got.in_flight);
+      up_stream.nothing_to_read_yet();  // (the answer cannot be there yet)
+      constexpr std::size_t head_limit = 64 * 1024;
+      got.head = {};
+      got.buffer.clear();
+      ec = co_await read_response_head(up_stream, got.buffer, got.head, head_limit);
+    }
     if (ctx.client_gone) co_return request_error::disconnected();
     if (ec) {
       bool stale = a.s.upstream->reused && stale_retry == 0 && ec != beast::error::timeout;
-      a.s.upstream->stream.close();
-      a.s.upstream.reset();
+      drop_connection(a);
       if (stale) continue;
-      if (ec == beast::error::timeout) a.metrics.upstream_rq_timeout.add();
-      note_upstream_failure(a, settings);
-      auto failure = upstream_error_for(ec, settings, true);
-      spdlog::warn("request {}: {}", ctx.request_id, failure.message);
-      co_return failure;
+      co_return head_failure(a, settings, ec);
     }
-    unsigned status = got.head.status;
-    if (status >= 500)
-      note_upstream_failure(a, settings);
-    else
-      a.upstreams.health().record_success(settings.name);
-    if ((status >= 500 || status == 429) && !last) {
-      // Nothing was sent to the client yet: this answer can be replaced.
-      a.s.upstream->stream.close();
-      a.s.upstream.reset();
-      co_return request_error::upstream(
-          status, "upstream_status",
-          "upstream '" + settings.name + "' answered " + std::to_string(status));
-    }
-    co_return std::nullopt;
+    co_return judge_status(a, settings, got.head.status, last);
   }
 }
 
@@ -207,8 +208,8 @@ net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
     }
     ctx.attempts = static_cast<unsigned>(attempt + 1);
     ctx.upstream = settings.name;
-    auto active = upstreams.active_streams(settings.name);
-    if (settings.max_concurrent_streams && active >= settings.max_concurrent_streams) {
+    got.in_flight = &upstreams.active_streams(settings.name);
+    if (settings.max_concurrent_streams && *got.in_flight >= settings.max_concurrent_streams) {
       last_failure = request_error::upstream(
           503, "upstream_overloaded",
           "upstream '" + settings.name + "' is at its concurrent stream limit");
