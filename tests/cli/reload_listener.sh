@@ -12,8 +12,16 @@ source "$(dirname "$0")/../support/shell_lib.sh"
 start_demo_engine
 
 # write_config LISTENER_NAME UPSTREAM_NAME [MORE YAML]
+# The new file keeps the old one's modification time, so only the SIGHUP
+# below reloads it: the server's file watcher (which reloads on a changed
+# time) would otherwise race the test's log and metric counts.
 write_config() {
-  cat > "$work/cfg.yaml" <<YAML
+  write_yaml "$@" > "$work/cfg.yaml.next"
+  [[ -e $work/cfg.yaml ]] && touch -r "$work/cfg.yaml" "$work/cfg.yaml.next"
+  mv "$work/cfg.yaml.next" "$work/cfg.yaml"
+}
+write_yaml() {
+  cat <<YAML
 listeners: [{name: $1, address: 127.0.0.1, port: 0, upstream: $2}]
 upstreams:
   $2: {base_url: "http://127.0.0.1:$engine/v1"}
