@@ -9,135 +9,15 @@
 #include <set>
 #include <sstream>
 
+#include "config/budget_section.hpp"
+#include "config/yaml_reader.hpp"
+
 namespace tokengate {
 extern const std::string_view embedded_default_config;
 }
 
 namespace tokengate::config {
 namespace {
-
-// Wraps a YAML node with the file name so every error can say where it is.
-class reader {
- public:
-  reader(YAML::Node node, const std::string& file) : node_(std::move(node)), file_(file) {}
-
-  [[noreturn]] void fail(const std::string& message) const { fail_at(node_, message); }
-
-  [[noreturn]] void fail_at(const YAML::Node& at, const std::string& message) const {
-    auto mark = at.Mark();
-    std::ostringstream out;
-    out << file_ << ':' << (mark.line + 1) << ':' << (mark.column + 1) << ": " << message;
-    throw config_error(out.str());
-  }
-
-  // Rejects keys that the schema does not know: a typo must not silently
-  // turn a limit off.
-  void only_keys(std::initializer_list<std::string_view> allowed) const {
-    if (!node_.IsMap()) fail("expected a mapping");
-    for (const auto& entry : node_) {
-      auto key = entry.first.as<std::string>();
-      bool known = false;
-      for (auto a : allowed) known = known || key == a;
-      if (!known) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail_at(entry.first, "unknown key '" + key + "' (expected one of: " + list + ")");
-      }
-    }
-  }
-
-  bool has(const char* key) const { return node_.IsMap() && node_[key].IsDefined(); }
-  reader child(const char* key) const { return reader(node_[key], file_); }
-  const YAML::Node& node() const { return node_; }
-  const std::string& file() const { return file_; }
-
-  std::string text(const char* key, std::string fallback) const {
-    if (!has(key)) return fallback;
-    auto n = node_[key];
-    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be a string");
-    return expand_env(n, n.as<std::string>());
-  }
-
-  template <typename Int>
-  Int integer(const char* key, Int fallback, long long min, long long max) const {
-    if (!has(key)) return fallback;
-    auto n = node_[key];
-    auto value = converted<long long>(n, key, "an integer");
-    if (value < min || value > max)
-      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) + " and " +
-                     std::to_string(max));
-    return static_cast<Int>(value);
-  }
-
-  double number(const char* key, double fallback, double min, double max) const {
-    if (!has(key)) return fallback;
-    auto n = node_[key];
-    auto value = converted<double>(n, key, "a number");
-    if (!(value >= min && value <= max))
-      fail_at(n, std::string("'") + key + "' must be between " + std::to_string(min) + " and " +
-                     std::to_string(max));
-    return value;
-  }
-
-  duration time(const char* key, duration fallback) const {
-    if (!has(key)) return fallback;
-    auto n = node_[key];
-    const char* what = "a duration like 250ms, 5s or 2m";
-    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be " + what);
-    auto text = expand_env(n, n.Scalar());
-    auto parsed = parse_duration(text);
-    if (!parsed) fail_at(n, std::string("'") + key + "' must be " + what + substituted(n, text));
-    return *parsed;
-  }
-
-  // A scalar's text with ${NAME} expanded, read as the type its key needs,
-  // with YAML's own rules for that type: `port: ${LISTEN_PORT}` reads the
-  // variable's value as if it had been written there.
-  template <typename T>
-  T converted(const YAML::Node& n, const char* key, const char* what) const {
-    if (!n.IsScalar()) fail_at(n, std::string("'") + key + "' must be " + what);
-    auto text = expand_env(n, n.Scalar());
-    try {
-      return YAML::Node(text).as<T>();
-    } catch (const YAML::Exception&) {
-      fail_at(n, std::string("'") + key + "' must be " + what + substituted(n, text));
-    }
-  }
-
-  // Where a value came from the environment, what it became (for a key
-  // that is not a string: never a secret).
-  static std::string substituted(const YAML::Node& n, const std::string& text) {
-    if (n.Scalar().find("${") == std::string::npos) return "";
-    return " ('" + n.Scalar() + "' is '" + text + "')";
-  }
-
-  // ${NAME} is replaced by the environment variable NAME; a missing variable
-  // is an error rather than an empty secret.
-  std::string expand_env(const YAML::Node& at, const std::string& value) const {
-    std::string out;
-    std::size_t i = 0;
-    while (i < value.size()) {
-      auto start = value.find("${", i);
-      if (start == std::string::npos) {
-        out.append(value, i);
-        break;
-      }
-      auto end = value.find('}', start);
-      if (end == std::string::npos) fail_at(at, "unterminated ${ in '" + value + "'");
-      out.append(value, i, start - i);
-      auto name = value.substr(start + 2, end - start - 2);
-      const char* env = std::getenv(name.c_str());
-      if (!env) fail_at(at, "environment variable " + name + " is not set");
-      out += env;
-      i = end + 1;
-    }
-    return out;
-  }
-
- private:
-  YAML::Node node_;
-  const std::string& file_;
-};
 
 listener read_listener(const reader& r, std::size_t index) {
   r.only_keys({"name", "address", "port", "tls", "upstream"});
@@ -259,7 +139,7 @@ const std::vector<std::string>& model_bearing_paths() {
 
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
-               "max_prompt_tokens", "retries", "retry_backoff"});
+               "max_prompt_tokens", "retries", "retry_backoff", "budget"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -285,11 +165,12 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   rt.max_prompt_tokens = r.integer<std::size_t>("max_prompt_tokens", 0, 0, 100'000'000);
   rt.retries = r.integer<int>("retries", -1, -1, 100);
   rt.retry_backoff = r.time("retry_backoff", rt.retry_backoff);
+  if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
   return rt;
 }
 
 client_key read_key(const reader& r) {
-  r.only_keys({"name", "sha256", "models", "max_output_tokens"});
+  r.only_keys({"name", "sha256", "models", "max_output_tokens", "budget"});
   client_key k;
   k.name = r.text("name", "");
   if (k.name.empty()) r.fail("a key needs a 'name'");
@@ -305,6 +186,7 @@ client_key read_key(const reader& r) {
   k.models = string_list(r, "models");
   if (r.has("max_output_tokens"))
     k.max_output_tokens = r.integer<long long>("max_output_tokens", 0, 1, 10'000'000);
+  if (r.has("budget")) k.budget = read_budget(r.child("budget"));
   return k;
 }
 
@@ -334,7 +216,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
   root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes",
-                  "keys", "health", "limits", "admin", "demo_engine", "memory"});
+                  "keys", "health", "limits", "admin", "demo_engine", "memory", "prices", "redis"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
@@ -387,10 +269,14 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("limits")) read_limits(root.child("limits"), c->limits);
   if (root.has("admin")) {
     auto a = root.child("admin");
-    a.only_keys({"address", "port"});
-    c->admin = admin_settings{a.text("address", "127.0.0.1"),
-                              a.integer<std::uint16_t>("port", 9090, 0, 65535)};
+    a.only_keys({"address", "port", "token"});
+    c->admin =
+        admin_settings{a.text("address", "127.0.0.1"),
+                       a.integer<std::uint16_t>("port", 9090, 0, 65535), a.text("token", "")};
   }
+  if (root.has("prices")) c->prices = read_prices(root.child("prices"));
+  if (root.has("redis")) c->redis = read_redis(root.child("redis"));
+  check_budgets(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
   if (root.has("memory")) {
     auto m = root.child("memory");
@@ -409,6 +295,12 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
 }
 
 }  // namespace
+
+bool has_budgets(const config& c) {
+  return std::any_of(c.keys.begin(), c.keys.end(), [](const auto& k) { return k.budget.any(); }) ||
+         std::any_of(c.routes.begin(), c.routes.end(),
+                     [](const auto& r) { return r.budget.any(); });
+}
 
 std::shared_ptr<const config> load_config_text(std::string_view yaml, std::string source_name) {
   YAML::Node root;

@@ -68,6 +68,21 @@ struct token_limits {
   limit_mode mode = limit_mode::clamp;
 };
 
+// What a key, or a route, may take (budget/ holds them): each limit is
+// optional, and a request must fit every one that is set. Windows are
+// aligned to UTC: the minute, the day, the calendar month.
+struct budget_limits {
+  std::optional<long long> requests_per_minute;
+  std::optional<long long> tokens_per_minute;  // input + output
+  std::optional<long long> tokens_per_day;
+  std::optional<long long> concurrent_streams;  // requests in flight, streamed or not
+  std::optional<double> usd_per_day;            // needs `prices` for the models
+  std::optional<double> usd_per_month;
+  bool any() const {
+    return requests_per_minute || tokens_per_minute || tokens_per_day || concurrent_streams ||
+           usd_per_day || usd_per_month;
+  }
+};
 struct route_target {
   std::string upstream;
   std::string model;  // the name sent upstream; empty = the client's own
@@ -84,13 +99,33 @@ struct route {
   std::size_t max_prompt_tokens = 0;  // estimated as bytes / 4; 0 = none
   int retries = -1;                   // extra attempts on fallback; -1 = one per other target
   duration retry_backoff{std::chrono::milliseconds(25)};
+  budget_limits budget;  // the route's total, every key's requests together
 };
 
+struct model_price {
+  double input_per_million = 0;  // USD per million input tokens
+  double output_per_million = 0;
+};
+enum class store_failure_mode { deny, allow_local };
+// `redis:`: where budgets are shared by every instance. Without it each
+// process keeps its own.
+struct redis_settings {
+  std::string host;
+  std::uint16_t port = 6379;
+  std::string password;  // from redis://:PASSWORD@host:port; never logged
+  int database = 0;
+  duration timeout{std::chrono::milliseconds(5)};  // the most a request waits for it
+  store_failure_mode on_failure = store_failure_mode::deny;
+  int replicas = 1;  // instances sharing it: allow_local divides the limits by this
+  std::string key_prefix = "tokengate";
+  bool operator==(const redis_settings&) const = default;
+};
 struct client_key {
   std::string name;
   std::string sha256;               // hex of the key; the key itself is never stored
   std::vector<std::string> models;  // globs it may use; empty = all
   std::optional<long long> max_output_tokens;
+  budget_limits budget;  // the key's own, across every route
 };
 
 struct health_settings {
@@ -123,6 +158,9 @@ struct limit_settings {
 struct admin_settings {
   std::string address = "127.0.0.1";
   std::uint16_t port = 9090;
+  // When set, every admin path but /healthz and /readyz needs
+  // `Authorization: Bearer TOKEN` (/budgets shows tenants' usage).
+  std::string token;
   bool operator==(const admin_settings&) const = default;
 };
 
@@ -159,8 +197,10 @@ struct config {
   duration drain_timeout{std::chrono::seconds(30)};
   std::vector<listener> listeners;
   std::map<std::string, upstream> upstreams;
-  std::vector<route> routes;     // first match wins
-  std::vector<client_key> keys;  // empty = no client authentication
+  std::vector<route> routes;                  // first match wins
+  std::vector<client_key> keys;               // empty = no client authentication
+  std::map<std::string, model_price> prices;  // by model name as clients send it
+  std::optional<redis_settings> redis;        // read at start only
   health_settings health;
   limit_settings limits;
   std::optional<admin_settings> admin;
@@ -170,6 +210,8 @@ struct config {
   memory_after_burst after_burst = memory_after_burst::give_back;
 };
 
+// Whether any key or route has a budget.
+bool has_budgets(const config& c);
 // Every configuration error names the place: "file:line:column: message".
 class config_error : public std::runtime_error {
  public:

@@ -4,7 +4,8 @@
 // request from the newest snapshot. What is set up once at start is not:
 // the listeners' sockets and certificates, the worker threads, the limits
 // (read by each connection from the start-up config), the admin listener,
-// the demo engine, the drain timeout and the heap's mode. (The log level
+// the demo engine, the drain timeout, the heap's mode and the Redis that
+// budgets share. (The log level
 // is reloaded by `serve` itself, which knows whether --log-level set it.)
 #include <string>
 #include <vector>

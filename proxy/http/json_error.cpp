@@ -12,4 +12,10 @@ std::string json_error_body(std::string_view message, std::string_view type,
   return json::serialize(json::object{{"error", std::move(error)}});
 }
 
+std::string anthropic_error_body(std::string_view message, std::string_view type) {
+  namespace json = boost::json;
+  json::object error{{"type", type}, {"message", message}};
+  return json::serialize(json::object{{"type", "error"}, {"error", std::move(error)}});
+}
+
 }  // namespace tokengate

@@ -13,9 +13,12 @@ namespace tokengate {
 namespace {
 
 net::awaitable<void> send_body(any_stream& client, http::status status, std::string body,
-                               bool keep_alive, request_context& ctx) {
+                               bool keep_alive, request_context& ctx,
+                               const error_extras* extras = nullptr) {
   http::response<http::empty_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
+  if (extras)
+    for (const auto& [name, value] : extras->headers) res.insert(name, value);
   res.set("x-request-id", ctx.request_id);
   res.content_length(body.size());
   res.keep_alive(keep_alive);
@@ -42,6 +45,16 @@ net::awaitable<void> send_error(any_stream& client, request_error error, bool ke
   auto status = static_cast<http::status>(error.status);
   ctx.error = std::move(error);
   co_await send_body(client, status, std::move(body), keep_alive, ctx);
+}
+
+net::awaitable<void> send_error(any_stream& client, request_error error, bool keep_alive,
+                                request_context& ctx, const error_extras& extras) {
+  auto body = extras.anthropic_type.empty()
+                  ? json_error_body(error.message, error.type, error.code)
+                  : anthropic_error_body(error.message, extras.anthropic_type);
+  auto status = static_cast<http::status>(error.status);
+  ctx.error = std::move(error);
+  co_await send_body(client, status, std::move(body), keep_alive, ctx, &extras);
 }
 
 net::awaitable<void> send_json(any_stream& client, std::string body, bool keep_alive,

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/glob.hpp"
 #include "http/request_error.hpp"
 #include "routing/json_scan.hpp"
 
 namespace tokengate::routing {
 
-// `*` matches any run of characters, `?` one character; everything else is literal.
-bool glob_match(std::string_view pattern, std::string_view text);
+using config::glob_match;
 
 // Lower-case hex SHA-256, as stored in `keys[].sha256`.
 std::string sha256_hex(std::string_view data);

@@ -1,5 +1,7 @@
 #include "server/admin.hpp"
 
+#include <openssl/crypto.h>
+
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,41 +18,69 @@
 namespace tokengate {
 namespace {
 
+using admin_request = http::request<http::string_body>;
+using admin_response = http::response<http::string_body>;
+
+void json_answer(admin_response& res, http::status status, std::string body) {
+  res.result(status);
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
+}
+
+// The bearer token, compared in constant time.
+bool authorized(const admin_request& req, const std::string& token) {
+  if (token.empty()) return true;
+  auto given = req[http::field::authorization];
+  const std::string expected = "Bearer " + token;
+  return given.size() == expected.size() &&
+         CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+}
+
+net::awaitable<void> answer(const admin_request& req, admin_response& res,
+                            const admin_handlers& handlers) {
+  auto target = std::string_view(req.target());
+  auto path = target.substr(0, target.find('?'));
+  const bool probe = path == "/healthz" || path == "/readyz";
+  if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    json_answer(res, http::status::method_not_allowed,
+                json_error_body("admin endpoints accept GET only", "invalid_request_error",
+                                "method_not_allowed"));
+  } else if (!probe && !authorized(req, handlers.token)) {
+    res.set(http::field::www_authenticate, "Bearer");
+    json_answer(res, http::status::unauthorized,
+                json_error_body("this admin endpoint needs Authorization: Bearer <admin.token>",
+                                "invalid_request_error", "invalid_api_key"));
+  } else if (path == "/healthz") {
+    res.set(http::field::content_type, "text/plain");
+    res.body() = "ok\n";
+  } else if (path == "/readyz") {
+    bool ready = handlers.ready();
+    res.result(ready ? http::status::ok : http::status::service_unavailable);
+    res.set(http::field::content_type, "text/plain");
+    res.body() = ready ? "ready\n" : "not ready\n";
+  } else if (path == "/stats") {
+    json_answer(res, http::status::ok, handlers.stats_json());
+  } else if (path == "/budgets" && handlers.budgets_json) {
+    json_answer(res, http::status::ok, co_await handlers.budgets_json());
+  } else if (path == "/metrics") {
+    res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+    res.body() = handlers.metrics_text();
+  } else {
+    json_answer(res, http::status::not_found,
+                json_error_body("unknown admin path " + std::string(path), "invalid_request_error",
+                                "unknown_url"));
+  }
+}
+
 net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handlers& handlers) {
   beast::flat_buffer buffer;
   for (;;) {
-    http::request<http::string_body> req;
+    admin_request req;
     stream.expires_after(std::chrono::seconds(30));
     auto [ec, n] = co_await http::async_read(stream, buffer, req, use_tuple);
     if (ec) break;
-    http::response<http::string_body> res{http::status::ok, 11};
-    auto target = std::string_view(req.target());
-    auto path = target.substr(0, target.find('?'));
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
-      res.result(http::status::method_not_allowed);
-      res.set(http::field::content_type, "application/json");
-      res.body() = json_error_body("admin endpoints accept GET only", "invalid_request_error",
-                                   "method_not_allowed");
-    } else if (path == "/healthz") {
-      res.set(http::field::content_type, "text/plain");
-      res.body() = "ok\n";
-    } else if (path == "/readyz") {
-      bool ready = handlers.ready();
-      res.result(ready ? http::status::ok : http::status::service_unavailable);
-      res.set(http::field::content_type, "text/plain");
-      res.body() = ready ? "ready\n" : "not ready\n";
-    } else if (path == "/stats") {
-      res.set(http::field::content_type, "application/json");
-      res.body() = handlers.stats_json();
-    } else if (path == "/metrics") {
-      res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res.body() = handlers.metrics_text();
-    } else {
-      res.result(http::status::not_found);
-      res.set(http::field::content_type, "application/json");
-      res.body() = json_error_body("unknown admin path " + std::string(path),
-                                   "invalid_request_error", "unknown_url");
-    }
+    admin_response res{http::status::ok, 11};
+    co_await answer(req, res, handlers);
     res.keep_alive(req.keep_alive());
     res.content_length(res.body().size());
     // The head and the body in one write; a HEAD request gets the head only.

@@ -1,6 +1,6 @@
 #pragma once
 // The admin listener (loopback by default, its own port): /healthz, /readyz,
-// /metrics. It runs on worker 0's io_context; it reads other workers' metric
+// /metrics, /stats, /budgets. It runs on worker 0's io_context; it reads other workers' metric
 // shards through their relaxed atomics, never through a lock.
 #include <functional>
 #include <memory>
@@ -14,6 +14,9 @@ struct admin_handlers {
   std::function<bool()> ready;
   std::function<std::string()> metrics_text;
   std::function<std::string()> stats_json;
+  std::function<net::awaitable<std::string>()> budgets_json;
+  // When set, every path but /healthz and /readyz needs `Authorization: Bearer TOKEN`.
+  std::string token;
 };
 
 class admin_listener {

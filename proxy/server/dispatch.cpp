@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <variant>
 
+#include "budget/demand.hpp"
 #include "config/reload.hpp"
 #include "http/json_response.hpp"
 #include "io/any_stream.hpp"
 #include "routing/balancer.hpp"
 #include "routing/policy.hpp"
+#include "server/budgeted_exchange.hpp"
 #include "server/proxy_exchange.hpp"
 #include "server/worker.hpp"
 
@@ -59,7 +61,8 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
 // afresh and the caller closes that connection (abandon).
 std::variant<upstream::exchange_plan, request_error> plan_with_policy(
     worker& w, std::shared_ptr<const config::config> cfg, client_request& request,
-    request_context& ctx, std::string_view client_key, std::unique_ptr<early_forward>& early) {
+    request_context& ctx, std::string_view client_key, std::unique_ptr<early_forward>& early,
+    budget::demand& demand) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<request_error>(&decision)) {
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
@@ -75,6 +78,8 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   ctx.limit_injected = routed.limit_injected;
   if (routed.limit_clamped) w.metrics().limit_clamped.add();
   if (routed.limit_injected) w.metrics().limit_injected.add();
+  demand = budget::demand_for(*cfg, *routed.route, routed.key, routed.model,
+                              body_text(request).size(), routed.output_limit);
 
   auto order = routing::attempt_order(*routed.route, w.upstreams().health(), w.upstreams().rng());
   // The early target goes first; not in the order (taken out of rotation
@@ -175,15 +180,23 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return keep_alive;
   }
 
-  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early);
+  budget::demand demand;
+  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early, demand);
   abandon(w, early);  // (nothing left when the plan took the connection)
   if (auto* e = std::get_if<request_error>(&planned)) {
     co_await send_error(stream, std::move(*e), keep_alive, ctx);
     co_return keep_alive;
   }
-  co_return co_await proxy_exchange(stream, watcher, request, w,
-                                    std::get<upstream::exchange_plan>(planned), ctx) &&
-      keep_alive;
+  auto& plan = std::get<upstream::exchange_plan>(planned);
+  // (an if/else around two awaits, not `if (..) co_return co_await ..`:
+  // GCC 12 miscompiles that form)
+  bool keep = false;
+  if (demand.empty())
+    keep = co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
+  else
+    keep = co_await budgeted_exchange(stream, watcher, request, w, plan, ctx, std::move(demand),
+                                      keep_alive);
+  co_return keep;
 }
 
 }  // namespace tokengate

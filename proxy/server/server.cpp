@@ -6,6 +6,7 @@
 #include <future>
 #include <latch>
 
+#include "budget/gate.hpp"
 #include "config/reload.hpp"
 #include "io/port_in_use.hpp"
 #include "io/tls_credentials.hpp"
@@ -24,10 +25,12 @@ server::server(std::shared_ptr<const config::config> config)
   gate_ = std::make_unique<connection_gate>(
       limits.max_connections ? limits.max_connections : default_max_connections(descriptor_limit()),
       limits.max_connections_per_client);
+  budgets_ = std::make_unique<budget::budgets>(config_->redis);
   int count = config_->workers > 0
                   ? config_->workers
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>(i, store_, *gate_));
+  for (int i = 0; i < count; ++i)
+    workers_.push_back(std::make_unique<worker>(i, store_, *gate_, *budgets_));
 }
 
 server::~server() { drain_and_stop(); }
@@ -68,6 +71,10 @@ void server::start() {
     handlers.ready = [this] { return !workers_.front()->draining(); };
     handlers.metrics_text = [this] { return metrics_text(); };
     handlers.stats_json = [this] { return stats_json(); };
+    handlers.budgets_json = [this]() -> net::awaitable<std::string> {
+      co_return co_await workers_.front()->budgets().report_json(*store_->snapshot());
+    };
+    handlers.token = config_->admin->token;
     admin_ = std::make_unique<admin_listener>(workers_.front()->io(), config_->admin->address,
                                               config_->admin->port, std::move(handlers));
     admin_->start();
@@ -200,6 +207,7 @@ std::string server::metrics_text() const {
   text += metrics::render_latency_prometheus(latency);
   text += metrics::render_process_memory_prometheus(metrics::read_process_memory());
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
+  if (config::has_budgets(*store_->snapshot()) || config_->redis) text += budgets_->prometheus();
   text +=
       "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
       "(limits.max_connections).\n"

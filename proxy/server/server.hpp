@@ -17,6 +17,9 @@ class admin_listener;
 class config_store;
 class tls_credentials;
 class connection_gate;
+namespace budget {
+class budgets;
+}
 
 class server {
  public:
@@ -86,7 +89,8 @@ class server {
 
   std::shared_ptr<const config::config> config_;
   std::shared_ptr<config_store> store_;
-  std::unique_ptr<connection_gate> gate_;  // before workers_: they hold a reference
+  std::unique_ptr<connection_gate> gate_;     // before workers_: they hold a reference
+  std::unique_ptr<budget::budgets> budgets_;  // (the same)
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;

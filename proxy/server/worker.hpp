@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "budget/gate.hpp"
 #include "config/config.hpp"
 #include "io/net.hpp"
 #include "metrics/counters.hpp"
@@ -54,7 +55,8 @@ struct bound_listener {
 
 class worker {
  public:
-  worker(int index, std::shared_ptr<config_store> store, connection_gate& gate);
+  worker(int index, std::shared_ptr<config_store> store, connection_gate& gate,
+         budget::budgets& budgets);
   ~worker();
 
   int index() const { return index_; }
@@ -70,6 +72,8 @@ class worker {
   // Pools, passive health and streams in flight per upstream, this worker's own.
   upstream::worker_upstreams& upstreams() { return upstreams_; }
   setup_pacer& setups() { return setups_; }
+  // Budgets: this worker's admission, with its own Redis connection.
+  budget::gate& budgets() { return budget_gate_; }
   body_pool& bodies() { return bodies_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
@@ -123,6 +127,7 @@ class worker {
   upstream::worker_upstreams upstreams_{io_.get_executor(), metrics_};
   std::unordered_set<any_stream*> idle_;
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
+  budget::gate budget_gate_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };

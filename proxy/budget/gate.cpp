@@ -1,0 +1,228 @@
+#include "budget/gate.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
+
+#include "budget/redis_ledger.hpp"
+
+namespace tokengate::budget {
+namespace {
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string where(const config::redis_settings& s) {
+  return "redis at " + s.host + ":" + std::to_string(s.port);
+}
+
+// Every counter of every key and route with a budget (amounts 0), for
+// GET /budgets.
+demand everything_configured(const config::config& cfg) {
+  demand all;
+  auto add = [&](const std::string& scope, const config::budget_limits& b) {
+    demand one = demand_for(cfg, config::route{.name = "", .budget = b}, nullptr, "", 0, 0);
+    for (auto& c : one.counters) {
+      c.scope = scope;
+      all.counters.push_back(std::move(c));
+    }
+  };
+  for (const auto& k : cfg.keys)
+    if (k.budget.any()) add("key:" + k.name, k.budget);
+  for (const auto& r : cfg.routes)
+    if (r.budget.any()) add("route:" + r.name, r.budget);
+  return all;
+}
+
+boost::json::object counter_json(const counter& c, const counter_state& s, std::int64_t now) {
+  auto colon = c.scope.find(':');
+  const bool usd = c.kind == limit_kind::usd_per_day || c.kind == limit_kind::usd_per_month;
+  auto shown = [&](long long v) -> boost::json::value {
+    if (usd) return static_cast<double>(v) / micro_usd_per_usd;
+    return v;
+  };
+  boost::json::object o;
+  o["scope"] = c.scope.substr(0, colon);
+  o["name"] = c.scope.substr(colon + 1);
+  o["limit"] = kind_name(c.kind);
+  o["limit_value"] = shown(c.limit);
+  o["used"] = shown(s.used);
+  o["remaining"] = shown(std::max(0LL, c.limit - s.used));
+  if (c.kind != limit_kind::concurrent_streams) {
+    o["resets_in_ms"] = s.reset_ms;
+    o["resets_at_unix_ms"] = now + s.reset_ms;
+  }
+  return o;
+}
+
+}  // namespace
+
+budgets::budgets(std::optional<config::redis_settings> redis) : redis_(std::move(redis)) {
+  if (redis_) health_.emplace(where(*redis_));
+}
+
+std::string budgets::prometheus() const {
+  std::string out = board_.prometheus(unix_ms());
+  out +=
+      "# HELP tokengate_budget_local_fallbacks_total Requests counted by this instance alone "
+      "while the store did not answer (on_store_failure: allow_local).\n"
+      "# TYPE tokengate_budget_local_fallbacks_total counter\n"
+      "tokengate_budget_local_fallbacks_total " +
+      std::to_string(local_fallbacks.load(std::memory_order_relaxed)) + "\n";
+  out +=
+      "# HELP tokengate_budget_store_denials_total Requests refused (503) because the store "
+      "did not answer (on_store_failure: deny).\n"
+      "# TYPE tokengate_budget_store_denials_total counter\n"
+      "tokengate_budget_store_denials_total " +
+      std::to_string(store_denials.load(std::memory_order_relaxed)) + "\n";
+  if (!health_) return out;
+  out +=
+      "# HELP tokengate_budget_store_up Whether the budget store answered last time.\n"
+      "# TYPE tokengate_budget_store_up gauge\n"
+      "tokengate_budget_store_up " +
+      std::string(health_->up() ? "1" : "0") + "\n";
+  out +=
+      "# HELP tokengate_budget_store_failures_total Connections lost, replies that broke the "
+      "protocol and waits that ran out.\n"
+      "# TYPE tokengate_budget_store_failures_total counter\n"
+      "tokengate_budget_store_failures_total " +
+      std::to_string(health_->failures()) + "\n";
+  out +=
+      "# HELP tokengate_budget_settlements_total Settlements sent to the store, by result.\n"
+      "# TYPE tokengate_budget_settlements_total counter\n"
+      "tokengate_budget_settlements_total{result=\"ok\"} " +
+      std::to_string(health_->settlements_ok()) +
+      "\n"
+      "tokengate_budget_settlements_total{result=\"failed\"} " +
+      std::to_string(health_->settlements_failed()) + "\n";
+  return out;
+}
+
+gate::gate(net::any_io_executor executor, budgets& shared)
+    : executor_(std::move(executor)), shared_(shared) {
+  if (shared_.redis())
+    redis_ = std::make_unique<redis_client>(executor_, *shared_.redis(), redis_ledger::scripts(),
+                                            *shared_.health());
+}
+
+// One command's reply within `timeout`; nullopt after it. A reply that
+// comes later goes to `if_late`.
+net::awaitable<std::optional<reply>> gate::call(std::vector<std::string> args,
+                                                std::chrono::milliseconds timeout,
+                                                std::function<void(const reply&)> if_late) {
+  struct waiting {
+    explicit waiting(const net::any_io_executor& ex) : timer(ex) {}
+    net::steady_timer timer;
+    std::optional<reply> got;
+    bool done = false, gave_up = false;
+  };
+  auto w = std::make_shared<waiting>(executor_);
+  redis_->send(std::move(args), [w, if_late = std::move(if_late)](std::optional<reply> r) {
+    if (w->gave_up) {
+      if (r && if_late) if_late(*r);
+      return;
+    }
+    w->done = true;
+    w->got = std::move(r);
+    w->timer.cancel();
+  });
+  if (!w->done) {
+    w->timer.expires_after(timeout);
+    co_await w->timer.async_wait(use_tuple);
+  }
+  if (!w->done) {
+    w->gave_up = true;
+    shared_.health()->failed("no answer within redis.timeout");
+    co_return std::nullopt;
+  }
+  co_return std::move(w->got);
+}
+
+net::awaitable<std::optional<reservation>> gate::reserve_in_store(std::shared_ptr<const demand> d) {
+  const auto& settings = *shared_.redis();
+  auto id = new_reservation_id();
+  // Too late for its request, which went on without it: given back.
+  auto give_back = [this, d, id](const reply& late) {
+    auto r = redis_ledger::read_reserve_reply(late, *d, id);
+    if (r && r->admitted) redis_->send(redis_ledger::settle_command(*d, *r, {}), [](auto) {});
+  };
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(settings.timeout);
+  auto got =
+      co_await call(redis_ledger::reserve_command(settings.key_prefix, *d, id), timeout, give_back);
+  if (!got) co_return std::nullopt;
+  auto r = redis_ledger::read_reserve_reply(*got, *d, id);
+  if (!r)
+    shared_.health()->failed(got->is_error() ? "the reserve script failed: " + got->text
+                                             : "the reserve script answered an unknown shape");
+  co_return r;
+}
+
+admission gate::decided(std::shared_ptr<const demand> d, reservation r, bool in_store) {
+  shared_.board().record(*d, r, unix_ms());
+  admission a;
+  a.outcome = r.admitted ? admission::verdict::admitted : admission::verdict::refused;
+  a.headers = rate_limit_headers(*d, r);
+  a.asked = std::move(d);
+  a.held = std::move(r);
+  a.in_store = in_store;
+  return a;
+}
+
+net::awaitable<admission> gate::admit(demand wanted) {
+  auto d = std::make_shared<const demand>(std::move(wanted));
+  if (!redis_) co_return decided(d, shared_.local().reserve(*d, unix_ms()), false);
+  auto r = co_await reserve_in_store(d);
+  if (r) co_return decided(d, std::move(*r), true);
+  const auto& settings = *shared_.redis();
+  if (settings.on_failure == config::store_failure_mode::deny) {
+    shared_.store_denials.fetch_add(1, std::memory_order_relaxed);
+    admission a;
+    a.outcome = admission::verdict::store_unavailable;
+    a.asked = d;
+    co_return a;
+  }
+  shared_.local_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  co_return decided(d, shared_.local().reserve(*d, unix_ms(), settings.replicas), false);
+}
+
+void gate::settle(admission& a, const usage& real) {
+  if (a.settled || a.outcome != admission::verdict::admitted) return;
+  a.settled = true;
+  if (!a.in_store) return shared_.local().settle(*a.asked, a.held, real);
+  auto* health = shared_.health();
+  redis_->send(redis_ledger::settle_command(*a.asked, a.held, real),
+               [health](std::optional<reply> r) {
+                 if (r && !r->is_error())
+                   health->settled();
+                 else
+                   health->settle_failed(r ? r->text : "no connection");
+               });
+}
+
+net::awaitable<std::string> gate::report_json(const config::config& cfg) {
+  auto all = everything_configured(cfg);
+  const auto now = unix_ms();
+  std::optional<std::vector<counter_state>> states;
+  boost::json::object out;
+  if (redis_) {
+    out["store"] = where(*shared_.redis());
+    auto got = co_await call(redis_ledger::peek_command(shared_.redis()->key_prefix, all),
+                             std::chrono::seconds(1), nullptr);
+    if (got) states = redis_ledger::read_peek_reply(*got, all);
+    out["store_up"] = states.has_value();
+  } else {
+    out["store"] = "this process";
+    states = shared_.local().peek(all, now);
+  }
+  boost::json::array list;
+  for (std::size_t i = 0; states && i < all.counters.size(); ++i)
+    list.push_back(counter_json(all.counters[i], (*states)[i], now));
+  out["budgets"] = std::move(list);
+  co_return boost::json::serialize(out) + "\n";
+}
+
+}  // namespace tokengate::budget

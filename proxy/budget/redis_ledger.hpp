@@ -1,0 +1,30 @@
+#pragma once
+// Budgets counted in Redis (budget/redis_scripts.hpp): the commands that
+// reserve, settle and peek, and what their replies say. The round trips
+// themselves are the worker's redis_client's.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "budget/ledger.hpp"
+#include "budget/resp.hpp"
+
+namespace tokengate::budget::redis_ledger {
+
+// The scripts a connection loads first (SCRIPT LOAD), in this order.
+std::vector<std::string> scripts();
+
+std::vector<std::string> reserve_command(const std::string& prefix, const demand& d,
+                                         const std::string& id);
+// The reservation the reply describes; nullopt when the reply is not one
+// (an error, or a shape the script does not return).
+std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, std::string id);
+
+// Real usage in place of the estimate, or (`release_all`) nothing used at
+// all: a reservation whose request never reached an upstream.
+std::vector<std::string> settle_command(const demand& d, const reservation& r, const usage& real);
+
+std::vector<std::string> peek_command(const std::string& prefix, const demand& d);
+std::optional<std::vector<counter_state>> read_peek_reply(const reply& r, const demand& d);
+
+}  // namespace tokengate::budget::redis_ledger

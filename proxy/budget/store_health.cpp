@@ -1,0 +1,28 @@
+#include "budget/store_health.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace tokengate::budget {
+
+void store_health::failed(std::string_view why) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  if (up_.exchange(false, std::memory_order_relaxed))
+    spdlog::warn("budgets: {} does not answer ({}); on_store_failure applies until it does", where_,
+                 why);
+}
+
+void store_health::answered() {
+  if (!up_.load(std::memory_order_relaxed) && !up_.exchange(true, std::memory_order_relaxed))
+    spdlog::info("budgets: {} answers again; budgets are shared from now on", where_);
+}
+
+void store_health::settle_failed(std::string_view why) {
+  settlements_failed_.fetch_add(1, std::memory_order_relaxed);
+  if (!settle_failing_.exchange(true, std::memory_order_relaxed))
+    spdlog::warn(
+        "budgets: a settlement did not reach {} ({}); the usage it carried is counted "
+        "in tokengate_budget_settlements_total{{result=\"failed\"}}",
+        where_, why);
+}
+
+}  // namespace tokengate::budget
