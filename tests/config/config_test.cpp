@@ -112,6 +112,63 @@ TEST(Config, ShippedConfigFilesAreValid) {
   EXPECT_EQ(fleet->upstreams.at("llamacpp").limit_spelling, limit_field::max_tokens);
 }
 
+TEST(Config, TheBudgetExampleRunsOnTheEnvironmentAlone) {
+  const std::string dir = std::string(TOKENGATE_FIXTURES) + "/../../config/";
+  for (auto [name, value] : {std::pair{"LISTEN_PORT", "8080"},
+                             {"ADMIN_PORT", "9090"},
+                             {"UPSTREAM_URL", "http://127.0.0.1:8000/v1"},
+                             {"REDIS_URL", "redis://:s3cret@10.0.0.5:6380/2"},
+                             {"TOKENS_PER_MINUTE", "20000"},
+                             {"CLIENT_KEY_SHA256",
+                              "00000000000000000000000000000000000000000000000"
+                              "00000000000000000"}})
+    ::setenv(name, value, 1);
+  auto c = load_config_file(dir + "budgets.yaml");
+  EXPECT_EQ(c->keys.at(0).budget.tokens_per_minute, 20000);
+  ASSERT_TRUE(c->redis);
+  EXPECT_EQ(c->redis->host, "10.0.0.5");
+  EXPECT_EQ(c->redis->port, 6380);
+  EXPECT_EQ(c->redis->password, "s3cret");
+  EXPECT_EQ(c->redis->database, 2);
+  EXPECT_EQ(c->redis->on_failure, store_failure_mode::allow_local);
+  EXPECT_TRUE(has_budgets(*c));
+}
+
+// A budget that cannot hold fails `tokengate check` with its position.
+TEST(Config, BudgetsThatCannotHoldAreRefusedWithTheirPosition) {
+  const std::string routed = std::string(minimal) +
+                             "routes:\n"
+                             "  - name: chat\n"
+                             "    models: [\"gpt-*\"]\n"
+                             "    targets: [{upstream: local}]\n";
+  EXPECT_NE(error_of(routed + "    budget: {tokens_per_minute: -5}\n").find("test.yaml:12:"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    budget: {tokens_per_minute: 0}\n").find("must be between 1"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(routed + "    budget: {tokens_per_hour: 5}\n").find("unknown key 'tokens_per_hour'"),
+      std::string::npos);
+  EXPECT_NE(error_of(routed + "    budget: {}\n").find("at least one limit"), std::string::npos);
+  EXPECT_NE(error_of(routed + "    budget: {usd_per_day: 0}\n").find("must be more than 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    budget: {usd_per_day: 5}\n").find("needs 'prices'"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "prices:\n  claude-3: {input_per_million: 3}\n")
+                .find("test.yaml:13:13: a price for model 'claude-3', which no route serves"),
+            std::string::npos);
+  EXPECT_EQ(error_of(routed + "prices:\n  gpt-4o: {input_per_million: 3}\n"), "");
+  EXPECT_NE(error_of(routed + "redis: {url: \"http://x\"}\n").find("redis://host:port"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "redis: {url: \"redis://x:99999\"}\n").find("from 1 to 65535"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(routed + "redis: {url: \"redis://x\", timeout: 0ms}\n").find("must be more than 0"),
+      std::string::npos);
+  EXPECT_NE(error_of(routed + "redis: {url: \"redis://x\", on_store_failure: hope}\n")
+                .find("deny or allow_local"),
+            std::string::npos);
+}
+
 TEST(Config, RoutesMustNameKnownUpstreamsAndPaths) {
   auto base = std::string(minimal);
   EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: nope}]}\n")

@@ -1,0 +1,148 @@
+// The budget arithmetic without a store: windows, the local ledger's
+// all-or-nothing reservation and its settlement, what a request demands.
+#include <gtest/gtest.h>
+
+#include "budget/demand.hpp"
+#include "budget/local_ledger.hpp"
+#include "config/config.hpp"
+
+namespace tokengate::budget {
+namespace {
+
+constexpr std::int64_t day_ms = 86'400'000;
+// 2026-12-05T12:34:56.789Z
+constexpr std::int64_t noonish = 1'796'474'096'789;
+
+TEST(BudgetWindow, MinutesAndDaysAlignToUtc) {
+  auto m = window_of(limit_kind::tokens_per_minute, noonish);
+  EXPECT_EQ(m.start_ms % 60'000, 0);
+  EXPECT_EQ(m.end_ms - m.start_ms, 60'000);
+  EXPECT_LE(m.start_ms, noonish);
+  EXPECT_GT(m.end_ms, noonish);
+  auto d = window_of(limit_kind::tokens_per_day, noonish);
+  EXPECT_EQ(d.start_ms % day_ms, 0);
+  EXPECT_EQ(d.end_ms - d.start_ms, day_ms);
+  EXPECT_LE(d.start_ms, noonish);
+}
+
+TEST(BudgetWindow, MonthsAreCalendarMonths) {
+  // December 2026 has 31 days and starts on day 20788 since 1970-01-01.
+  auto m = window_of(limit_kind::usd_per_month, noonish);
+  EXPECT_EQ(m.start_ms, 20788LL * day_ms);
+  EXPECT_EQ(m.end_ms, (20788LL + 31) * day_ms);
+  // February 2028 (a leap year): 29 days.
+  const std::int64_t feb_2028 = 21215LL * day_ms;  // 2028-02-01
+  auto f = window_of(limit_kind::usd_per_month, feb_2028 + 5 * day_ms);
+  EXPECT_EQ(f.start_ms, feb_2028);
+  EXPECT_EQ(f.end_ms, feb_2028 + 29 * day_ms);
+  // The last millisecond of a month is still in it.
+  EXPECT_EQ(window_of(limit_kind::usd_per_month, m.end_ms - 1).start_ms, m.start_ms);
+  EXPECT_EQ(window_of(limit_kind::usd_per_month, m.end_ms).start_ms, m.end_ms);
+}
+
+demand tokens_demand(long long limit, long long prompt, long long output) {
+  demand d;
+  d.estimate = {prompt, output};
+  d.counters.push_back({"key:app", limit_kind::tokens_per_minute, limit, prompt + output});
+  d.counters.push_back({"key:app", limit_kind::requests_per_minute, 100, 1});
+  return d;
+}
+
+TEST(LocalLedger, ReservesUntilTheLimitThenRefusesNamingTheCounter) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 100, 200);  // 300 a request
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(ledger.reserve(d, noonish).admitted) << i;
+  auto fourth = ledger.reserve(d, noonish);
+  EXPECT_FALSE(fourth.admitted);
+  EXPECT_EQ(fourth.refused_at, 0u);
+  EXPECT_EQ(fourth.states[0].used, 900);
+  // All or nothing: the refused request took no request either.
+  EXPECT_EQ(ledger.peek(d, noonish)[1].used, 3);
+}
+
+TEST(LocalLedger, SettlementGivesBackWhatWasNotUsed) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 100, 200);
+  auto r = ledger.reserve(d, noonish);
+  ledger.settle(d, r, {100, 20});
+  EXPECT_EQ(ledger.peek(d, noonish)[0].used, 120);
+  EXPECT_EQ(ledger.peek(d, noonish)[1].used, 1);  // a request stays a request
+}
+
+TEST(LocalLedger, ANewWindowStartsEmpty) {
+  local_ledger ledger;
+  auto d = tokens_demand(300, 100, 200);
+  EXPECT_TRUE(ledger.reserve(d, noonish).admitted);
+  EXPECT_FALSE(ledger.reserve(d, noonish).admitted);
+  EXPECT_TRUE(ledger.reserve(d, noonish + 60'000).admitted);
+}
+
+TEST(LocalLedger, ConcurrencySlotsComeBackAtSettlement) {
+  local_ledger ledger;
+  demand d;
+  d.counters.push_back({"route:chat", limit_kind::concurrent_streams, 2, 1});
+  auto a = ledger.reserve(d, noonish);
+  auto b = ledger.reserve(d, noonish);
+  EXPECT_TRUE(a.admitted && b.admitted);
+  EXPECT_FALSE(ledger.reserve(d, noonish).admitted);
+  ledger.settle(d, a, {});
+  EXPECT_TRUE(ledger.reserve(d, noonish).admitted);
+}
+
+TEST(LocalLedger, AnAbandonedSlotExpires) {
+  local_ledger ledger;
+  demand d;
+  d.slot_ttl_ms = 1000;
+  d.counters.push_back({"route:chat", limit_kind::concurrent_streams, 1, 1});
+  EXPECT_TRUE(ledger.reserve(d, noonish).admitted);
+  EXPECT_FALSE(ledger.reserve(d, noonish + 999).admitted);
+  EXPECT_TRUE(ledger.reserve(d, noonish + 1000).admitted);
+}
+
+TEST(LocalLedger, ADivisorSharesTheLimitAmongReplicas) {
+  local_ledger ledger;
+  auto d = tokens_demand(900, 100, 200);  // 900 / 3 replicas = one request
+  EXPECT_TRUE(ledger.reserve(d, noonish, 3).admitted);
+  EXPECT_FALSE(ledger.reserve(d, noonish, 3).admitted);
+}
+
+TEST(BudgetDemand, KeyAndRouteBudgetsBothApply) {
+  auto cfg = config::load_config_text(R"(
+listeners: [{port: 0}]
+upstreams: {e: {base_url: "http://127.0.0.1:1/v1"}}
+routes:
+  - name: chat
+    models: ["gpt-*"]
+    targets: [{upstream: e}]
+    budget: {requests_per_minute: 60, concurrent_streams: 4}
+keys:
+  - name: app
+    sha256: "0000000000000000000000000000000000000000000000000000000000000000"
+    budget: {tokens_per_minute: 10000, usd_per_day: 2.5}
+prices:
+  "gpt-*": {input_per_million: 2, output_per_million: 10}
+)",
+                                        "budget.yaml");
+  auto d = demand_for(*cfg, cfg->routes[0], &cfg->keys[0], "gpt-4o", 4000, 500);
+  ASSERT_EQ(d.counters.size(), 4u);
+  EXPECT_EQ(d.counters[0].scope, "key:app");
+  EXPECT_EQ(d.counters[0].kind, limit_kind::tokens_per_minute);
+  EXPECT_EQ(d.counters[0].amount, 1000 + 500);  // 4000 bytes / 4 + the output limit
+  EXPECT_EQ(d.counters[1].kind, limit_kind::usd_per_day);
+  EXPECT_EQ(d.counters[1].limit, 2'500'000);           // micro-dollars
+  EXPECT_EQ(d.counters[1].amount, 1000 * 2 + 500 * 10);  // at $2 / $10 per million
+  EXPECT_EQ(d.counters[2].scope, "route:chat");
+  EXPECT_EQ(d.counters[3].kind, limit_kind::concurrent_streams);
+  // Without an output limit the reservation assumes the fixed reserve.
+  auto open = demand_for(*cfg, cfg->routes[0], &cfg->keys[0], "gpt-4o", 0, std::nullopt);
+  EXPECT_EQ(open.counters[0].amount, output_reserve_without_limit);
+  // Settling at real usage moves the token and USD counters only.
+  auto deltas = settle_deltas(d, {800, 100});
+  EXPECT_EQ(deltas[0], 900 - 1500);
+  EXPECT_EQ(deltas[1], (800 * 2 + 100 * 10) - (1000 * 2 + 500 * 10));
+  EXPECT_EQ(deltas[2], 0);
+  EXPECT_EQ(deltas[3], 0);
+}
+
+}  // namespace
+}  // namespace tokengate::budget
