@@ -643,6 +643,7 @@ json::object stats_json(const demo_engine::state& st) {
           {"cancelled", s.cancelled.load()},
           {"resets", s.resets.load()},
           {"active", s.active.load()},
+          {"tokens_asked", s.tokens_asked.load()},
           {"last_cancel_ns", s.last_cancel_ns.load()},
           {"last_request", st.last_request ? request_json(*st.last_request) : json::object()},
           {"by_model", st.by_model}};
@@ -655,6 +656,7 @@ net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const
   auto& stats = *st.stats;
   generator gen(socket, p, st.next_id++, stats);
   stats.active++;
+  stats.tokens_asked += p.prompt_tokens + p.output_tokens;
   bool keep = true;
   try {
     auto produce = [&]() -> net::awaitable<bool> {

@@ -36,6 +36,9 @@ struct demo_stats {
   std::atomic<std::int64_t> active{0};
   std::atomic<std::int64_t> last_cancel_ns{0};   // steady_clock (CLOCK_MONOTONIC) time
   std::atomic<std::uint64_t> bytes_streamed{0};  // event bytes written: shows backpressure
+  // Prompt plus planned output of every generation begun: what the engine
+  // was asked for (budget tests hold it to the budget).
+  std::atomic<std::uint64_t> tokens_asked{0};
 };
 
 class demo_engine {

@@ -122,14 +122,14 @@ keys:
 prices:
   "gpt-*": {input_per_million: 2, output_per_million: 10}
 )",
-                                        "budget.yaml");
+                                      "budget.yaml");
   auto d = demand_for(*cfg, cfg->routes[0], &cfg->keys[0], "gpt-4o", 4000, 500);
   ASSERT_EQ(d.counters.size(), 4u);
   EXPECT_EQ(d.counters[0].scope, "key:app");
   EXPECT_EQ(d.counters[0].kind, limit_kind::tokens_per_minute);
   EXPECT_EQ(d.counters[0].amount, 1000 + 500);  // 4000 bytes / 4 + the output limit
   EXPECT_EQ(d.counters[1].kind, limit_kind::usd_per_day);
-  EXPECT_EQ(d.counters[1].limit, 2'500'000);           // micro-dollars
+  EXPECT_EQ(d.counters[1].limit, 2'500'000);             // micro-dollars
   EXPECT_EQ(d.counters[1].amount, 1000 * 2 + 500 * 10);  // at $2 / $10 per million
   EXPECT_EQ(d.counters[2].scope, "route:chat");
   EXPECT_EQ(d.counters[3].kind, limit_kind::concurrent_streams);

@@ -101,8 +101,8 @@ TEST(RedisBudget, TwoInstancesShareOneBudget) {
   int admitted = 0;
   for (int i = 0; i < 10; ++i) {
     auto& which = i % 2 ? one : two;
-    admitted += which.admit(tokens_demand("route:r", 1000, 100)).outcome ==
-                admission::verdict::admitted;
+    admitted +=
+        which.admit(tokens_demand("route:r", 1000, 100)).outcome == admission::verdict::admitted;
   }
   EXPECT_EQ(admitted, 10);
   EXPECT_EQ(one.admit(tokens_demand("route:r", 1000, 100)).outcome, admission::verdict::refused);

@@ -1,10 +1,11 @@
 // The Redis protocol reader: replies that arrive in pieces, and replies
 // from a store that answers garbage, which must end the connection rather
 // than a worker or its memory.
+#include "budget/resp.hpp"
+
 #include <gtest/gtest.h>
 
 #include "budget/answer.hpp"
-#include "budget/resp.hpp"
 
 namespace tokengate::budget {
 namespace {
@@ -41,8 +42,9 @@ TEST(Resp, AReplyInPiecesIsIncompleteUntilItsLastByte) {
 }
 
 TEST(Resp, GarbageIsAProtocolError) {
-  for (std::string bad : std::vector<std::string>{"?what\r\n", ":12x\r\n", "$99999999999\r\n", "*-5\r\n",
-                          "$3\r\nabcd\r\n", "*2000000\r\n", std::string(5000, 'x')}) {
+  for (std::string bad :
+       std::vector<std::string>{"?what\r\n", ":12x\r\n", "$99999999999\r\n", "*-5\r\n",
+                                "$3\r\nabcd\r\n", "*2000000\r\n", std::string(5000, 'x')}) {
     std::size_t consumed = 0;
     EXPECT_THROW(parse_reply(bad, consumed), protocol_error) << bad.substr(0, 20);
   }
@@ -77,8 +79,10 @@ TEST(BudgetAnswer, ARefusalNamesTheLimitAndWhenToComeBack) {
   EXPECT_EQ(retry_after(d, r), "21");
   auto headers = rate_limit_headers(d, r);
   ASSERT_EQ(headers.size(), 6u);
-  EXPECT_EQ(headers[1], (std::pair<std::string, std::string>{"x-ratelimit-remaining-requests", "6"}));
-  EXPECT_EQ(headers[4], (std::pair<std::string, std::string>{"x-ratelimit-remaining-tokens", "100"}));
+  EXPECT_EQ(headers[1],
+            (std::pair<std::string, std::string>{"x-ratelimit-remaining-requests", "6"}));
+  EXPECT_EQ(headers[4],
+            (std::pair<std::string, std::string>{"x-ratelimit-remaining-tokens", "100"}));
   EXPECT_EQ(headers[5].second, "20.5s");
 }
 
