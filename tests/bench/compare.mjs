@@ -11,6 +11,11 @@
 // one-process scenarios (1, 2+5, 2r, 2o, 3, 4, 6), and a tokengate/baseline
 // line to each: what a change bought, against nginx and the old binary in
 // one run.
+// Scenario 2b (budgets) adds a fourth target, "budgeted": tokengate with
+// a client key whose budget is counted in a redis-server started here, on
+// the load's core (a reservation and a settlement per request); a line
+// budgeted/tokengate gives what the budget costs. The budget is far above
+// what the load takes: nothing is refused.
 // BENCH_PROXY_FIFO=1 runs both proxies (not the source or the load) at
 // real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
 // gives the proxy its core's first claim gets (docs/performance.md,
@@ -24,6 +29,7 @@
 // core 1, and so is this script. Every run is bounded; everything started
 // is stopped at the end.
 import { spawn, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -348,6 +354,27 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
       nginx: tlsProxies.nginx, tokengate: tlsProxies.tokengate };
     runs.push([tlsName, scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))], tlsTargets]);
   }
+  // Scenario 2b: 2+5's load with a budgeted key, counted in Redis.
+  const budgetName = "2b throughput with a budget through Redis (64 streams x 256 tokens)";
+  let budgetProxy = null;
+  if (wanted(budgetName)) {
+    const redisPort = await freePort();
+    await start({ core: "1", path: "redis-server" }, ["--port", String(redisPort), "--bind", "127.0.0.1",
+      "--save", "", "--appendonly", "no"], /Ready to accept/);
+    const key = "sk-bench-budget";
+    const port = await freePort(), adminPort = await freePort();
+    const yaml = join(work, "tokengate-budget.yaml");
+    writeFileSync(yaml, tokengateConf(port, adminPort, enginePort, null) + `
+keys: [{name: bench, sha256: "${createHash("sha256").update(key).digest("hex")}",
+        budget: {requests_per_minute: 100000000, tokens_per_minute: 1000000000000}}]
+redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
+`);
+    budgetProxy = await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
+    const budgeted = { url: `http://127.0.0.1:${port}/v1`, pid: budgetProxy.pid, port, idleKb: rssKb(budgetProxy.pid) };
+    const base = scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))];
+    runs.push([budgetName, [...base, "--header", `Authorization: Bearer ${key}`],
+      { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, budgeted }]);
+  }
   for (const [name, args, scenarioTargets] of runs) {
     if (!wanted(name)) continue;
     const beside = alongside[name];
@@ -375,6 +402,7 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
     if (beside) scenarioSteal[beside.name] = scenarioSteal[name];
   }
   if (tlsProxies) tlsProxies.stop();
+  if (budgetProxy) budgetProxy.kill("SIGTERM");
 
   // Scenario 3: many slow streams open at once. Each proxied stream holds
   // two descriptors (client and upstream) and this machine's hard limit is
@@ -584,6 +612,13 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
     if (m.baseline)
       lines.push(`ratio tokengate/baseline: CPU per event ${fmt(a.cpu / m.baseline.cpu)}, events/s ` +
         `${fmt(a.eps / m.baseline.eps)}; tokengate minus baseline: TTFT p99 ${fmt(a.ttft99 - m.baseline.ttft99, 3)} ms`);
+    if (m.budgeted) {
+      const all = (t) => per[t].flatMap((r) => r.ttft_each);
+      lines.push(`ratio budgeted/tokengate: CPU per event ${fmt(m.budgeted.cpu / a.cpu)}, events/s ` +
+        `${fmt(m.budgeted.eps / a.eps)}; budgeted minus tokengate: TTFT p99 ${fmt(m.budgeted.ttft99 - a.ttft99, 3)} ms ` +
+        `(pooled ${fmt(pctl(all("budgeted"), 0.99) - pctl(all("tokengate"), 0.99), 3)} ms), ` +
+        `refused ${m.budgeted.n - m.budgeted.ok} of ${m.budgeted.n}`);
+    }
     // (A ratio of two small or negative numbers says little; the targets
     // for long prompts are in milliseconds.)
     lines.push(`tokengate minus nginx: TTFT p50 ${fmt(a.ttft50 - b.ttft50, 3)} ms, TTFT p99 ${fmt(a.ttft99 - b.ttft99, 3)} ms`);
