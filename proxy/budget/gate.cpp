@@ -142,7 +142,8 @@ net::awaitable<std::optional<reply>> gate::call(std::vector<std::string> args,
   co_return std::move(w->got);
 }
 
-net::awaitable<std::optional<reservation>> gate::reserve_in_store(std::shared_ptr<const demand> d) {
+net::awaitable<std::optional<reservation>> gate::reserve_in_store(std::shared_ptr<const demand> d,
+                                                                  std::vector<long long> leases) {
   const auto& settings = *shared_.redis();
   auto id = new_reservation_id();
   // Too late for its request, which went on without it: given back.
@@ -151,8 +152,8 @@ net::awaitable<std::optional<reservation>> gate::reserve_in_store(std::shared_pt
     if (r && r->admitted) redis_->send(redis_ledger::settle_command(*d, *r, {}), [](auto) {});
   };
   auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(settings.timeout);
-  auto got =
-      co_await call(redis_ledger::reserve_command(settings.key_prefix, *d, id), timeout, give_back);
+  auto got = co_await call(redis_ledger::reserve_command(settings.key_prefix, *d, id, leases),
+                           timeout, give_back);
   if (!got) co_return std::nullopt;
   auto r = redis_ledger::read_reserve_reply(*got, *d, id);
   if (!r)
@@ -175,7 +176,21 @@ admission gate::decided(std::shared_ptr<const demand> d, reservation r, bool in_
 net::awaitable<admission> gate::admit(demand wanted) {
   auto d = std::make_shared<const demand>(std::move(wanted));
   if (!redis_) co_return decided(d, shared_.local().reserve(*d, unix_ms()), false);
-  auto r = co_await reserve_in_store(d);
+  auto& book = shared_.leases();
+  auto taken = book.take(*d, std::chrono::steady_clock::now());
+  if (taken.whole) {
+    top_up_leases(*d);
+    co_return decided(d, std::move(taken.covered), true);
+  }
+  // Redis is asked for what the leases did not cover.
+  auto rest = std::make_shared<demand>(*d);
+  for (std::size_t i = 0; i < rest->counters.size(); ++i)
+    rest->counters[i].amount -= taken.portions[i];
+  auto r = co_await reserve_in_store(rest, lease_book::wishes(*d));
+  if (r && r->admitted)
+    book.grant(*rest, *r, std::chrono::steady_clock::now());
+  else
+    book.give_back(*d, taken.portions);
   if (r) co_return decided(d, std::move(*r), true);
   const auto& settings = *shared_.redis();
   if (settings.on_failure == config::store_failure_mode::deny) {
@@ -187,6 +202,24 @@ net::awaitable<admission> gate::admit(demand wanted) {
   }
   shared_.local_fallbacks.fetch_add(1, std::memory_order_relaxed);
   co_return decided(d, shared_.local().reserve(*d, unix_ms(), settings.replicas), false);
+}
+
+// Leases running low are topped up in the background: the same script
+// with nothing reserved, only leases asked for.
+void gate::top_up_leases(const demand& d) {
+  auto& book = shared_.leases();
+  if (!book.wants_top_up(d)) return;
+  auto wishes = lease_book::wishes(d);
+  auto ask = std::make_shared<demand>(d);
+  for (auto& c : ask->counters) c.amount = 0;
+  auto command = redis_ledger::reserve_command(shared_.redis()->key_prefix, *ask,
+                                               new_reservation_id(), wishes);
+  redis_->send(std::move(command), [&book, ask](std::optional<reply> r) {
+    std::optional<reservation> granted;
+    if (r) granted = redis_ledger::read_reserve_reply(*r, *ask, "");
+    if (granted && granted->admitted) book.grant(*ask, *granted, std::chrono::steady_clock::now());
+    book.topped_up(*ask);
+  });
 }
 
 void gate::settle(admission& a, const usage& real) {

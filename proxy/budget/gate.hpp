@@ -4,9 +4,11 @@
 // store's health, the metrics board); a `gate` is one worker's, with its
 // own Redis connection when the config has `redis:`.
 //
-// With Redis, a reservation is one round trip (a Lua script that checks
-// and reserves every counter at once) and waits at most redis.timeout; a
-// settlement is sent without waiting. Without an answer in time,
+// With Redis, a request whose counters fit in this process's leases
+// (budget/lease_book.hpp) is admitted at once; otherwise its reservation is
+// one round trip (a Lua script that checks and reserves every counter at
+// once, and grants leases) and waits at most redis.timeout. Settlements
+// and lease top-ups are sent without waiting. Without an answer in time,
 // on_store_failure decides: deny (503) or allow_local (this process's
 // ledger, each limit divided by redis.replicas). A reservation whose
 // answer comes after its request stopped waiting is given back.
@@ -16,6 +18,7 @@
 
 #include "budget/answer.hpp"
 #include "budget/board.hpp"
+#include "budget/lease_book.hpp"
 #include "budget/local_ledger.hpp"
 #include "budget/redis_client.hpp"
 #include "budget/store_health.hpp"
@@ -29,6 +32,7 @@ class budgets {
   explicit budgets(std::optional<config::redis_settings> redis);
   const std::optional<config::redis_settings>& redis() const { return redis_; }
   local_ledger& local() { return local_; }
+  lease_book& leases() { return leases_; }
   budget::board& board() { return board_; }
   store_health* health() { return health_ ? &*health_ : nullptr; }
   // tokengate_budget_* (the board's, and the store's when there is one).
@@ -40,6 +44,7 @@ class budgets {
  private:
   std::optional<config::redis_settings> redis_;
   local_ledger local_;
+  lease_book leases_;
   budget::board board_;
   std::optional<store_health> health_;
 };
@@ -68,7 +73,9 @@ class gate {
   net::awaitable<std::optional<reply>> call(std::vector<std::string> args,
                                             std::chrono::milliseconds timeout,
                                             std::function<void(const reply&)> if_late);
-  net::awaitable<std::optional<reservation>> reserve_in_store(std::shared_ptr<const demand> d);
+  net::awaitable<std::optional<reservation>> reserve_in_store(std::shared_ptr<const demand> d,
+                                                              std::vector<long long> leases);
+  void top_up_leases(const demand& d);
   admission decided(std::shared_ptr<const demand> d, reservation r, bool in_store);
 
   net::any_io_executor executor_;

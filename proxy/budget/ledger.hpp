@@ -32,6 +32,7 @@ struct reservation {
   std::vector<counter_state> states;  // one per counter of the demand
   std::vector<std::string> keys;      // where each counter is stored (for settle)
   std::string id;                     // this reservation's slot in concurrency sets
+  std::vector<long long> leased;      // granted beyond the amounts (Redis only)
 };
 
 // Random, 128 bits as hex: a reservation's id.

@@ -40,21 +40,24 @@ std::vector<std::string> scripts() {
 }
 
 std::vector<std::string> reserve_command(const std::string& prefix, const demand& d,
-                                         const std::string& id) {
+                                         const std::string& id,
+                                         const std::vector<long long>& leases) {
   std::vector<std::string> args{"EVALSHA", sha_of(0), "0",
                                 prefix,    id,        std::to_string(d.slot_ttl_ms)};
-  for (const auto& c : d.counters) {
+  for (std::size_t i = 0; i < d.counters.size(); ++i) {
+    const auto& c = d.counters[i];
     args.push_back(c.scope);
     args.emplace_back(kind_name(c.kind));
     args.push_back(std::to_string(c.limit));
     args.push_back(std::to_string(c.amount));
+    args.push_back(std::to_string(i < leases.size() ? leases[i] : 0));
   }
   return args;
 }
 
 std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, std::string id) {
   const std::size_t n = d.counters.size();
-  if (r.kind != reply::type::array || r.elements.size() != 1 + 3 * n) return std::nullopt;
+  if (r.kind != reply::type::array || r.elements.size() != 1 + 4 * n) return std::nullopt;
   auto refused = r.integer_at(0);
   if (!refused || *refused < 0 || *refused > static_cast<long long>(n)) return std::nullopt;
   reservation out;
@@ -62,12 +65,14 @@ std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, s
   out.admitted = *refused == 0;
   out.refused_at = out.admitted ? 0 : static_cast<std::size_t>(*refused - 1);
   for (std::size_t i = 0; i < n; ++i) {
-    auto used = r.integer_at(1 + 3 * i);
-    auto reset = r.integer_at(2 + 3 * i);
-    const auto& key = r.elements[3 + 3 * i];
-    if (!used || !reset || key.kind != reply::type::bulk) return std::nullopt;
+    auto used = r.integer_at(1 + 4 * i);
+    auto reset = r.integer_at(2 + 4 * i);
+    const auto& key = r.elements[3 + 4 * i];
+    auto leased = r.integer_at(4 + 4 * i);
+    if (!used || !reset || key.kind != reply::type::bulk || !leased) return std::nullopt;
     out.states.push_back({*used, *reset});
     out.keys.push_back(key.text);
+    out.leased.push_back(*leased);
   }
   return out;
 }

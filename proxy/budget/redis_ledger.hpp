@@ -14,14 +14,15 @@ namespace tokengate::budget::redis_ledger {
 // The scripts a connection loads first (SCRIPT LOAD), in this order.
 std::vector<std::string> scripts();
 
+// `leases`: what each counter should grant beyond its amount (0 for none).
 std::vector<std::string> reserve_command(const std::string& prefix, const demand& d,
-                                         const std::string& id);
+                                         const std::string& id,
+                                         const std::vector<long long>& leases);
 // The reservation the reply describes; nullopt when the reply is not one
 // (an error, or a shape the script does not return).
 std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, std::string id);
 
-// Real usage in place of the estimate, or (`release_all`) nothing used at
-// all: a reservation whose request never reached an upstream.
+// Real usage in place of the estimate (usage{} gives it all back).
 std::vector<std::string> settle_command(const demand& d, const reservation& r, const usage& real);
 
 std::vector<std::string> peek_command(const std::string& prefix, const demand& d);

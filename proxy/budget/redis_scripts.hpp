@@ -55,17 +55,22 @@ end
 )lua";
 
 // (after clock_and_windows) ARGV: prefix, reservation id, slot ttl ms,
-// then per counter: scope, kind, limit, amount. Returns {refused (0, or
-// the 1-based counter), then per counter: used, reset ms, key}.
+// then per counter: scope, kind, limit, amount, lease. Returns {refused (0,
+// or the 1-based counter), then per counter: used, reset ms, key, leased}.
+// When every amount fits, each window counter also grants up to `lease`
+// more of what is left (counted as used here): the instance admits its
+// next requests from that without a round trip (budget/lease_book.hpp).
 inline constexpr std::string_view reserve = R"lua(
 local prefix, id, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local n = (#ARGV - 3) / 4
-local keys, used, reset, ends, amounts = {}, {}, {}, {}, {}
+local n = (#ARGV - 3) / 5
+local keys, used, reset, ends, amounts, limits, leased = {}, {}, {}, {}, {}, {}, {}
 local refused = 0
 for i = 1, n do
-  local b = 3 + (i - 1) * 4
+  local b = 3 + (i - 1) * 5
   local scope, kind, limit = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   amounts[i] = tonumber(ARGV[b + 4])
+  limits[i] = limit
+  leased[i] = 0
   if kind == 'concurrent_streams' then
     keys[i] = prefix .. ':' .. scope .. ':' .. kind
     redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now)
@@ -86,10 +91,12 @@ if refused == 0 then
       redis.call('ZADD', keys[i], now + ttl, id)
       redis.call('PEXPIRE', keys[i], ttl)
     else
-      redis.call('INCRBY', keys[i], amounts[i])
+      local wish = tonumber(ARGV[3 + (i - 1) * 5 + 5])
+      leased[i] = math.max(0, math.min(wish, limits[i] - used[i] - amounts[i]))
+      redis.call('INCRBY', keys[i], amounts[i] + leased[i])
       redis.call('PEXPIREAT', keys[i], ends[i] + 60000)
     end
-    used[i] = used[i] + amounts[i]
+    used[i] = used[i] + amounts[i] + leased[i]
   end
 end
 local out = {refused}
@@ -97,6 +104,7 @@ for i = 1, n do
   out[#out + 1] = used[i]
   out[#out + 1] = reset[i]
   out[#out + 1] = keys[i]
+  out[#out + 1] = leased[i]
 end
 return out
 )lua";
