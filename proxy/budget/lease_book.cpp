@@ -13,7 +13,7 @@ std::vector<long long> lease_book::wishes(const demand& d) {
   for (const auto& c : d.counters)
     out.push_back(c.kind == limit_kind::concurrent_streams
                       ? 0
-                      : std::max(0LL, std::min(16 * c.amount, c.limit / 8)));
+                      : std::max(0LL, std::min(64 * c.amount, c.limit / 8)));
   return out;
 }
 
@@ -25,8 +25,8 @@ lease_book::taken lease_book::take(const demand& d, steady::time_point now) {
   for (const auto& c : d.counters) {
     lease* l = nullptr;
     if (auto at = leases_.find(name_of(c)); at != leases_.end() && at->second.ends > now &&
-                                             at->second.limit == c.limit &&
-                                             c.kind != limit_kind::concurrent_streams)
+                                            at->second.limit == c.limit &&
+                                            c.kind != limit_kind::concurrent_streams)
       l = &at->second;
     const long long portion = l ? std::min(l->left, c.amount) : 0;
     if (l) l->left -= portion;

@@ -6,8 +6,9 @@
 // without a round trip; the leases are topped up in the background when
 // they run low. Nothing is ever admitted that Redis did not grant, so
 // leases cannot overrun a budget; what a lease holds unused is what other
-// instances cannot have until the window ends, so a lease is small: 16
-// requests' worth at most, and at most an eighth of the limit.
+// instances cannot have until the window ends, so a lease is bounded: 64
+// requests' worth (a burst of that many concurrent requests is admitted
+// without a round trip), and at most an eighth of the limit.
 // Concurrency limits are never leased: their slots are per request.
 #include <chrono>
 #include <map>

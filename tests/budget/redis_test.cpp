@@ -83,9 +83,9 @@ TEST(RedisBudget, ReservesRefusesAndSettlesInTheStore) {
 TEST(RedisBudget, SmallRequestsAreAdmittedFromLeasesWithoutARoundTrip) {
   test::redis_server redis;
   instance one(settings_for(redis.port(), config::store_failure_mode::deny));
-  ASSERT_TRUE(one.admit(tokens_demand("key:l", 100000, 100)).in_store);  // grants 1600 more
-  redis.stop();  // the leased 1,600 tokens need no Redis
-  for (int i = 0; i < 16; ++i)
+  ASSERT_TRUE(one.admit(tokens_demand("key:l", 100000, 100)).in_store);  // grants 6400 more
+  redis.stop();  // the leased 6,400 tokens need no Redis
+  for (int i = 0; i < 64; ++i)
     EXPECT_EQ(one.admit(tokens_demand("key:l", 100000, 100)).outcome, admission::verdict::admitted)
         << i;
   EXPECT_EQ(one.admit(tokens_demand("key:l", 100000, 100)).outcome,
