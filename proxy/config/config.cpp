@@ -212,6 +212,16 @@ demo_engine_settings read_demo_engine(const reader& r) {
   return d;
 }
 
+memory_after_burst read_after_burst(const reader& m) {
+  m.only_keys({"after_burst"});
+  auto after_burst = m.text("after_burst", "give_back");
+  if (after_burst == "give_back") return memory_after_burst::give_back;
+  if (after_burst == "lazy_free") return memory_after_burst::lazy_free;
+  if (after_burst != "keep")
+    m.fail_at(m.node()["after_burst"], "after_burst must be give_back, lazy_free or keep");
+  return memory_after_burst::keep;
+}
+
 std::shared_ptr<const config> build(const YAML::Node& root_node, const std::string& file) {
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
@@ -278,19 +288,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("redis")) c->redis = read_redis(root.child("redis"));
   check_budgets(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
-  if (root.has("memory")) {
-    auto m = root.child("memory");
-    m.only_keys({"after_burst"});
-    auto after_burst = m.text("after_burst", "give_back");
-    if (after_burst == "give_back")
-      c->after_burst = memory_after_burst::give_back;
-    else if (after_burst == "lazy_free")
-      c->after_burst = memory_after_burst::lazy_free;
-    else if (after_burst == "keep")
-      c->after_burst = memory_after_burst::keep;
-    else
-      m.fail_at(m.node()["after_burst"], "after_burst must be give_back, lazy_free or keep");
-  }
+  if (root.has("memory")) c->after_burst = read_after_burst(root.child("memory"));
   return c;
 }
 

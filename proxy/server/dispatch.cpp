@@ -188,9 +188,7 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return keep_alive;
   }
   auto& plan = std::get<upstream::exchange_plan>(planned);
-  // (an if/else around two awaits, not `if (..) co_return co_await ..`:
-  // GCC 12 miscompiles that form)
-  bool keep = false;
+  bool keep = false;  // (not `if (..) co_return co_await ..`: GCC 12 miscompiles it)
   if (demand.empty())
     keep = co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
   else
