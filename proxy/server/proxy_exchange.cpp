@@ -52,7 +52,9 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   auto failure = co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got);
   if (!ctx.client_gone && failure) {
     s.finished = true;
-    co_await send_error(client, std::move(*failure), keep_client, ctx);
+    // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
+    co_await send_error(client, std::move(*failure), keep_client, ctx,
+                        error_extras{plan.response_headers, {}});
   } else if (!ctx.client_gone) {
     upstream::in_flight streaming(*got.in_flight);
     const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
