@@ -35,7 +35,9 @@ constexpr const char* usage =
     "  hash-key [KEY]                        SHA-256 of a client key for `keys:` (reads stdin "
     "without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
-    "              [--output-tokens N]       run the simulated LLM on its own\n"
+    "              [--output-tokens N]       run the simulated LLM on its own; with\n"
+    "              [--slots N [--kv-tokens N] [--step-ms-per-sequence X]]  an engine's\n"
+    "                                        batching, KV budget, queue and prefix cache\n"
     "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests "
     "N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
@@ -279,7 +281,8 @@ int demo_engine_command(const options& o) {
   for (const auto& [k, v] : o.named) {
     if (k == "address")
       settings.address = v;
-    else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens")
+    else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens" &&
+             k != "slots" && k != "kv-tokens" && k != "step-ms-per-sequence")
       throw std::runtime_error("unknown option --" + k);
   }
   settings.port = static_cast<std::uint16_t>(number_option(o, "port", settings.port));
@@ -289,6 +292,11 @@ int demo_engine_command(const options& o) {
       number_option(o, "prefill-ms-per-1k", settings.prefill_ms_per_1k_tokens);
   settings.default_output_tokens =
       static_cast<int>(number_option(o, "output-tokens", settings.default_output_tokens));
+  settings.slots = static_cast<int>(number_option(o, "slots", settings.slots));
+  settings.kv_tokens = static_cast<long long>(
+      number_option(o, "kv-tokens", static_cast<double>(settings.kv_tokens)));
+  settings.step_ms_per_sequence =
+      number_option(o, "step-ms-per-sequence", settings.step_ms_per_sequence);
   engine::demo_engine demo(settings);
   demo.start();
   spdlog::info("demo engine listening on http://{}:{}/v1", settings.address, demo.port());

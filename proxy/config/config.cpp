@@ -192,7 +192,8 @@ client_key read_key(const reader& r) {
 
 demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
-               "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status"});
+               "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status",
+               "slots", "kv_tokens", "step_ms_per_sequence"});
   demo_engine_settings d;
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
   d.honour_limit = r.text("honour_limit", d.honour_limit);
@@ -209,6 +210,9 @@ demo_engine_settings read_demo_engine(const reader& r) {
       r.number("decode_tokens_per_second", d.decode_tokens_per_second, 0.01, 1e6);
   d.default_output_tokens =
       r.integer<int>("default_output_tokens", d.default_output_tokens, 1, 1 << 20);
+  d.slots = r.integer<int>("slots", d.slots, 0, 4096);
+  d.kv_tokens = r.integer<long long>("kv_tokens", d.kv_tokens, 16, 1LL << 32);
+  d.step_ms_per_sequence = r.number("step_ms_per_sequence", d.step_ms_per_sequence, 0, 1000);
   return d;
 }
 

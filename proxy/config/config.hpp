@@ -177,6 +177,12 @@ struct demo_engine_settings {
   double prefill_ms_per_1k_tokens = 50;  // time to first token grows with the prompt
   double decode_tokens_per_second = 25;  // gap between tokens once decoding
   int default_output_tokens = 40;        // answer length when the request sets no limit
+  // The realistic mode (engine/batch_scheduler.hpp): sequences at once
+  // (0: every request on its own clock), the KV their prompts and outputs
+  // may hold, and what each more sequence adds to a decode step.
+  int slots = 0;
+  long long kv_tokens = 65536;
+  double step_ms_per_sequence = 0.4;
   bool operator==(const demo_engine_settings&) const = default;
 };
 

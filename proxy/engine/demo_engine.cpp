@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "engine/batch_scheduler.hpp"
 #include "engine/demo_text.hpp"
 #include "http/head_bytes.hpp"
 
@@ -69,7 +70,21 @@ struct plan {
   // stream_options.continuous_usage_stats (vLLM's, SGLang's): every chat
   // and completions chunk carries the usage so far.
   bool continuous_usage = false;
+  // The realistic mode (demo_engine.slots > 0, engine/batch_scheduler.hpp):
+  // the prompt's cache blocks, and its sequence in the engine once
+  // submitted (whose cached tokens the usage reports).
+  std::vector<std::uint64_t> prompt_blocks;
+  std::shared_ptr<batch_scheduler::sequence> sequence;
 };
+
+// The prompt as the prefix cache sees it: the system prompt and the
+// messages (or the Responses input, or the completion prompt) as sent.
+std::vector<std::uint64_t> prompt_blocks_of(const json::object& body) {
+  std::string text;
+  for (const char* key : {"system", "instructions", "messages", "input", "prompt"})
+    if (auto* v = body.if_contains(key)) text += json::serialize(*v);
+  return batch_scheduler::prompt_blocks(text);
+}
 
 std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallback) {
   auto* v = o.if_contains(key);
@@ -97,6 +112,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
       p.continuous_usage = cu->get_bool() && p.include_usage;
   }
   p.prompt_tokens = estimate_prompt_tokens(body);
+  if (settings.slots > 0) p.prompt_blocks = prompt_blocks_of(body);
 
   json::object knobs;
   if (auto* d = body.if_contains("demo"); d && d->is_object()) knobs = d->get_object();
@@ -209,9 +225,11 @@ std::string argument_fragment(std::size_t i, std::size_t count) {
 }
 
 json::object openai_usage(const plan& p, std::size_t produced) {
-  return {{"prompt_tokens", p.prompt_tokens},
-          {"completion_tokens", produced},
-          {"total_tokens", p.prompt_tokens + produced}};
+  json::object usage{{"prompt_tokens", p.prompt_tokens},
+                     {"completion_tokens", produced},
+                     {"total_tokens", p.prompt_tokens + produced}};
+  if (p.sequence) usage["prompt_tokens_details"] = {{"cached_tokens", p.sequence->cached_tokens}};
+  return usage;
 }
 
 class generator {
@@ -234,7 +252,7 @@ class generator {
       co_await write_raw(
           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
           "Transfer-Encoding: chunked\r\n\r\n");
-    co_await sleep(plan_.ttft);
+    co_await token_ready(0, plan_.ttft);
     if (plan_.garbage) {  // a broken engine: bytes that are no event stream
       co_await write_chunk(garbage_bytes());
       co_await write_raw("0\r\n\r\n");
@@ -249,7 +267,7 @@ class generator {
       events += token_event(i);
       co_await write_chunk(events);
       events.clear();
-      if (i + 1 < plan_.output_tokens) co_await sleep(plan_.interval);
+      if (i + 1 < plan_.output_tokens) co_await token_ready(i + 1, plan_.interval);
     }
     co_await write_chunk(closing_events());
     co_await write_raw("0\r\n\r\n");
@@ -258,8 +276,8 @@ class generator {
 
   // Waits as long as the whole answer would take, then sends it at once.
   net::awaitable<void> respond_whole() {
-    auto total = plan_.ttft + plan_.interval * (plan_.output_tokens ? plan_.output_tokens - 1 : 0);
-    co_await sleep(total);
+    const auto last = plan_.output_tokens ? plan_.output_tokens - 1 : 0;
+    co_await token_ready(last, plan_.ttft + plan_.interval * last);
     std::string text;
     for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
     json::object body;
@@ -533,6 +551,15 @@ class generator {
         .count();
   }
 
+  // Token `i` generated: by the engine's scheduler in the realistic mode,
+  // else after `alone` (this request's own clock).
+  net::awaitable<void> token_ready(std::size_t i, std::chrono::microseconds alone) {
+    if (plan_.sequence)
+      co_await plan_.sequence->owner->wait_for_token(*plan_.sequence, static_cast<long long>(i));
+    else
+      co_await sleep(alone);
+  }
+
   net::awaitable<void> sleep(std::chrono::microseconds d) {
     if (d.count() <= 0) co_return;
     net::steady_timer timer(socket_.get_executor(), d);
@@ -605,7 +632,8 @@ struct demo_engine::state {
   // copied (prompts run to megabytes) and turned into JSON only when
   // /demo/stats asks. Touched only on the engine's thread.
   std::shared_ptr<const http::request<http::string_body>> last_request;
-  json::object by_model;  // requests per model name, to check weights
+  json::object by_model;                   // requests per model name, to check weights
+  std::unique_ptr<batch_scheduler> batch;  // the realistic mode (slots > 0)
 };
 
 namespace {
@@ -616,6 +644,17 @@ net::awaitable<void> write_json(tcp::socket& socket, http::status status, const 
   res.set(http::field::content_type, "application/json");
   if (status == http::status::too_many_requests) res.set(http::field::retry_after, "1");
   const auto text = json::serialize(body);
+  res.content_length(text.size());
+  res.keep_alive(keep_alive);
+  const auto head = head_bytes(res.base());
+  const std::array<net::const_buffer, 2> pieces{net::buffer(head), net::buffer(text)};
+  co_await net::async_write(socket, pieces, use_tuple);
+}
+
+// GET /metrics: Prometheus text (vLLM's names in the realistic mode).
+net::awaitable<void> write_text(tcp::socket& socket, std::string text, bool keep_alive) {
+  http::response<http::empty_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.content_length(text.size());
   res.keep_alive(keep_alive);
   const auto head = head_bytes(res.base());
@@ -649,6 +688,18 @@ json::object stats_json(const demo_engine::state& st) {
           {"by_model", st.by_model}};
 }
 
+// The engine's slot and KV back, however a generation ends.
+class release_at_end {
+ public:
+  explicit release_at_end(const plan& p) : p_(p) {}
+  ~release_at_end() {
+    if (p_.sequence) p_.sequence->owner->release(*p_.sequence);
+  }
+
+ private:
+  const plan& p_;
+};
+
 // Runs one generation while watching the socket; returns whether the
 // connection can be kept.
 net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const plan& p) {
@@ -656,6 +707,7 @@ net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const
   auto& stats = *st.stats;
   generator gen(socket, p, st.next_id++, stats);
   stats.active++;
+  release_at_end release(p);
   stats.tokens_asked += p.prompt_tokens + p.output_tokens;
   bool keep = true;
   try {
@@ -736,6 +788,10 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
   const bool keep = req.keep_alive();
   const bool get = req.method() == http::verb::get;
   std::optional<std::pair<http::status, json::object>> reply;
+  if (get && path == "/metrics") {
+    co_await write_text(socket, st.batch ? st.batch->prometheus() : std::string(), keep);
+    co_return keep;
+  }
   if (get && path == "/demo/stats")
     reply = {http::status::ok, stats_json(st)};
   else if (get && path == "/v1/models")
@@ -766,6 +822,10 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     co_return keep;
   }
   auto p = make_plan(*kind, parsed.get_object(), st.settings);
+  if (st.batch)
+    p.sequence =
+        st.batch->submit(std::move(p.prompt_blocks), static_cast<long long>(p.prompt_tokens),
+                         static_cast<long long>(p.output_tokens));
   bool generated = co_await generate(socket, st, p);
   co_return generated&& keep;
 }
@@ -830,6 +890,10 @@ void demo_engine::start() {
                              std::to_string(settings_.port) + " (demo engine): " + ec.message());
   acceptor_->listen(net::socket_base::max_listen_connections);
   port_ = acceptor_->local_endpoint().port();
+  if (settings_.slots > 0) {
+    state_->batch = std::make_unique<batch_scheduler>(io_.get_executor(), settings_);
+    state_->batch->start();
+  }
   net::co_spawn(io_, accept_loop(*acceptor_, state_), net::detached);
   thread_ = std::thread([this] { io_.run(); });
 }
