@@ -2,8 +2,10 @@
 // The built-in demo engine: a simulated LLM that speaks OpenAI's chat,
 // completions and Responses APIs and Anthropic's Messages API. Time to
 // first token grows with the prompt (prefill), then tokens come at the
-// decode rate. It is the quick start's upstream and every integration
-// test's upstream, so it also reports what it saw at GET /demo/stats.
+// decode rate; with `slots` its requests share one engine's time instead
+// (engine/batch_scheduler.hpp), and GET /metrics shows vLLM's gauges. It
+// is the quick start's upstream and every integration test's upstream, so
+// it also reports what it saw at GET /demo/stats.
 //
 // Per-request knobs, in an optional "demo" object of the request body:
 //   ttft_ms, interval_ms   override the simulated timing
