@@ -21,12 +21,13 @@ const std::string budget_key = "sk-integration-budget";
 
 fixture_options budgeted_options(const std::string& budget, const std::string& more = "") {
   fixture_options o;
-  o.top_extra = "routes:\n"
-                "  - {name: chat, models: ['*'], targets: [{upstream: demo}]}\n"
-                "keys:\n"
-                "  - name: team\n"
-                "    sha256: " +
-                routing::sha256_hex(budget_key) + "\n    budget: " + budget + "\n" + more;
+  o.top_extra =
+      "routes:\n"
+      "  - {name: chat, models: ['*'], targets: [{upstream: demo}]}\n"
+      "keys:\n"
+      "  - name: team\n"
+      "    sha256: " +
+      routing::sha256_hex(budget_key) + "\n    budget: " + budget + "\n" + more;
   return o;
 }
 
@@ -34,7 +35,7 @@ fixture_options budgeted_options(const std::string& budget, const std::string& m
 void budget_inside_one_minute() {
   while (std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
-             .count() %
+                 .count() %
              60 >
          50)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -47,8 +48,8 @@ std::vector<int> budget_burst(proxy_fixture& f, int clients, const std::string& 
   for (int i = 0; i < clients; ++i)
     threads.emplace_back([&, i] {
       http_client c(f.port());
-      c.send(post_json("/v1/chat/completions", body,
-                       "Authorization: Bearer " + budget_key + "\r\n"));
+      c.send(
+          post_json("/v1/chat/completions", body, "Authorization: Bearer " + budget_key + "\r\n"));
       statuses[i] = read_response(c).status;
     });
   for (auto& t : threads) t.join();
@@ -70,7 +71,7 @@ TEST(Budgets, ManyClientsAtOnceNeverPassAProcesssLimit) {
 TEST(Budgets, ManyClientsAtOnceNeverPassALimitKeptInRedis) {
   redis_server redis;
   proxy_fixture f(budgeted_options("{requests_per_minute: 12, tokens_per_minute: 100000}",
-                              "redis: {url: \"" + redis.url() + "\", timeout: 500ms}\n"));
+                                   "redis: {url: \"" + redis.url() + "\", timeout: 500ms}\n"));
   budget_inside_one_minute();
   auto statuses = budget_burst(f, 32, budget_chat);
   auto admitted = std::count(statuses.begin(), statuses.end(), 200);
