@@ -44,6 +44,7 @@ std::shared_ptr<batch_scheduler::sequence> batch_scheduler::submit(
   s->prompt_tokens = prompt_tokens;
   s->output_tokens = output_tokens;
   waiting_.push_back(s);
+  admit();  // (a free slot takes it at once: the gauges never show a queue that is not there)
   idle_.cancel();
   return s;
 }
@@ -64,6 +65,7 @@ void batch_scheduler::release(sequence& s) {
   if (s.admitted) kv_used_ -= s.prompt_tokens + s.output_tokens;
   std::erase_if(running_, [&](const auto& r) { return r.get() == &s; });
   std::erase_if(waiting_, [&](const auto& w) { return w.get() == &s; });
+  admit();
   s.wake.cancel();
   idle_.cancel();
 }

@@ -789,7 +789,9 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
   const bool get = req.method() == http::verb::get;
   std::optional<std::pair<http::status, json::object>> reply;
   if (get && path == "/metrics") {
-    co_await write_text(socket, st.batch ? st.batch->prometheus() : std::string(), keep);
+    // (named first: GCC 12 destroys a ?: temporary passed into a coroutine twice)
+    auto text = st.batch ? st.batch->prometheus() : std::string();
+    co_await write_text(socket, std::move(text), keep);
     co_return keep;
   }
   if (get && path == "/demo/stats")

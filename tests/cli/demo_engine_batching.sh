@@ -17,21 +17,25 @@ ask() {  # NAME BODY: a streamed chat; how long it took in NAME.time
 }
 metric() { curl -sf "http://127.0.0.1:$engine/metrics" | awk -v m="$1" 'index($0, m "{") == 1 {print $2}'; }
 
-body='{"model":"demo","stream":true,"max_tokens":25,"messages":[{"role":"user","content":"hi"}]}'
+body='{"model":"demo","stream":true,"max_tokens":40,"messages":[{"role":"user","content":"hi"}]}'
 asks=()
 for i in 1 2 3 4; do
   ask "s$i" "$body" &
   asks+=($!)
 done
-sleep 0.2
-running=$(metric vllm:num_requests_running)
-waiting=$(metric vllm:num_requests_waiting)
+# (curl processes start slowly on a loaded machine: until all four are in)
+for _ in $(seq 40); do
+  running=$(metric vllm:num_requests_running)
+  waiting=$(metric vllm:num_requests_waiting)
+  [[ ${running%%.*} == 2 && ${waiting%%.*} == 2 ]] && break
+  sleep 0.02
+done
 [[ ${running%%.*} == 2 && ${waiting%%.*} == 2 ]] || fail "2 slots, 4 streams: running $running, waiting $waiting"
 wait "${asks[@]}"
 for i in 1 2 3 4; do grep -q '\[DONE\]' "$work/s$i.body" || fail "stream $i did not finish"; done
 [[ $(metric vllm:num_requests_running) == 0.000000 ]] || fail "sequences still running after the streams ended"
 
-# 25 tokens at 20 ms a step: a stream takes half a second; the two that
+# 40 tokens at 20 ms a step: a stream takes 0.8 s; the two that
 # waited for a slot took about twice as long.
 first=$(sort -n "$work"/s*.time | head -1) last=$(sort -n "$work"/s*.time | tail -1)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b > a + 0.3) }' ||
