@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/budget_section.hpp"
+#include "config/fleet_section.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace tokengate {
@@ -39,7 +40,8 @@ listener read_listener(const reader& r, std::size_t index) {
 
 upstream read_upstream(const reader& r, const std::string& name) {
   r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size",
-               "max_concurrent_streams", "limit_field"});
+               "max_concurrent_streams", "limit_field", "capacity", "health_check",
+               "engine_metrics"});
   upstream u;
   u.name = name;
   u.base_url = r.text("base_url", "");
@@ -66,6 +68,9 @@ upstream read_upstream(const reader& r, const std::string& name) {
   else
     r.fail_at(r.node()["limit_field"],
               "limit_field must be keep, max_tokens or max_completion_tokens");
+  if (r.has("capacity")) u.capacity = read_capacity(r.child("capacity"));
+  if (r.has("health_check")) u.health_check = read_health_check(r.child("health_check"));
+  if (r.has("engine_metrics")) u.engine_metrics = read_engine_metrics(r.child("engine_metrics"));
   if (r.has("timeouts")) {
     auto t = r.child("timeouts");
     t.only_keys({"connect", "first_byte", "idle", "total", "pooled"});
@@ -139,7 +144,8 @@ const std::vector<std::string>& model_bearing_paths() {
 
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
-               "max_prompt_tokens", "retries", "retry_backoff", "budget"});
+               "max_prompt_tokens", "retries", "retry_backoff", "budget", "balance", "affinity",
+               "queue"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -166,11 +172,12 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   rt.retries = r.integer<int>("retries", -1, -1, 100);
   rt.retry_backoff = r.time("retry_backoff", rt.retry_backoff);
   if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
+  read_route_fleet(r, rt);
   return rt;
 }
 
 client_key read_key(const reader& r) {
-  r.only_keys({"name", "sha256", "models", "max_output_tokens", "budget"});
+  r.only_keys({"name", "sha256", "models", "max_output_tokens", "budget", "priority"});
   client_key k;
   k.name = r.text("name", "");
   if (k.name.empty()) r.fail("a key needs a 'name'");
@@ -187,6 +194,7 @@ client_key read_key(const reader& r) {
   if (r.has("max_output_tokens"))
     k.max_output_tokens = r.integer<long long>("max_output_tokens", 0, 1, 10'000'000);
   if (r.has("budget")) k.budget = read_budget(r.child("budget"));
+  k.priority = read_priority(r);
   return k;
 }
 
@@ -291,6 +299,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("prices")) c->prices = read_prices(root.child("prices"));
   if (root.has("redis")) c->redis = read_redis(root.child("redis"));
   check_budgets(root, *c);
+  check_fleet(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
   if (root.has("memory")) c->after_burst = read_after_burst(root.child("memory"));
   return c;

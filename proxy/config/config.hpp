@@ -48,6 +48,33 @@ struct upstream_timeouts {
   duration pooled{std::chrono::seconds(60)};
 };
 
+// fleet/: what one engine can take at once, as declared. A request that
+// would exceed it waits in its route's queue (route::queue) or goes to
+// another target.
+struct upstream_capacity {
+  int max_streams = 0;               // requests at once (the engine's slots); 0 = no bound
+  long long max_context_tokens = 0;  // one request's prompt + output; 0 = no bound
+  bool operator==(const upstream_capacity&) const = default;
+};
+// Active health checks: a GET every `interval`; `unhealthy_after` failures
+// in a row take the upstream out of rotation, `healthy_after` successes
+// bring it back.
+struct health_check_settings {
+  std::string path = "/health";  // on the upstream's host (not under base_url's path)
+  duration interval{std::chrono::seconds(2)};
+  duration timeout{std::chrono::seconds(1)};
+  int unhealthy_after = 2;
+  int healthy_after = 2;
+  bool operator==(const health_check_settings&) const = default;
+};
+// The engine's own load (vLLM, SGLang, TGI, llama.cpp Prometheus text),
+// read every `interval` off the request path.
+struct engine_metrics_settings {
+  std::string path = "/metrics";
+  duration interval{std::chrono::seconds(1)};
+  bool operator==(const engine_metrics_settings&) const = default;
+};
+
 struct upstream {
   std::string name;
   std::string base_url;  // e.g. https://api.openai.com/v1
@@ -58,6 +85,9 @@ struct upstream {
   std::size_t pool_size = 64;              // idle keep-alive connections kept per worker
   std::size_t max_concurrent_streams = 0;  // per worker; 0 = no limit
   limit_field limit_spelling = limit_field::keep;
+  upstream_capacity capacity;
+  std::optional<health_check_settings> health_check;
+  std::optional<engine_metrics_settings> engine_metrics;
 };
 
 enum class limit_mode { clamp, reject };
@@ -89,6 +119,25 @@ struct route_target {
   unsigned weight = 1;
 };
 
+// How a route picks among its healthy targets (fleet/picker.hpp).
+enum class balance_mode {
+  least_loaded,     // power of two choices by in-flight tokens per weight
+  weighted_random,  // by weight alone
+};
+// Prefix affinity: a conversation's start picks its target by rendezvous
+// hashing, so its KV cache is reused, unless that target carries more than
+// `max_load_ratio` times the route's mean load.
+struct affinity_settings {
+  std::size_t prefix_bytes = 4096;  // of the conversation's first messages
+  double max_load_ratio = 1.25;
+};
+// Admission: a request no target has room for (upstream_capacity) waits
+// here, highest priority first, FIFO within a priority, at most `timeout`.
+struct queue_settings {
+  std::size_t max_waiting = 256;
+  duration timeout{0};
+};
+
 struct route {
   std::string name;
   std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
@@ -100,6 +149,9 @@ struct route {
   int retries = -1;                   // extra attempts on fallback; -1 = one per other target
   duration retry_backoff{std::chrono::milliseconds(25)};
   budget_limits budget;  // the route's total, every key's requests together
+  balance_mode balance = balance_mode::least_loaded;
+  std::optional<affinity_settings> affinity;
+  std::optional<queue_settings> queue;
 };
 
 struct model_price {
@@ -126,6 +178,7 @@ struct client_key {
   std::vector<std::string> models;  // globs it may use; empty = all
   std::optional<long long> max_output_tokens;
   budget_limits budget;  // the key's own, across every route
+  int priority = 1;      // in admission queues: 0 high, 1 normal, 2 low
 };
 
 struct health_settings {

@@ -782,6 +782,20 @@ std::optional<std::pair<http::status, json::object>> failure_asked(const demo_en
   return std::nullopt;
 }
 
+// POST /demo/fail {"status": 503}: from now on every generation and
+// /health answer with that status; {"status": 0} heals it. (Tests make a
+// replica fail mid-run with it.)
+std::pair<http::status, json::object> set_failure(demo_engine::state& st, const std::string& body) {
+  error_code ec;
+  auto v = json::parse(body, ec);
+  const auto* status = !ec && v.is_object() ? v.get_object().if_contains("status") : nullptr;
+  if (!status || !status->is_int64() || status->get_int64() < 0 || status->get_int64() > 599)
+    return {http::status::bad_request,
+            error_body("expected {\"status\": 0 or an HTTP status}", "invalid_request_error")};
+  st.settings.fail_status = static_cast<int>(status->get_int64());
+  return {http::status::ok, json::object{{"fail_status", st.settings.fail_status}}};
+}
+
 // One request answered; returns whether the connection goes on.
 net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
                             const http::request<http::string_body>& req, std::string_view path) {
@@ -794,7 +808,14 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     co_await write_text(socket, std::move(text), keep);
     co_return keep;
   }
-  if (get && path == "/demo/stats")
+  if (get && path == "/health")  // (what vLLM, SGLang, TGI and llama.cpp answer on)
+    reply = st.settings.fail_status >= 400
+                ? std::pair{static_cast<http::status>(st.settings.fail_status),
+                            error_body("unhealthy", "server_error")}
+                : std::pair{http::status::ok, json::object{{"status", "ok"}}};
+  else if (req.method() == http::verb::post && path == "/demo/fail")
+    reply = set_failure(st, req.body());
+  else if (get && path == "/demo/stats")
     reply = {http::status::ok, stats_json(st)};
   else if (get && path == "/v1/models")
     reply = {http::status::ok, models_json()};
@@ -849,7 +870,8 @@ net::awaitable<void> engine_session(tcp::socket socket, std::shared_ptr<demo_eng
     auto shared = std::make_shared<const http::request<http::string_body>>(parser.release());
     auto target = std::string_view(shared->target());
     auto path = target.substr(0, target.find('?'));
-    if (path != "/demo/stats") {
+    // (probes and the test controls are not requests)
+    if (!path.starts_with("/demo/") && path != "/health" && path != "/metrics") {
       st->stats->requests++;
       st->last_request = shared;
     }

@@ -20,8 +20,9 @@ struct request_context {
   tokengate::dialect dialect = tokengate::dialect::other;
   std::string upstream;
 
-  clock::time_point received;            // request head arrived
-  clock::time_point request_read;        // body read
+  clock::time_point received;      // request head arrived
+  clock::time_point request_read;  // body read
+  clock::time_point admitted;      // a slot on an upstream (fleet/board.hpp): after any queue wait
   clock::time_point upstream_connected;  // connection ready, TLS included (pooled: when taken)
   clock::time_point request_sent;        // to the upstream (the last attempt)
   clock::time_point upstream_headers;

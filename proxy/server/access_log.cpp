@@ -44,6 +44,7 @@ void log_access(const request_context& ctx) {
       {"streamed", ctx.streamed},
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},
       {"upstream_ttft_us", us_between(ctx.request_sent, ctx.first_token)},
+      {"queue_wait_us", us_between(ctx.request_read, ctx.admitted)},
       {"upstream_connect_us", us_between(ctx.request_read, ctx.upstream_connected)},
       {"forwarded_early", ctx.forwarded_early},
       {"upstream_first_byte_us", us_between(ctx.request_sent, ctx.upstream_headers)},

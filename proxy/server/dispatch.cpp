@@ -7,9 +7,9 @@
 #include "config/reload.hpp"
 #include "http/json_response.hpp"
 #include "io/any_stream.hpp"
-#include "routing/balancer.hpp"
 #include "routing/policy.hpp"
 #include "server/budgeted_exchange.hpp"
+#include "server/fleet_choice.hpp"
 #include "server/proxy_exchange.hpp"
 #include "server/worker.hpp"
 
@@ -62,7 +62,7 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
 std::variant<upstream::exchange_plan, request_error> plan_with_policy(
     worker& w, std::shared_ptr<const config::config> cfg, client_request& request,
     request_context& ctx, std::string_view client_key, std::unique_ptr<early_forward>& early,
-    budget::demand& demand) {
+    budget::demand& demand, fleet::admission_request& admission) {
   auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
   if (auto* e = std::get_if<request_error>(&decision)) {
     if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
@@ -81,25 +81,31 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   demand = budget::demand_for(*cfg, *routed.route, routed.key, routed.model,
                               body_text(request).size(), routed.output_limit);
 
-  auto order = routing::attempt_order(*routed.route, w.upstreams().health(), w.upstreams().rng());
+  auto chosen = choose_targets(w, *cfg, routed, body_text(request), 0);
+  if (auto* e = std::get_if<request_error>(&chosen)) return std::move(*e);
+  auto& choice = std::get<fleet_choice>(chosen);
+  auto& order = choice.order;
   // The early target goes first; not in the order (taken out of rotation
   // meanwhile), or a decision that disagrees: the caller abandons it.
   bool take_early = false;
   if (early && early->agrees_with(routed, ctx.path))
-    if (auto sent = std::find(order.begin(), order.end(), early->target); sent != order.end()) {
+    if (auto sent = std::find_if(order.begin(), order.end(),
+                                 [&](const auto& o) { return o.target == early->target; });
+        sent != order.end()) {
       std::rotate(order.begin(), sent, sent + 1);
       take_early = true;
     }
   if (routed.route->retries >= 0 &&
       order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
     order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
+  admission = admission_for(routed, choice);
   upstream::exchange_plan plan;
   plan.config = cfg;
   plan.upstreams.reserve(order.size());
   plan.edits.reserve(order.size());
-  for (const auto* t : order) {
-    plan.upstreams.push_back(&cfg->upstreams.at(t->upstream));
-    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *t,
+  for (const auto& o : order) {
+    plan.upstreams.push_back(&cfg->upstreams.at(o.target->upstream));
+    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *o.target,
                                                    *plan.upstreams.back(), ctx.usage_injected));
   }
   if (take_early) plan.first_connection = std::move(early->acquired);
@@ -181,13 +187,25 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
   }
 
   budget::demand demand;
-  auto planned = plan_with_policy(w, std::move(cfg), request, ctx, client_key, early, demand);
+  fleet::admission_request admission;
+  auto planned =
+      plan_with_policy(w, std::move(cfg), request, ctx, client_key, early, demand, admission);
   abandon(w, early);  // (nothing left when the plan took the connection)
   if (auto* e = std::get_if<request_error>(&planned)) {
     co_await send_error(stream, std::move(*e), keep_alive, ctx);
     co_return keep_alive;
   }
   auto& plan = std::get<upstream::exchange_plan>(planned);
+  // A slot on the upstream, held to the end of the exchange (waiting for
+  // one when the route's targets are full and it has a queue).
+  auto admitted = co_await w.fleet().admit(std::move(admission));
+  if (auto* refused = std::get_if<fleet::refusal>(&admitted)) {
+    co_await send_error(stream, refusal_error(*refused), keep_alive, ctx,
+                        refusal_extras(*refused, ctx.path));
+    co_return keep_alive;
+  }
+  ctx.admitted = clock::now();
+  put_first(plan, std::get<fleet::admitted>(admitted).index);
   bool keep = false;  // (not `if (..) co_return co_await ..`: GCC 12 miscompiles it)
   if (demand.empty())
     keep = co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;

@@ -7,10 +7,10 @@
 #include "http/read_message.hpp"
 #include "io/any_stream.hpp"
 #include "io/write_all.hpp"
-#include "routing/balancer.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
 #include "server/dispatch.hpp"
+#include "server/fleet_choice.hpp"
 #include "server/worker.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/request.hpp"
@@ -68,10 +68,13 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
                                              head.value_of(known_field::x_api_key));
   auto decision = routing::apply_policy(*cfg, {path, members, client_key, request.body.size()});
   auto* routed = std::get_if<routing::routed_request>(&decision);
-  if (!routed) return std::nullopt;
-  auto order = routing::attempt_order(*routed->route, w.upstreams().health(), w.upstreams().rng());
-  if (order.empty()) return std::nullopt;
-  plan.target = order.front();
+  // (a request that may wait for capacity, or follow its conversation,
+  // is sent once it is read whole and admitted)
+  if (!routed || fleet_decides(*cfg, *routed->route)) return std::nullopt;
+  auto chosen = choose_targets(w, *cfg, *routed, members, request.body.size());
+  auto* choice = std::get_if<fleet_choice>(&chosen);
+  if (!choice) return std::nullopt;  // (the whole body will say why)
+  plan.target = choice->order.front().target;
   plan.upstream = &cfg->upstreams.at(plan.target->upstream);
   plan.route = routed->route;
   plan.model = routed->model;

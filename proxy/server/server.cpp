@@ -8,6 +8,8 @@
 
 #include "budget/gate.hpp"
 #include "config/reload.hpp"
+#include "fleet/board.hpp"
+#include "fleet/prober.hpp"
 #include "io/port_in_use.hpp"
 #include "io/tls_credentials.hpp"
 #include "metrics/cpu_wait.hpp"
@@ -26,11 +28,15 @@ server::server(std::shared_ptr<const config::config> config)
       limits.max_connections ? limits.max_connections : default_max_connections(descriptor_limit()),
       limits.max_connections_per_client);
   budgets_ = std::make_unique<budget::budgets>(config_->redis);
+  fleet_ = std::make_unique<fleet::board>();
   int count = config_->workers > 0
                   ? config_->workers
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < count; ++i)
-    workers_.push_back(std::make_unique<worker>(i, store_, *gate_, *budgets_));
+    workers_.push_back(std::make_unique<worker>(i, store_, *gate_, *budgets_, *fleet_));
+  // Health checks and engine metrics: on the first worker's thread.
+  prober_ = std::make_unique<fleet::prober>(
+      *fleet_, [store = store_] { return store->snapshot(); }, workers_.front()->upstreams());
 }
 
 server::~server() { drain_and_stop(); }
@@ -68,7 +74,11 @@ void server::start() {
     say_if_shared(config_->admin->address, config_->admin->port,
                   "admin: a scrape sees one process at a time");
     admin_handlers handlers;
-    handlers.ready = [this] { return !workers_.front()->draining(); };
+    // Not ready while draining, nor while some route has no target
+    // passing its health check (a load balancer sends nothing here then).
+    handlers.ready = [this] {
+      return !workers_.front()->draining() && fleet_->every_route_served(*store_->snapshot());
+    };
     handlers.metrics_text = [this] { return metrics_text(); };
     handlers.stats_json = [this] { return stats_json(); };
     handlers.budgets_json = [this]() -> net::awaitable<std::string> {
@@ -79,6 +89,7 @@ void server::start() {
                                               config_->admin->port, std::move(handlers));
     admin_->start();
   }
+  prober_->start(workers_.front()->io().get_executor());
   for (auto& w : workers_) {
     w->start_accepting();
     threads_.emplace_back([w = w.get()] {
@@ -208,6 +219,7 @@ std::string server::metrics_text() const {
   text += metrics::render_process_memory_prometheus(metrics::read_process_memory());
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
   if (config::has_budgets(*store_->snapshot()) || config_->redis) text += budgets_->prometheus();
+  text += fleet_->prometheus();
   text +=
       "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
       "(limits.max_connections).\n"

@@ -20,6 +20,10 @@ class connection_gate;
 namespace budget {
 class budgets;
 }
+namespace fleet {
+class board;
+class prober;
+}  // namespace fleet
 
 class server {
  public:
@@ -91,6 +95,8 @@ class server {
   std::shared_ptr<config_store> store_;
   std::unique_ptr<connection_gate> gate_;     // before workers_: they hold a reference
   std::unique_ptr<budget::budgets> budgets_;  // (the same)
+  std::unique_ptr<fleet::board> fleet_;       // (the same)
+  std::unique_ptr<fleet::prober> prober_;
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;

@@ -12,6 +12,7 @@
 
 #include "budget/gate.hpp"
 #include "config/config.hpp"
+#include "fleet/board.hpp"
 #include "io/net.hpp"
 #include "metrics/counters.hpp"
 #include "metrics/latency.hpp"
@@ -56,7 +57,7 @@ struct bound_listener {
 class worker {
  public:
   worker(int index, std::shared_ptr<config_store> store, connection_gate& gate,
-         budget::budgets& budgets);
+         budget::budgets& budgets, fleet::board& fleet);
   ~worker();
 
   int index() const { return index_; }
@@ -74,6 +75,8 @@ class worker {
   setup_pacer& setups() { return setups_; }
   // Budgets: this worker's admission, with its own Redis connection.
   budget::gate& budgets() { return budget_gate_; }
+  // Every upstream's load and the admission queue, shared by all workers.
+  fleet::board& fleet() { return fleet_; }
   body_pool& bodies() { return bodies_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
@@ -128,6 +131,7 @@ class worker {
   std::unordered_set<any_stream*> idle_;
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
   budget::gate budget_gate_;
+  fleet::board& fleet_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };

@@ -5,7 +5,6 @@
 #include <boost/json.hpp>
 
 #include "config/config.hpp"
-#include "routing/balancer.hpp"
 
 namespace tokengate::routing {
 namespace {
@@ -244,34 +243,6 @@ TEST(Policy, ModelsListShowsNamesNotGlobs) {
   std::vector<std::string> ids;
   for (const auto& m : list.at("data").as_array()) ids.emplace_back(m.at("id").as_string());
   EXPECT_EQ(ids, (std::vector<std::string>{"gpt-4o-mini", "fast"}));
-}
-
-TEST(Balancer, WeightsAndHealth) {
-  auto c = config::load_config_text(
-      "listeners: [{name: main, port: 0}]\n"
-      "upstreams: {a: {base_url: 'http://a/v1'}, b: {base_url: 'http://b/v1'}}\n"
-      "routes: [{models: [m], targets: [{upstream: a, weight: 3}, {upstream: b, weight: 1}]}]\n",
-      "t");
-  upstream::health_table health;
-  std::mt19937_64 rng(42);
-  int a_first = 0;
-  for (int i = 0; i < 4000; ++i) {
-    auto order = attempt_order(c->routes[0], health, rng);
-    ASSERT_EQ(order.size(), 2u);
-    a_first += order[0]->upstream == "a";
-  }
-  EXPECT_NEAR(a_first / 4000.0, 0.75, 0.03);
-  config::health_settings settings{2, std::chrono::seconds(30)};
-  auto now = upstream::health_table::clock::now();
-  EXPECT_FALSE(health.record_failure("a", settings, now));
-  EXPECT_TRUE(health.record_failure("a", settings, now));
-  EXPECT_TRUE(health.ejected("a", now + std::chrono::seconds(1)));
-  EXPECT_FALSE(health.ejected("a", now + std::chrono::seconds(31)));
-  for (int i = 0; i < 50; ++i)
-    EXPECT_EQ(attempt_order(c->routes[0], health, rng)[0]->upstream, "b");
-  auto backoff = upstream::backoff_for(3, std::chrono::milliseconds(100), rng);
-  EXPECT_GE(backoff.count(), 200);
-  EXPECT_LE(backoff.count(), 600);
 }
 
 }  // namespace

@@ -1,0 +1,326 @@
+#include "fleet/board.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cmath>
+
+namespace tokengate::fleet {
+
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+// Queue wait, Prometheus buckets in seconds.
+constexpr std::array<double, 11> wait_bounds{0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                             0.5,   1,    2.5,   5,    10};
+constexpr std::size_t drain_window = 64;  // slots freed: the drain rate's sample
+
+std::string label(const char* name, const std::string& value) {
+  return std::string("{") + name + "=\"" + value + "\"}";
+}
+
+}  // namespace
+
+struct board::waiter {
+  explicit waiter(net::any_io_executor ex) : timer(ex) {}
+  net::steady_timer timer;  // cancelled (on its own thread) when a slot is handed over
+  admission_request asked;
+  std::uint64_t arrival = 0;
+  std::optional<std::size_t> granted;  // the candidate whose slot it was given
+};
+
+struct board::route_counters {
+  std::array<std::atomic<std::uint64_t>, wait_bounds.size() + 1> wait_buckets{};
+  std::atomic<std::uint64_t> wait_count{0}, wait_sum_us{0};
+  std::atomic<std::uint64_t> refused_no_capacity{0}, refused_queue_full{0}, refused_timeout{0};
+  std::atomic<std::uint64_t> affinity_home{0}, affinity_spilled{0};
+  std::atomic<std::size_t> waiting{0};
+
+  void waited(std::chrono::microseconds w) {
+    const double s = static_cast<double>(w.count()) / 1e6;
+    std::size_t b = 0;
+    while (b < wait_bounds.size() && s > wait_bounds[b]) ++b;
+    wait_buckets[b].fetch_add(1, std::memory_order_relaxed);
+    wait_count.fetch_add(1, std::memory_order_relaxed);
+    wait_sum_us.fetch_add(static_cast<std::uint64_t>(w.count()), std::memory_order_relaxed);
+  }
+};
+
+slot& slot::operator=(slot&& o) noexcept {
+  if (this == &o) return *this;
+  give_back();
+  board_ = std::exchange(o.board_, nullptr);
+  load_ = std::exchange(o.load_, nullptr);
+  tokens_ = o.tokens_;
+  bounded_ = o.bounded_;
+  return *this;
+}
+
+void slot::give_back() {
+  if (!load_) return;
+  board_->give_back(*std::exchange(load_, nullptr), tokens_, bounded_);
+}
+
+board::board() = default;
+board::~board() = default;
+
+upstream_load& board::load_of(const std::string& upstream) {
+  {
+    std::shared_lock read(loads_lock_);
+    if (auto it = loads_.find(upstream); it != loads_.end()) return *it->second;
+  }
+  std::unique_lock write(loads_lock_);
+  auto& entry = loads_[upstream];
+  if (!entry) entry = std::make_unique<upstream_load>(upstream);
+  return *entry;
+}
+
+board::route_counters& board::counters_of(const std::string& route) {
+  auto& c = routes_[route];  // (under queue_lock_)
+  if (!c) c = std::make_unique<route_counters>();
+  return *c;
+}
+
+bool board::every_route_served(const config::config& cfg) {
+  return std::all_of(cfg.routes.begin(), cfg.routes.end(), [&](const config::route& r) {
+    return std::any_of(r.targets.begin(), r.targets.end(), [&](const auto& t) {
+      return load_of(t.upstream).probed_healthy.load(std::memory_order_relaxed);
+    });
+  });
+}
+
+void board::note_pick(const std::string& route, bool by_affinity, bool spilled) {
+  if (!by_affinity && !spilled) return;
+  std::lock_guard lock(queue_lock_);
+  auto& c = counters_of(route);
+  (spilled ? c.affinity_spilled : c.affinity_home).fetch_add(1, std::memory_order_relaxed);
+}
+
+// Healthy candidates only, unless none is healthy.
+static bool usable(const admission_request& r, const candidate& c) {
+  if (c.healthy) return true;
+  return std::none_of(r.candidates.begin(), r.candidates.end(),
+                      [](const candidate& x) { return x.healthy; });
+}
+
+std::optional<admitted> board::claim(const admission_request& r) {
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    if (!usable(r, c)) continue;
+    if (c.max_streams > 0 && c.load->streams.load(std::memory_order_relaxed) >= c.max_streams)
+      continue;
+    c.load->streams.fetch_add(1, std::memory_order_relaxed);
+    c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
+    admitted a;
+    a.held = slot(this, c.load, r.tokens, c.max_streams > 0);
+    a.index = i;
+    return a;
+  }
+  return std::nullopt;
+}
+
+void board::give_back(upstream_load& load, long long tokens, bool bounded) {
+  load.finished.fetch_add(1, std::memory_order_relaxed);
+  if (!bounded) {
+    load.streams.fetch_sub(1, std::memory_order_relaxed);
+    load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(queue_lock_);
+  recent_frees_.push_back(steady::now());
+  if (recent_frees_.size() > drain_window) recent_frees_.pop_front();
+  // The best waiter that can use this upstream: highest priority, then first come.
+  std::shared_ptr<waiter> best;
+  std::size_t index = 0;
+  for (const auto& w : waiters_) {
+    if (best &&
+        std::pair(w->asked.priority, w->arrival) >= std::pair(best->asked.priority, best->arrival))
+      continue;
+    for (std::size_t i = 0; i < w->asked.candidates.size(); ++i)
+      if (w->asked.candidates[i].load == &load && usable(w->asked, w->asked.candidates[i])) {
+        best = w;
+        index = i;
+        break;
+      }
+  }
+  if (!best) {
+    load.streams.fetch_sub(1, std::memory_order_relaxed);
+    load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
+    return;
+  }
+  // The stream stays counted: it is the waiter's now.
+  load.tokens.fetch_add(best->asked.tokens - tokens, std::memory_order_relaxed);
+  best->granted = index;
+  std::erase(waiters_, best);
+  counters_of(best->asked.route).waiting.fetch_sub(1, std::memory_order_relaxed);
+  net::post(best->timer.get_executor(), [best] { best->timer.cancel(); });
+}
+
+// Seconds until a place is likely free for the queue's last: the queue's
+// length over the rate at which slots came free lately.
+int board::retry_after(std::size_t queued) const {
+  if (recent_frees_.size() < 2) return 1;
+  const double span =
+      std::chrono::duration<double>(recent_frees_.back() - recent_frees_.front()).count();
+  if (span <= 0) return 1;
+  const double per_second = static_cast<double>(recent_frees_.size() - 1) / span;
+  const double s = std::ceil(static_cast<double>(queued + 1) / per_second);
+  return static_cast<int>(std::clamp(s, 1.0, 60.0));
+}
+
+net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r) {
+  const auto since = steady::now();
+  const bool bounded = std::any_of(r.candidates.begin(), r.candidates.end(),
+                                   [](const candidate& c) { return c.max_streams > 0; });
+  if (!bounded) {  // nothing to wait for: no lock
+    if (auto a = claim(r)) co_return std::move(*a);
+  }
+  {
+    std::unique_lock lock(queue_lock_);
+    auto& counters = counters_of(r.route);
+    if (auto a = claim(r)) {
+      counters.waited(std::chrono::microseconds(0));
+      co_return std::move(*a);
+    }
+    if (!r.queue) {
+      counters.refused_no_capacity.fetch_add(1, std::memory_order_relaxed);
+      co_return refusal{503, "engine_overloaded",
+                        "every target of route '" + r.route + "' is at its capacity",
+                        retry_after(0)};
+    }
+    const auto queued = counters.waiting.load(std::memory_order_relaxed);
+    if (queued >= r.queue->max_waiting) {
+      counters.refused_queue_full.fetch_add(1, std::memory_order_relaxed);
+      co_return refusal{429, "queue_full",
+                        "route '" + r.route + "' has " + std::to_string(queued) +
+                            " requests waiting for capacity already",
+                        retry_after(queued)};
+    }
+  }
+  co_return co_await wait_in_queue(std::move(r), since);
+}
+
+net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_request r,
+                                                                     steady::time_point since) {
+  auto w = std::make_shared<waiter>(co_await net::this_coro::executor);
+  w->timer.expires_at(since + r.queue->timeout);
+  {
+    std::lock_guard lock(queue_lock_);
+    if (auto a = claim(r)) {  // (a slot came free since admit looked)
+      counters_of(r.route).waited(
+          std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since));
+      co_return std::move(*a);
+    }
+    w->asked = std::move(r);
+    w->arrival = ++arrivals_;
+    waiters_.push_back(w);
+    counters_of(w->asked.route).waiting.fetch_add(1, std::memory_order_relaxed);
+  }
+  co_await w->timer.async_wait(use_tuple);
+  std::lock_guard lock(queue_lock_);
+  auto& counters = counters_of(w->asked.route);
+  const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since);
+  if (w->granted) {
+    counters.waited(waited);
+    const auto& c = w->asked.candidates[*w->granted];
+    admitted a;
+    a.held = slot(this, c.load, w->asked.tokens, true);
+    a.index = *w->granted;
+    a.waited = waited;
+    co_return a;
+  }
+  std::erase(waiters_, w);
+  counters.waiting.fetch_sub(1, std::memory_order_relaxed);
+  counters.refused_timeout.fetch_add(1, std::memory_order_relaxed);
+  const auto queued = counters.waiting.load(std::memory_order_relaxed);
+  co_return refusal{503, "queue_timeout",
+                    "no target of route '" + w->asked.route + "' had capacity within " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           w->asked.queue->timeout)
+                                           .count()) +
+                        " ms",
+                    retry_after(queued)};
+}
+
+std::string board::prometheus() const {
+  std::string out;
+  const auto gauge = [&](const char* name, const char* help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  };
+  {
+    std::shared_lock read(loads_lock_);
+    gauge("tokengate_upstream_in_flight_streams", "Requests of this instance on the upstream.");
+    for (const auto& [name, l] : loads_)
+      out += "tokengate_upstream_in_flight_streams" + label("upstream", name) + " " +
+             std::to_string(l->streams.load()) + "\n";
+    gauge("tokengate_upstream_in_flight_tokens",
+          "Prompt estimates plus output limits of those requests.");
+    for (const auto& [name, l] : loads_)
+      out += "tokengate_upstream_in_flight_tokens" + label("upstream", name) + " " +
+             std::to_string(l->tokens.load()) + "\n";
+    gauge("tokengate_upstream_probe_healthy",
+          "1 while the upstream passes its active health check (1 without one).");
+    for (const auto& [name, l] : loads_)
+      out += "tokengate_upstream_probe_healthy" + label("upstream", name) + " " +
+             (l->probed_healthy.load() ? "1" : "0") + "\n";
+    gauge("tokengate_upstream_engine_requests",
+          "The engine's own running and waiting requests, from its metrics page.");
+    for (const auto& [name, l] : loads_) {
+      if (l->engine_running.load() < 0) continue;
+      out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"running\"} " +
+             std::to_string(l->engine_running.load()) + "\n";
+      out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"waiting\"} " +
+             std::to_string(std::max(0, l->engine_waiting.load())) + "\n";
+    }
+  }
+  std::lock_guard lock(queue_lock_);
+  if (routes_.empty()) return out;
+  gauge("tokengate_admission_queue_length", "Requests waiting for a slot, by route.");
+  for (const auto& [route, c] : routes_)
+    out += "tokengate_admission_queue_length" + label("route", route) + " " +
+           std::to_string(c->waiting.load()) + "\n";
+  out +=
+      "# HELP tokengate_admission_wait_seconds Time from arrival to a slot, by route.\n"
+      "# TYPE tokengate_admission_wait_seconds histogram\n";
+  for (const auto& [route, c] : routes_) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b <= wait_bounds.size(); ++b) {
+      cumulative += c->wait_buckets[b].load();
+      auto le = b < wait_bounds.size() ? std::to_string(wait_bounds[b]) : std::string("+Inf");
+      if (b < wait_bounds.size()) {
+        le.erase(le.find_last_not_of('0') + 1);
+        if (le.back() == '.') le.pop_back();
+      }
+      out += "tokengate_admission_wait_seconds_bucket{route=\"" + route + "\",le=\"" + le + "\"} " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += "tokengate_admission_wait_seconds_sum" + label("route", route) + " " +
+           std::to_string(static_cast<double>(c->wait_sum_us.load()) / 1e6) + "\n";
+    out += "tokengate_admission_wait_seconds_count" + label("route", route) + " " +
+           std::to_string(c->wait_count.load()) + "\n";
+  }
+  out +=
+      "# HELP tokengate_admission_refused_total Requests refused for want of capacity.\n"
+      "# TYPE tokengate_admission_refused_total counter\n";
+  for (const auto& [route, c] : routes_)
+    for (auto [reason, n] : {std::pair("no_capacity", &c->refused_no_capacity),
+                             std::pair("queue_full", &c->refused_queue_full),
+                             std::pair("queue_timeout", &c->refused_timeout)})
+      out += "tokengate_admission_refused_total{route=\"" + route + "\",reason=\"" + reason +
+             "\"} " + std::to_string(n->load()) + "\n";
+  out +=
+      "# HELP tokengate_affinity_total Requests whose conversation chose their target.\n"
+      "# TYPE tokengate_affinity_total counter\n";
+  for (const auto& [route, c] : routes_) {
+    out += "tokengate_affinity_total{route=\"" + route + "\",outcome=\"home\"} " +
+           std::to_string(c->affinity_home.load()) + "\n";
+    out += "tokengate_affinity_total{route=\"" + route + "\",outcome=\"spilled\"} " +
+           std::to_string(c->affinity_spilled.load()) + "\n";
+  }
+  return out;
+}
+
+}  // namespace tokengate::fleet

@@ -1,0 +1,125 @@
+#pragma once
+// The fleet as this instance sees it, shared by every worker: each
+// upstream's load (upstream_load.hpp) and the admission queue in front of
+// the upstreams whose capacity is declared.
+//
+// A request takes a slot on one upstream for its whole length. On an
+// upstream with capacity.max_streams the slot must be free; when none of
+// a request's healthy targets has one, the request waits in its route's
+// queue (route::queue), highest priority first, FIFO within a priority.
+// A slot given back goes straight to the best waiter that can use it, so
+// a newcomer never overtakes the queue. Without a queue, or when it is
+// full, or when the wait passes `timeout`, the request is refused with a
+// Retry-After worked out from how fast slots have been coming free.
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/config.hpp"
+#include "fleet/upstream_load.hpp"
+#include "io/net.hpp"
+
+namespace tokengate::fleet {
+
+class board;
+
+// A request's place on one upstream: its stream and its tokens counted
+// there while it lives; given back (to the next waiter, if any) at the end.
+class slot {
+ public:
+  slot() = default;
+  slot(board* b, upstream_load* load, long long tokens, bool bounded)
+      : board_(b), load_(load), tokens_(tokens), bounded_(bounded) {}
+  slot(slot&& o) noexcept { *this = std::move(o); }
+  slot& operator=(slot&& o) noexcept;
+  ~slot() { give_back(); }
+  upstream_load* load() const { return load_; }
+  void give_back();
+
+ private:
+  board* board_ = nullptr;
+  upstream_load* load_ = nullptr;
+  long long tokens_ = 0;
+  bool bounded_ = false;
+};
+
+struct candidate {
+  upstream_load* load = nullptr;
+  int max_streams = 0;  // 0 = no bound
+  bool healthy = true;
+};
+
+struct admission_request {
+  std::string route;
+  std::vector<candidate> candidates;  // in the order the picker chose
+  long long tokens = 0;               // prompt estimate + output limit
+  int priority = 1;                   // 0 high … 2 low
+  std::optional<config::queue_settings> queue;
+};
+
+struct admitted {
+  slot held;
+  std::size_t index = 0;  // which candidate
+  std::chrono::microseconds waited{0};
+};
+
+struct refusal {
+  unsigned status = 503;
+  std::string_view code;  // one of a few literals (a metric label)
+  std::string message;
+  int retry_after_s = 1;
+};
+
+class board {
+ public:
+  board();
+  ~board();
+  // The shared state of the named upstream (made on first use, kept for
+  // the process's life: a reload may bring the name back).
+  upstream_load& load_of(const std::string& upstream);
+
+  // A slot on the first candidate (healthy ones first) that has one free,
+  // else a place in the queue, else a refusal.
+  net::awaitable<std::variant<admitted, refusal>> admit(admission_request request);
+
+  // Whether each route has a target passing its active health check.
+  bool every_route_served(const config::config& cfg);
+
+  // A pick made by the conversation's key (or that would have been, had
+  // its target not been overloaded): counted for /metrics.
+  void note_pick(const std::string& route, bool by_affinity, bool spilled);
+
+  // tokengate_upstream_*, tokengate_admission_* and tokengate_affinity_*.
+  std::string prometheus() const;
+
+ private:
+  friend class slot;
+  struct waiter;
+  struct route_counters;
+
+  std::optional<admitted> claim(const admission_request& r);
+  void give_back(upstream_load& load, long long tokens, bool bounded);
+  int retry_after(std::size_t queued) const;
+  route_counters& counters_of(const std::string& route);
+  net::awaitable<std::variant<admitted, refusal>> wait_in_queue(
+      admission_request r, std::chrono::steady_clock::time_point since);
+
+  mutable std::shared_mutex loads_lock_;
+  std::map<std::string, std::unique_ptr<upstream_load>> loads_;
+
+  mutable std::mutex queue_lock_;  // the waiters, claims and give-backs of bounded slots
+  std::deque<std::shared_ptr<waiter>> waiters_;
+  std::uint64_t arrivals_ = 0;
+  std::deque<std::chrono::steady_clock::time_point> recent_frees_;  // the drain rate
+  std::map<std::string, std::unique_ptr<route_counters>> routes_;
+};
+
+}  // namespace tokengate::fleet

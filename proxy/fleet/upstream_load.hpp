@@ -1,0 +1,36 @@
+#pragma once
+// What this instance knows of one upstream's load, shared by every worker
+// (atomics; the admission queue's changes happen under its lock): its own
+// requests in flight there, what the active health check last concluded,
+// and what the engine itself last reported on its metrics page.
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace tokengate::fleet {
+
+struct upstream_load {
+  explicit upstream_load(std::string n) : name(std::move(n)) {}
+  const std::string name;
+
+  std::atomic<int> streams{0};             // this instance's requests on it, streamed or not
+  std::atomic<long long> tokens{0};        // their prompt estimates plus output limits
+  std::atomic<bool> probed_healthy{true};  // the active check's verdict (true until one fails)
+  // The engine's own gauges (engine_metrics): -1 while unknown.
+  std::atomic<int> engine_running{-1};
+  std::atomic<int> engine_waiting{-1};
+  std::atomic<double> engine_kv_usage{-1};
+  std::atomic<std::uint64_t> finished{0};  // requests that ended here
+
+  // The streams the balancer weighs: ours, or the engine's running and
+  // waiting when it reports more (other proxies, other clients share it).
+  int busy() const {
+    const int own = streams.load(std::memory_order_relaxed);
+    const int running = engine_running.load(std::memory_order_relaxed);
+    const int waiting = engine_waiting.load(std::memory_order_relaxed);
+    if (running < 0) return own;
+    return std::max(own, running + std::max(waiting, 0));
+  }
+};
+
+}  // namespace tokengate::fleet

@@ -1,0 +1,104 @@
+#include "server/fleet_choice.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "fleet/picker.hpp"
+#include "fleet/prefix_key.hpp"
+#include "server/worker.hpp"
+
+namespace tokengate {
+
+namespace {
+
+request_error context_too_long(const config::config& cfg, const config::route& route,
+                               long long tokens) {
+  long long largest = 0;
+  for (const auto& t : route.targets)
+    largest = std::max(largest, cfg.upstreams.at(t.upstream).capacity.max_context_tokens);
+  return request_error::client(
+      400, "context_length_exceeded",
+      "this request needs about " + std::to_string(tokens) +
+          " tokens (prompt bytes / 4 plus the output limit); the largest context among the "
+          "targets of route '" +
+          route.name + "' is " + std::to_string(largest) +
+          " tokens: shorten the prompt or lower max_tokens");
+}
+
+}  // namespace
+
+std::variant<fleet_choice, request_error> choose_targets(worker& w, const config::config& cfg,
+                                                         const routing::routed_request& routed,
+                                                         std::string_view body,
+                                                         std::size_t body_bytes) {
+  const auto& route = *routed.route;
+  fleet_choice choice;
+  const auto bytes = static_cast<long long>(std::max(body_bytes, body.size()));
+  choice.tokens = bytes / 4 + routed.output_limit.value_or(0);
+  const auto now = upstream::health_table::clock::now();
+  std::vector<fleet::target_state> states;
+  std::vector<fleet::candidate> candidates;
+  for (const auto& t : route.targets) {
+    const auto& u = cfg.upstreams.at(t.upstream);
+    if (u.capacity.max_context_tokens && choice.tokens > u.capacity.max_context_tokens) continue;
+    auto& load = w.fleet().load_of(t.upstream);
+    const bool healthy = load.probed_healthy.load(std::memory_order_relaxed) &&
+                         !w.upstreams().health().ejected(t.upstream, now);
+    states.push_back({&t, healthy, load.busy(), load.tokens.load(std::memory_order_relaxed),
+                      u.capacity.max_streams, std::hash<std::string>{}(t.upstream)});
+    candidates.push_back({&load, u.capacity.max_streams, healthy});
+  }
+  if (states.empty()) return context_too_long(cfg, route, choice.tokens);
+  std::optional<std::uint64_t> conversation;
+  if (route.affinity)
+    conversation = fleet::conversation_key(body, routed.scan, route.affinity->prefix_bytes);
+  auto pick = fleet::pick_order(route, states, conversation, w.upstreams().rng());
+  if (route.affinity) w.fleet().note_pick(route.name, pick.by_affinity, pick.spilled);
+  choice.order.reserve(pick.order.size());
+  for (auto i : pick.order) choice.order.push_back({states[i].target, candidates[i]});
+  return choice;
+}
+
+fleet::admission_request admission_for(const routing::routed_request& routed,
+                                       const fleet_choice& choice) {
+  fleet::admission_request r;
+  r.route = routed.route->name;
+  r.tokens = choice.tokens;
+  r.priority = routed.key ? routed.key->priority : 1;
+  r.queue = routed.route->queue;
+  r.candidates.reserve(choice.order.size());
+  for (const auto& o : choice.order) r.candidates.push_back(o.admission);
+  return r;
+}
+
+request_error refusal_error(const fleet::refusal& r) {
+  auto e = request_error::upstream(r.status, r.code, r.message);
+  e.type = r.status == 429 ? "rate_limit_exceeded" : "server_error";
+  return e;
+}
+
+error_extras refusal_extras(const fleet::refusal& r, std::string_view path) {
+  error_extras extras;
+  extras.headers.emplace_back("retry-after", std::to_string(r.retry_after_s));
+  if (path == "/v1/messages")
+    extras.anthropic_type = r.status == 429 ? "rate_limit_error" : "overloaded_error";
+  return extras;
+}
+
+void put_first(upstream::exchange_plan& plan, std::size_t index) {
+  if (index == 0) return;
+  auto first = static_cast<std::ptrdiff_t>(index);
+  std::rotate(plan.upstreams.begin(), plan.upstreams.begin() + first,
+              plan.upstreams.begin() + first + 1);
+  std::rotate(plan.edits.begin(), plan.edits.begin() + first, plan.edits.begin() + first + 1);
+  plan.first_connection.reset();  // (opened to the target that was first)
+}
+
+bool fleet_decides(const config::config& cfg, const config::route& route) {
+  if (route.affinity || route.queue) return true;
+  for (const auto& t : route.targets)
+    if (cfg.upstreams.at(t.upstream).capacity.max_streams > 0) return true;
+  return false;
+}
+
+}  // namespace tokengate
