@@ -191,6 +191,14 @@ net::awaitable<admission> gate::admit(demand wanted) {
     book.grant(*rest, *r, std::chrono::steady_clock::now());
   else
     book.give_back(*d, taken.portions);
+  if (r && !r->admitted) {
+    // Refused because the rest of the limit went to leases, granted to
+    // this process's other requests while this one was asking (a burst
+    // that arrives before any reply): those leases cover it now.
+    auto again = book.take(*d, std::chrono::steady_clock::now());
+    if (again.whole) co_return decided(d, std::move(again.covered), true);
+    book.give_back(*d, again.portions);
+  }
   if (r) co_return decided(d, std::move(*r), true);
   const auto& settings = *shared_.redis();
   if (settings.on_failure == config::store_failure_mode::deny) {

@@ -67,10 +67,13 @@ std::optional<std::size_t> by_affinity(std::span<const target_state> targets,
   std::sort(ranked.begin(), ranked.end(), std::greater<>());
   for (auto [score, i] : ranked) {
     const auto& t = targets[i];
-    // (consistent hashing with bounded loads: at most ceil(ratio × share))
+    // Consistent hashing with bounded loads: at most ceil(ratio × share),
+    // plus one stream of slack so that a lone conversation never leaves an
+    // idle fleet's replica (the engines' own gauges lag behind).
     const double share = static_cast<double>(busy + 1) * std::max(1u, t.target->weight) /
                          static_cast<double>(weight);
-    const bool overloaded = t.busy + 1 > static_cast<long long>(std::ceil(max_load_ratio * share));
+    const auto allowed = static_cast<long long>(std::ceil(max_load_ratio * share)) + 1;
+    const bool overloaded = t.busy + 1 > allowed;
     if ((full(t) && any_free) || overloaded) {
       spilled = true;
       continue;

@@ -10,8 +10,8 @@
 // rendezvous hashing: every instance ranks the targets the same way for
 // the same conversation, and a target that leaves moves only its own
 // conversations. The top-ranked target is skipped while it carries more
-// than max_load_ratio times its share of the route's streams (bounded
-// load), or has no free slot while another has.
+// than max_load_ratio times its share of the route's streams, plus one
+// (bounded load), or has no free slot while another has.
 // The other healthy targets follow (least_loaded: least loaded first;
 // weighted_random: in the route's order); then the ejected
 // ones, in the route's order (better a likely failure than a certain one).

@@ -169,6 +169,58 @@ TEST(Config, BudgetsThatCannotHoldAreRefusedWithTheirPosition) {
             std::string::npos);
 }
 
+TEST(Config, TheFleetExampleRunsOnTheEnvironmentAlone) {
+  const std::string dir = std::string(TOKENGATE_FIXTURES) + "/../../config/";
+  for (auto [name, value] : {std::pair{"LISTEN_PORT", "8080"},
+                             {"ADMIN_PORT", "9090"},
+                             {"ENGINE_1_URL", "http://10.0.0.1:8000/v1"},
+                             {"ENGINE_2_URL", "http://10.0.0.2:8000/v1"},
+                             {"ENGINE_3_URL", "http://10.0.0.3:8000/v1"}})
+    ::setenv(name, value, 1);
+  auto c = load_config_file(dir + "fleet.yaml");
+  ASSERT_EQ(c->routes.size(), 1u);
+  const auto& r = c->routes[0];
+  EXPECT_EQ(r.targets.size(), 3u);
+  ASSERT_TRUE(r.affinity && r.queue);
+  EXPECT_EQ(r.queue->timeout, std::chrono::seconds(10));
+  for (const auto& [name, u] : c->upstreams) {
+    EXPECT_EQ(u.capacity.max_streams, 4) << name;
+    EXPECT_TRUE(u.health_check && u.engine_metrics) << name;
+  }
+}
+
+// Capacity that cannot hold fails `tokengate check` with its position.
+TEST(Config, FleetSettingsThatCannotHoldAreRefused) {
+  const std::string routed = std::string(minimal) +
+                             "routes:\n"
+                             "  - name: chat\n"
+                             "    models: [m]\n"
+                             "    targets: [{upstream: local}]\n";
+  auto with_capacity = [](const std::string& yaml, const std::string& capacity) {
+    auto at = yaml.find("routes:");
+    return yaml.substr(0, at) + "    capacity: " + capacity + "\n" + yaml.substr(at);
+  };
+  EXPECT_NE(error_of(with_capacity(routed, "{max_streams: 0}")).find("must be between 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    queue: {max_waiting: 10}\n").find("a queue needs a 'timeout'"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    queue: {timeout: 5s}\n").find("nothing would ever wait"),
+            std::string::npos);
+  EXPECT_EQ(error_of(with_capacity(routed, "{max_streams: 4}") + "    queue: {timeout: 5s}\n"), "");
+  EXPECT_NE(error_of(with_capacity(routed, "{max_streams: 4}") + "    queue: {timeout: 0s}\n")
+                .find("must be more than 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    balance: round_robin\n").find("least_loaded or weighted_random"),
+            std::string::npos);
+  EXPECT_NE(error_of(routed + "    affinity: {max_load_ratio: 0.5}\n").find("between 1"),
+            std::string::npos);
+  auto checked = std::string(minimal) + "    health_check: {interval: 1s, timeout: 2s}\n";
+  EXPECT_NE(error_of(checked).find("not be longer than 'interval'"), std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "    health_check: {path: health}\n")
+                .find("a path starting with /"),
+            std::string::npos);
+}
+
 TEST(Config, RoutesMustNameKnownUpstreamsAndPaths) {
   auto base = std::string(minimal);
   EXPECT_NE(error_of(base + "routes:\n  - {models: [m], targets: [{upstream: nope}]}\n")
