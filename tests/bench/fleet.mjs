@@ -1,0 +1,262 @@
+// The fleet benchmark: three demo engines in the realistic mode (4 slots
+// each, continuous batching, a prefix cache) behind three front ends in
+// turn, under open-loop Poisson arrivals at 0.5×, 1× and 1.5× the fleet's
+// capacity:
+//   tokengate (fleet)   least loaded + prefix affinity + admission queue,
+//   tokengate (random)  weighted random, no capacity declared,
+//   nginx least_conn.
+// The mix: short chats, multi-turn conversations that resend their
+// history, and 3,000-token prompts. Reported per front end and load:
+// goodput (requests per second that finish with TTFT <= 2 s and their
+// own inter-token p99 <= 200 ms), TTFT p50/p99 of the answered requests,
+// refusals (429/503), and how often a conversation's follow-up turn found
+// its history in the engine's prefix cache.
+//
+//   node tests/bench/fleet.mjs build/tokengate [SECONDS_PER_RUN]
+//
+// Engines are restarted for every run, so no run inherits another's cache.
+import { spawn } from "node:child_process";
+import { createServer, Agent, request } from "node:http";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const bin = process.argv[2] || "build/tokengate";
+const seconds = Number(process.argv[3] || 30);
+const work = mkdtempSync(join(tmpdir(), "fleet-bench-"));
+const slotsPerEngine = 4, engines = 3;
+const decodeTps = 25, maxTokens = 32;
+const slo = { ttftMs: 2000, gapMs: 200 };
+const children = [];
+process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer().listen(0, "127.0.0.1", () => {
+    const { port } = s.address();
+    s.close(() => resolve(port));
+  });
+});
+
+function launch(path, args, ready) {
+  const child = spawn(path, args, { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let seen = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${path} did not start:\n${seen}`)), 10000);
+    const onData = (d) => {
+      seen += d;
+      if (ready.test(seen)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+  });
+}
+
+async function startEngines() {
+  const ports = [];
+  for (let i = 0; i < engines; i++) {
+    const port = await freePort();
+    await launch(bin, ["demo-engine", "--port", String(port), "--slots", String(slotsPerEngine),
+      "--decode-tps", String(decodeTps)], /PORT \d+/);
+    ports.push(port);
+  }
+  return ports;
+}
+
+const upstreamsYaml = (ports, fleet) => ports.map((p, i) => `  e${i + 1}:
+    base_url: "http://127.0.0.1:${p}/v1"
+    pool_size: 64${fleet ? `
+    capacity: {max_streams: ${slotsPerEngine}}
+    health_check: {path: /health, interval: 1s, timeout: 500ms}` : ""}`).join("\n");
+
+const tokengateYaml = (port, ports, fleet) => `log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: ${port}}]
+upstreams:
+${upstreamsYaml(ports, fleet)}
+routes:
+  - name: fleet
+    models: [fleet-model]
+    targets: [${ports.map((_, i) => `{upstream: e${i + 1}}`).join(", ")}]
+    ${fleet ? "affinity: {max_load_ratio: 1.5}\n    queue: {max_waiting: 256, timeout: 1500ms}" : "balance: weighted_random"}
+`;
+
+const nginxConf = (port, ports) => `worker_processes 1;
+pid ${work}/nginx.pid;
+error_log ${work}/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_max_body_size 16m;
+  upstream fleet { least_conn; ${ports.map((p) => `server 127.0.0.1:${p};`).join(" ")} keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://fleet;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 120s;
+    }
+  }
+}
+`;
+
+async function startFrontEnd(kind, ports) {
+  const port = await freePort();
+  if (kind === "nginx") {
+    const conf = join(work, "nginx.conf");
+    writeFileSync(conf, nginxConf(port, ports));
+    const child = spawn("/usr/sbin/nginx", ["-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
+    children.push(child);
+    await new Promise((r) => setTimeout(r, 500));
+    return { port, child };
+  }
+  const conf = join(work, `${kind}.yaml`);
+  writeFileSync(conf, tokengateYaml(port, ports, kind === "tokengate-fleet"));
+  const child = await launch(bin, ["serve", "-c", conf], /listening on/);
+  return { port, child };
+}
+
+// --- The load: what each arrival asks for.
+const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + seed) % 1000}`).join(" ");
+const system = "You are a helpful assistant for the fleet benchmark. " + words(120, 1);
+const conversations = [];  // {messages, busy}
+function nextRequest(rng) {
+  const r = rng();
+  if (r < 0.5) return { kind: "short", messages: [{ role: "user", content: words(40, Math.floor(rng() * 1e6)) }] };
+  if (r < 0.85) {
+    let c = conversations.find((x) => !x.busy && x.turns < 6);
+    if (!c || rng() < 0.15) {
+      c = { turns: 0, busy: false, messages: [{ role: "system", content: system },
+        { role: "user", content: `conversation ${conversations.length}: ` + words(60, conversations.length) }] };
+      conversations.push(c);
+    } else {
+      c.messages.push({ role: "user", content: `turn ${c.turns}: ` + words(30, c.turns) });
+    }
+    c.busy = true;
+    return { kind: "conversation", conversation: c, followUp: c.turns > 0, messages: c.messages };
+  }
+  return { kind: "long", messages: [{ role: "user", content: words(2400, Math.floor(rng() * 1e6)) }] };  // ~3,000 tokens
+}
+
+function send(agent, port, job) {
+  const body = JSON.stringify({ model: "fleet-model", stream: true, max_tokens: maxTokens,
+    stream_options: { include_usage: true }, messages: job.messages });
+  const start = performance.now();
+  return new Promise((resolve) => {
+    const result = { kind: job.kind, followUp: job.followUp, status: 0, ttft: null, gaps: [], cached: 0, text: "" };
+    const req = request({ host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent,
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      result.status = res.statusCode;
+      let last = null, pending = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => {
+        pending += chunk;
+        let cut;
+        while ((cut = pending.indexOf("\n\n")) >= 0) {
+          const event = pending.slice(0, cut);
+          pending = pending.slice(cut + 2);
+          const now = performance.now();
+          if (event.includes('"content":"')) {
+            if (result.ttft === null) result.ttft = now - start;
+            else result.gaps.push(now - last);
+            last = now;
+            const m = event.match(/"content":"([^"]*)"/);
+            if (m) result.text += m[1];
+          }
+          const cached = event.match(/"cached_tokens":(\d+)/);
+          if (cached) result.cached = Number(cached[1]);
+        }
+      });
+      res.on("end", () => resolve(result));
+      res.on("error", () => resolve(result));
+    });
+    req.setTimeout(120000, () => req.destroy());
+    req.on("error", () => resolve(result));
+    req.end(body);
+  });
+}
+
+const quantile = (xs, q) => {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
+};
+
+async function run(kind, load, capacity) {
+  const ports = await startEngines();
+  const front = await startFrontEnd(kind, ports);
+  conversations.length = 0;
+  let seed = 12345;
+  const rng = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  const rate = load * capacity, results = [], inflight = [];
+  const began = performance.now();
+  let next = began;
+  while (next - began < seconds * 1000) {
+    next += -Math.log(1 - rng()) / rate * 1000;  // Poisson: exponential gaps
+    const wait = next - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const job = nextRequest(rng);
+    inflight.push(send(agent, front.port, job).then((r) => {
+      if (job.conversation) {
+        job.conversation.busy = false;
+        job.conversation.turns++;
+        job.conversation.messages.push({ role: "assistant", content: r.text || "ok" });
+      }
+      results.push(r);
+    }));
+  }
+  await Promise.all(inflight);
+  agent.destroy();
+  [front.child, ...children.splice(0)].forEach((c) => c.kill("SIGKILL"));
+  await new Promise((r) => setTimeout(r, 300));
+  const answered = results.filter((r) => r.status === 200 && r.ttft !== null);
+  const good = answered.filter((r) => r.ttft <= slo.ttftMs && (quantile(r.gaps, 0.99) || 0) <= slo.gapMs);
+  const followUps = answered.filter((r) => r.followUp);
+  return {
+    front: kind, load, sent: results.length,
+    goodput: good.length / seconds,
+    ttft50: quantile(answered.map((r) => r.ttft), 0.5),
+    ttft99: quantile(answered.map((r) => r.ttft), 0.99),
+    refused: results.filter((r) => r.status === 429 || r.status === 503).length,
+    failed: results.filter((r) => r.status !== 200 && r.status !== 429 && r.status !== 503).length,
+    cacheHit: followUps.length ? followUps.filter((r) => r.cached > 0).length / followUps.length : NaN,
+  };
+}
+
+async function main() {
+  // A request holds a slot for its prefill plus maxTokens decode steps; a
+  // full engine's step is 1000/decodeTps ms plus 0.4 ms per other sequence.
+  const stepMs = 1000 / decodeTps + 0.4 * (slotsPerEngine - 1);
+  const holdS = (maxTokens * stepMs + 20 + 0.05 * 700) / 1000;
+  const cap = (slotsPerEngine * engines) / holdS;
+  console.log(`fleet: ${engines} engines × ${slotsPerEngine} slots, a request holds one about ${holdS.toFixed(2)} s: ` +
+    `capacity ≈ ${cap.toFixed(1)} requests/s; ${seconds} s per run`);
+  const rows = [];
+  for (const load of [0.5, 1, 1.5])
+    for (const kind of ["tokengate-fleet", "tokengate-random", "nginx"]) {
+      const r = await run(kind, load, cap);
+      rows.push(r);
+      console.log(`${load}× ${kind.padEnd(17)} sent ${String(r.sent).padStart(4)}  goodput ${r.goodput.toFixed(2)}/s  ` +
+        `TTFT p50 ${r.ttft50.toFixed(0)} ms p99 ${r.ttft99.toFixed(0)} ms  refused ${r.refused}  failed ${r.failed}  ` +
+        `follow-up cache hits ${(r.cacheHit * 100).toFixed(0)} %`);
+    }
+  for (const load of [0.5, 1, 1.5]) {
+    const at = (k) => rows.find((r) => r.load === load && r.front === k);
+    console.log(`${load}×: goodput fleet/nginx ${(at("tokengate-fleet").goodput / at("nginx").goodput).toFixed(2)}, ` +
+      `fleet/random ${(at("tokengate-fleet").goodput / at("tokengate-random").goodput).toFixed(2)}; ` +
+      `TTFT p50 fleet − nginx ${(at("tokengate-fleet").ttft50 - at("nginx").ttft50).toFixed(0)} ms`);
+  }
+  writeFileSync("build/fleet-bench.json", JSON.stringify(rows, null, 2));
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e);
+  process.exit(1);
+});
