@@ -130,6 +130,10 @@ enum class balance_mode {
 struct affinity_settings {
   std::size_t prefix_bytes = 4096;  // of the conversation's first messages
   double max_load_ratio = 1.25;
+  // With a queue: how long a conversation whose replica is full waits for
+  // a slot there before it takes one elsewhere (and prefills its history
+  // again). 0: elsewhere at once.
+  duration hold{0};
 };
 // Admission: a request no target has room for (upstream_capacity) waits
 // here, highest priority first, FIFO within a priority, at most `timeout`.

@@ -60,10 +60,11 @@ void read_route_fleet(const reader& r, route& rt) {
     r.fail_at(r.node()["balance"], "balance must be least_loaded or weighted_random");
   if (r.has("affinity")) {
     auto a = r.child("affinity");
-    a.only_keys({"prefix_bytes", "max_load_ratio"});
+    a.only_keys({"prefix_bytes", "max_load_ratio", "hold"});
     affinity_settings s;
     s.prefix_bytes = a.integer<std::size_t>("prefix_bytes", s.prefix_bytes, 64, 1 << 20);
     s.max_load_ratio = a.number("max_load_ratio", s.max_load_ratio, 1.0, 100.0);
+    s.hold = a.time("hold", s.hold);
     rt.affinity = s;
   }
   if (r.has("queue")) {

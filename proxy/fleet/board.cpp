@@ -29,6 +29,7 @@ struct board::waiter {
   net::steady_timer timer;  // cancelled (on its own thread) when a slot is handed over
   admission_request asked;
   std::uint64_t arrival = 0;
+  steady::time_point home_until;       // before it, only the first candidate's slot will do
   std::optional<std::size_t> granted;  // the candidate whose slot it was given
 };
 
@@ -106,8 +107,8 @@ static bool usable(const admission_request& r, const candidate& c) {
                       [](const candidate& x) { return x.healthy; });
 }
 
-std::optional<admitted> board::claim(const admission_request& r) {
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+std::optional<admitted> board::claim(const admission_request& r, bool home_only) {
+  for (std::size_t i = 0; i < (home_only ? 1 : r.candidates.size()); ++i) {
     const auto& c = r.candidates[i];
     if (!usable(r, c)) continue;
     if (c.max_streams > 0 && c.load->streams.load(std::memory_order_relaxed) >= c.max_streams)
@@ -135,11 +136,13 @@ void board::give_back(upstream_load& load, long long tokens, bool bounded) {
   // The best waiter that can use this upstream: highest priority, then first come.
   std::shared_ptr<waiter> best;
   std::size_t index = 0;
+  const auto now = steady::now();
   for (const auto& w : waiters_) {
     if (best &&
         std::pair(w->asked.priority, w->arrival) >= std::pair(best->asked.priority, best->arrival))
       continue;
-    for (std::size_t i = 0; i < w->asked.candidates.size(); ++i)
+    const std::size_t can_take = now < w->home_until ? 1 : w->asked.candidates.size();
+    for (std::size_t i = 0; i < can_take; ++i)
       if (w->asked.candidates[i].load == &load && usable(w->asked, w->asked.candidates[i])) {
         best = w;
         index = i;
@@ -176,12 +179,13 @@ net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r
   const bool bounded = std::any_of(r.candidates.begin(), r.candidates.end(),
                                    [](const candidate& c) { return c.max_streams > 0; });
   if (!bounded) {  // nothing to wait for: no lock
-    if (auto a = claim(r)) co_return std::move(*a);
+    if (auto a = claim(r, false)) co_return std::move(*a);
   }
+  const bool hold = r.home_hold.count() > 0 && r.queue;
   {
     std::unique_lock lock(queue_lock_);
     auto& counters = counters_of(r.route);
-    if (auto a = claim(r)) {
+    if (auto a = claim(r, hold)) {
       counters.waited(std::chrono::microseconds(0));
       co_return std::move(*a);
     }
@@ -206,10 +210,12 @@ net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r
 net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_request r,
                                                                      steady::time_point since) {
   auto w = std::make_shared<waiter>(co_await net::this_coro::executor);
-  w->timer.expires_at(since + r.queue->timeout);
+  const auto deadline = since + r.queue->timeout;
+  w->home_until = since + r.home_hold;
+  w->timer.expires_at(std::min(deadline, std::max(w->home_until, since)));
   {
     std::lock_guard lock(queue_lock_);
-    if (auto a = claim(r)) {  // (a slot came free since admit looked)
+    if (auto a = claim(r, steady::now() < w->home_until)) {  // (a slot came free meanwhile)
       counters_of(r.route).waited(
           std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since));
       co_return std::move(*a);
@@ -219,7 +225,22 @@ net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_r
     waiters_.push_back(w);
     counters_of(w->asked.route).waiting.fetch_add(1, std::memory_order_relaxed);
   }
-  co_await w->timer.async_wait(use_tuple);
+  for (;;) {
+    co_await w->timer.async_wait(use_tuple);
+    std::lock_guard lock(queue_lock_);
+    if (w->granted || steady::now() >= deadline) break;
+    // The hold for the conversation's replica is over: any free slot now,
+    // else on waiting for any.
+    if (auto a = claim(w->asked, false)) {
+      std::erase(waiters_, w);
+      auto& counters = counters_of(w->asked.route);
+      counters.waiting.fetch_sub(1, std::memory_order_relaxed);
+      a->waited = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since);
+      counters.waited(a->waited);
+      co_return std::move(*a);
+    }
+    w->timer.expires_at(deadline);
+  }
   std::lock_guard lock(queue_lock_);
   auto& counters = counters_of(w->asked.route);
   const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since);

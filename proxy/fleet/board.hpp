@@ -8,7 +8,9 @@
 // a request's healthy targets has one, the request waits in its route's
 // queue (route::queue), highest priority first, FIFO within a priority.
 // A slot given back goes straight to the best waiter that can use it, so
-// a newcomer never overtakes the queue. Without a queue, or when it is
+// a newcomer never overtakes the queue. A conversation whose replica is
+// full may wait for that replica alone for a while first (home_hold,
+// affinity.hold): its history is cached there. Without a queue, or when it is
 // full, or when the wait passes `timeout`, the request is refused with a
 // Retry-After worked out from how fast slots have been coming free.
 #include <chrono>
@@ -63,6 +65,9 @@ struct admission_request {
   long long tokens = 0;               // prompt estimate + output limit
   int priority = 1;                   // 0 high … 2 low
   std::optional<config::queue_settings> queue;
+  // The first candidate is the conversation's replica: while it is full,
+  // wait this long for a slot there before taking one elsewhere.
+  std::chrono::milliseconds home_hold{0};
 };
 
 struct admitted {
@@ -105,7 +110,7 @@ class board {
   struct waiter;
   struct route_counters;
 
-  std::optional<admitted> claim(const admission_request& r);
+  std::optional<admitted> claim(const admission_request& r, bool home_only);
   void give_back(upstream_load& load, long long tokens, bool bounded);
   int retry_after(std::size_t queued) const;
   route_counters& counters_of(const std::string& route);

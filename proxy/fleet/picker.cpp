@@ -54,7 +54,7 @@ double rendezvous_score(std::uint64_t key, const target_state& t) {
 // stay within max_load_ratio of its weighted share; nullopt when none does.
 std::optional<std::size_t> by_affinity(std::span<const target_state> targets,
                                        const std::vector<std::size_t>& healthy, std::uint64_t key,
-                                       double max_load_ratio, bool& spilled) {
+                                       double max_load_ratio, bool wait_for_home, bool& spilled) {
   std::vector<std::pair<double, std::size_t>> ranked;
   long long busy = 0, weight = 0;
   bool any_free = false;
@@ -74,7 +74,7 @@ std::optional<std::size_t> by_affinity(std::span<const target_state> targets,
                          static_cast<double>(weight);
     const auto allowed = static_cast<long long>(std::ceil(max_load_ratio * share)) + 1;
     const bool overloaded = t.busy + 1 > allowed;
-    if ((full(t) && any_free) || overloaded) {
+    if ((full(t) && any_free && !wait_for_home) || overloaded) {
       spilled = true;
       continue;
     }
@@ -86,7 +86,8 @@ std::optional<std::size_t> by_affinity(std::span<const target_state> targets,
 }  // namespace
 
 pick pick_order(const config::route& route, std::span<const target_state> targets,
-                std::optional<std::uint64_t> conversation, std::mt19937_64& rng) {
+                std::optional<std::uint64_t> conversation, std::mt19937_64& rng,
+                bool wait_for_home) {
   pick p;
   std::vector<std::size_t> healthy, ejected;
   for (std::size_t i = 0; i < targets.size(); ++i)
@@ -94,8 +95,8 @@ pick pick_order(const config::route& route, std::span<const target_state> target
   if (!healthy.empty()) {
     std::optional<std::size_t> first;
     if (route.affinity && conversation)
-      first =
-          by_affinity(targets, healthy, *conversation, route.affinity->max_load_ratio, p.spilled);
+      first = by_affinity(targets, healthy, *conversation, route.affinity->max_load_ratio,
+                          wait_for_home, p.spilled);
     p.by_affinity = first.has_value();
     if (!first)
       first = route.balance == config::balance_mode::least_loaded

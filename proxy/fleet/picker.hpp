@@ -40,7 +40,10 @@ struct pick {
   bool spilled = false;            // … or would have been, but it was overloaded
 };
 
+// `wait_for_home`: a full conversation's replica stays first (the request
+// will wait for its slot, affinity.hold); only overload moves it.
 pick pick_order(const config::route& route, std::span<const target_state> targets,
-                std::optional<std::uint64_t> conversation, std::mt19937_64& rng);
+                std::optional<std::uint64_t> conversation, std::mt19937_64& rng,
+                bool wait_for_home = false);
 
 }  // namespace tokengate::fleet

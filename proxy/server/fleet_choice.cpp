@@ -52,7 +52,9 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
   std::optional<std::uint64_t> conversation;
   if (route.affinity)
     conversation = fleet::conversation_key(body, routed.scan, route.affinity->prefix_bytes);
-  auto pick = fleet::pick_order(route, states, conversation, w.upstreams().rng());
+  const bool hold = route.affinity && route.queue && route.affinity->hold.count() > 0;
+  auto pick = fleet::pick_order(route, states, conversation, w.upstreams().rng(), hold);
+  choice.first_is_home = hold && pick.by_affinity;
   if (route.affinity) w.fleet().note_pick(route.name, pick.by_affinity, pick.spilled);
   choice.order.reserve(pick.order.size());
   for (auto i : pick.order) choice.order.push_back({states[i].target, candidates[i]});
@@ -66,6 +68,9 @@ fleet::admission_request admission_for(const routing::routed_request& routed,
   r.tokens = choice.tokens;
   r.priority = routed.key ? routed.key->priority : 1;
   r.queue = routed.route->queue;
+  if (choice.first_is_home)
+    r.home_hold =
+        std::chrono::duration_cast<std::chrono::milliseconds>(routed.route->affinity->hold);
   r.candidates.reserve(choice.order.size());
   for (const auto& o : choice.order) r.candidates.push_back(o.admission);
   return r;

@@ -26,7 +26,8 @@ struct ordered_target {
 
 struct fleet_choice {
   std::vector<ordered_target> order;
-  long long tokens = 0;  // the request's estimate: prompt bytes / 4 + output limit
+  long long tokens = 0;        // the request's estimate: prompt bytes / 4 + output limit
+  bool first_is_home = false;  // chosen by the conversation, and worth waiting for
 };
 
 // `body` may be only the body's start (a decision made while it arrives):

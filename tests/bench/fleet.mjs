@@ -9,8 +9,9 @@
 // history, and 3,000-token prompts. Reported per front end and load:
 // goodput (requests per second that finish with TTFT <= 2 s and their
 // own inter-token p99 <= 200 ms), TTFT p50/p99 of the answered requests,
-// refusals (429/503), and how often a conversation's follow-up turn found
-// its history in the engine's prefix cache.
+// refusals (429/503), how often a conversation's follow-up turn found its
+// history in the engine's prefix cache, and the share of the follow-ups'
+// prompt tokens that were cached.
 //
 //   node tests/bench/fleet.mjs build/tokengate [SECONDS_PER_RUN]
 //
@@ -81,7 +82,7 @@ routes:
   - name: fleet
     models: [fleet-model]
     targets: [${ports.map((_, i) => `{upstream: e${i + 1}}`).join(", ")}]
-    ${fleet ? "affinity: {max_load_ratio: 1.5}\n    queue: {max_waiting: 256, timeout: 1500ms}" : "balance: weighted_random"}
+    ${fleet ? "affinity: {max_load_ratio: 1.5, hold: 500ms}\n    queue: {max_waiting: 256, timeout: 1500ms}" : "balance: weighted_random"}
 `;
 
 const nginxConf = (port, ports) => `worker_processes 1;
@@ -118,13 +119,15 @@ async function startFrontEnd(kind, ports) {
   }
   const conf = join(work, `${kind}.yaml`);
   writeFileSync(conf, tokengateYaml(port, ports, kind === "tokengate-fleet"));
-  const child = await launch(bin, ["serve", "-c", conf], /listening on/);
+  const child = await launch(bin, ["serve", "-c", conf], /Send requests to/);
   return { port, child };
 }
 
 // --- The load: what each arrival asks for.
 const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + seed) % 1000}`).join(" ");
-const system = "You are a helpful assistant for the fleet benchmark. " + words(120, 1);
+// Each conversation has its own system prompt (a user's instructions and
+// context): only its own replica can have its start cached.
+const systemFor = (n) => `You are assistant ${n} of the fleet benchmark. ` + words(120, n * 31 + 7);
 const conversations = [];  // {messages, busy}
 function nextRequest(rng) {
   const r = rng();
@@ -132,7 +135,7 @@ function nextRequest(rng) {
   if (r < 0.85) {
     let c = conversations.find((x) => !x.busy && x.turns < 6);
     if (!c || rng() < 0.15) {
-      c = { turns: 0, busy: false, messages: [{ role: "system", content: system },
+      c = { turns: 0, busy: false, messages: [{ role: "system", content: systemFor(conversations.length) },
         { role: "user", content: `conversation ${conversations.length}: ` + words(60, conversations.length) }] };
       conversations.push(c);
     } else {
@@ -149,7 +152,8 @@ function send(agent, port, job) {
     stream_options: { include_usage: true }, messages: job.messages });
   const start = performance.now();
   return new Promise((resolve) => {
-    const result = { kind: job.kind, followUp: job.followUp, status: 0, ttft: null, gaps: [], cached: 0, text: "" };
+    const result = { kind: job.kind, followUp: job.followUp, status: 0, ttft: null, gaps: [], cached: 0, prompt: 0,
+      text: "" };
     const req = request({ host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent,
       headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
       result.status = res.statusCode;
@@ -171,6 +175,8 @@ function send(agent, port, job) {
           }
           const cached = event.match(/"cached_tokens":(\d+)/);
           if (cached) result.cached = Number(cached[1]);
+          const prompt = event.match(/"prompt_tokens":(\d+)/);
+          if (prompt) result.prompt = Number(prompt[1]);
         }
       });
       res.on("end", () => resolve(result));
@@ -227,6 +233,7 @@ async function run(kind, load, capacity) {
     refused: results.filter((r) => r.status === 429 || r.status === 503).length,
     failed: results.filter((r) => r.status !== 200 && r.status !== 429 && r.status !== 503).length,
     cacheHit: followUps.length ? followUps.filter((r) => r.cached > 0).length / followUps.length : NaN,
+    cachedShare: followUps.reduce((a, r) => a + r.cached, 0) / Math.max(1, followUps.reduce((a, r) => a + r.prompt, 0)),
   };
 }
 
@@ -245,7 +252,7 @@ async function main() {
       rows.push(r);
       console.log(`${load}× ${kind.padEnd(17)} sent ${String(r.sent).padStart(4)}  goodput ${r.goodput.toFixed(2)}/s  ` +
         `TTFT p50 ${r.ttft50.toFixed(0)} ms p99 ${r.ttft99.toFixed(0)} ms  refused ${r.refused}  failed ${r.failed}  ` +
-        `follow-up cache hits ${(r.cacheHit * 100).toFixed(0)} %`);
+        `follow-ups: history cached ${(r.cacheHit * 100).toFixed(0)} %, prompt tokens cached ${(r.cachedShare * 100).toFixed(0)} %`);
     }
   for (const load of [0.5, 1, 1.5]) {
     const at = (k) => rows.find((r) => r.load === load && r.front === k);

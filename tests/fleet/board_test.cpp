@@ -157,6 +157,47 @@ TEST(Admission, SlotsGoBackAcrossThreads) {
   EXPECT_EQ(b.load_of("e1").streams.load(), 0);
 }
 
+TEST(Admission, AConversationWaitsForItsReplicaThenTakesAnother) {
+  net::io_context io;
+  board b;
+  const config::queue_settings queue{8, std::chrono::seconds(5)};
+  auto conversation = [&] {
+    admission_request r;
+    r.route = "r";
+    r.candidates = {{&b.load_of("home"), 1, true}, {&b.load_of("other"), 1, true}};
+    r.tokens = 10;
+    r.queue = queue;
+    r.home_hold = std::chrono::milliseconds(150);
+    return r;
+  };
+  std::vector<outcome> results;
+  std::vector<int> order;
+  spawn(io, b, conversation(), results, order, 0);  // home is free: it takes it
+  run(io, 20ms);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(std::get<admitted>(results[0]).index, 0u);
+  // Home full, other free: it waits for home, which frees within the hold.
+  spawn(io, b, conversation(), results, order, 1);
+  run(io, 50ms);
+  EXPECT_EQ(results.size(), 1u);
+  EXPECT_EQ(b.load_of("other").streams.load(), 0);
+  std::get<admitted>(results[0]).held.give_back();
+  run(io, 20ms);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(std::get<admitted>(results[1]).index, 0u);
+  // Home full again for longer than the hold: the other replica then.
+  spawn(io, b, conversation(), results, order, 2);
+  run(io, 100ms);
+  EXPECT_EQ(results.size(), 2u);
+  run(io, 150ms);
+  ASSERT_EQ(results.size(), 3u);
+  auto& elsewhere = std::get<admitted>(results[2]);
+  EXPECT_EQ(elsewhere.index, 1u);
+  EXPECT_GE(elsewhere.waited.count(), 140'000);
+  EXPECT_NE(b.prometheus().find("tokengate_admission_queue_length{route=\"r\"} 0"),
+            std::string::npos);
+}
+
 TEST(EngineGauges, ReadsEachEnginesNames) {
   auto vllm = read_engine_gauges(
       "# TYPE vllm:num_requests_running gauge\n"

@@ -104,9 +104,16 @@ TEST(Picker, AConversationKeepsItsTargetUntilThatTargetIsOverloaded) {
   EXPECT_NE(p.order[0], home);
   EXPECT_TRUE(p.spilled);
   // A home that is full while another target has a free slot: elsewhere too.
+  for (auto& s : states) {
+    s.max_streams = 4;
+    s.busy = 3;  // (not overloaded: only full)
+  }
   states[home].busy = 4;
-  for (auto& s : states) s.max_streams = 4;
   EXPECT_NE(pick_order(c->routes[0], states, conversation, rng).order[0], home);
+  // … unless the request may wait for its home's slot (affinity.hold).
+  auto held = pick_order(c->routes[0], states, conversation, rng, true);
+  EXPECT_EQ(held.order[0], home);
+  EXPECT_TRUE(held.by_affinity);
 }
 
 TEST(Health, PassiveEjectionAndBackoff) {
