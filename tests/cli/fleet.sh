@@ -25,7 +25,7 @@ $(for i in 1 2 3; do
   e$i:
     base_url: "http://127.0.0.1:${engines[$((i - 1))]}/v1"
     capacity: {max_streams: 2, max_context_tokens: 2000}
-    health_check: {path: /health, interval: 100ms, timeout: 100ms}
+    health_check: {path: /health, interval: 250ms, timeout: 250ms}
     engine_metrics: {path: /metrics, interval: 100ms}
 UPSTREAM
 done)
@@ -108,9 +108,9 @@ grep -q '"code":"queue_full"' "${refused%.status}.body" || fail "refusal: $(cat 
 
 # --- Health: e1 starts failing its checks: out of rotation, then back.
 curl -sf -X POST "http://127.0.0.1:${engines[0]}/demo/fail" -d '{"status":503}' > /dev/null
-for _ in $(seq 50); do metrics_match '^tokengate_upstream_probe_healthy{upstream="e1"} 0' && break; sleep 0.05; done
+for _ in $(seq 100); do metrics_match '^tokengate_upstream_probe_healthy{upstream="e1"} 0' && break; sleep 0.05; done
 metrics_match '^tokengate_upstream_probe_healthy{upstream="e1"} 0' || fail "e1 stayed in rotation"
-grep -q "upstream 'e1' failed 2 health checks in a row (status 503 on /health)" "$work/log" ||
+grep -q "upstream 'e1' failed 2 health checks in a row" "$work/log" ||
   fail "the ejection was not logged"
 for i in $(seq 6); do
   [[ $(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" -H 'content-type: application/json' \
@@ -120,15 +120,15 @@ done
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]] ||
   fail "not ready with two healthy targets"
 for e in "${engines[@]:1}"; do curl -sf -X POST "http://127.0.0.1:$e/demo/fail" -d '{"status":503}' > /dev/null; done
-for _ in $(seq 50); do
+for _ in $(seq 100); do
   [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 503 ]] && break
   sleep 0.05
 done
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 503 ]] ||
   fail "still ready with no healthy target"
 for e in "${engines[@]}"; do curl -sf -X POST "http://127.0.0.1:$e/demo/fail" -d '{"status":0}' > /dev/null; done
-for _ in $(seq 50); do
-  [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]] && break
+for _ in $(seq 100); do
+  metrics_match '^tokengate_upstream_probe_healthy{upstream="e1"} 1' && break
   sleep 0.05
 done
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]] ||
@@ -138,13 +138,13 @@ grep -q "upstream 'e1' passed 2 health checks in a row: back in rotation" "$work
 
 # --- A prompt no target's context holds (2000 tokens): 400, sent nowhere.
 asked_before=$(for e in "${engines[@]}"; do curl -sf "http://127.0.0.1:$e/demo/stats"; done |
-  grep -o '"requests":[0-9]*' | cut -d: -f2 | paste -sd+ | bc)
+  grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{ sum += $1 } END { print sum }')
 long=$(head -c 9000 /dev/zero | tr '\0' 'x')
 answer=$(curl -s -w ' %{http_code}' "$url" -H 'content-type: application/json' \
   -d "{\"model\":\"fleet-model\",\"messages\":[{\"role\":\"user\",\"content\":\"$long\"}]}")
 [[ $answer == *'"code":"context_length_exceeded"'*' 400' ]] || fail "long prompt: ${answer: -300}"
 asked_after=$(for e in "${engines[@]}"; do curl -sf "http://127.0.0.1:$e/demo/stats"; done |
-  grep -o '"requests":[0-9]*' | cut -d: -f2 | paste -sd+ | bc)
+  grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{ sum += $1 } END { print sum }')
 ((asked_after == asked_before)) || fail "the long prompt reached an engine"
 
 stop_server
