@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "config/glob.hpp"
+#include "routing/policy.hpp"
 
 namespace tokengate::budget {
 namespace {
@@ -71,8 +72,7 @@ demand demand_for(const config::config& cfg, const config::route& route,
   demand d;
   const bool key_has = key && key->budget.any();
   if (!key_has && !route.budget.any()) return d;
-  // The prompt as bytes / 4, the estimate max_prompt_tokens uses too.
-  d.estimate = {static_cast<long long>(body_bytes / 4),
+  d.estimate = {routing::prompt_tokens_estimate(body_bytes),
                 output_limit.value_or(output_reserve_without_limit)};
   if (const auto* price = price_of(cfg, model)) {
     d.input_price = price->input_per_million;  // micro-dollars per token

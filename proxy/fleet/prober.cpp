@@ -162,7 +162,6 @@ net::awaitable<void> prober::read_metrics(std::shared_ptr<const config::config> 
   // Unknown again when the page cannot be had: stale numbers would steer.
   load.engine_running = gauges ? static_cast<int>(gauges->running) : -1;
   load.engine_waiting = gauges ? static_cast<int>(gauges->waiting) : -1;
-  load.engine_kv_usage = gauges && gauges->kv_usage ? *gauges->kv_usage : -1.0;
   tracks_[name].reading = false;
 }
 

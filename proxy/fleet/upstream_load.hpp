@@ -19,7 +19,6 @@ struct upstream_load {
   // The engine's own gauges (engine_metrics): -1 while unknown.
   std::atomic<int> engine_running{-1};
   std::atomic<int> engine_waiting{-1};
-  std::atomic<double> engine_kv_usage{-1};
   std::atomic<std::uint64_t> finished{0};  // requests that ended here
 
   // The streams the balancer weighs: ours, or the engine's running and

@@ -179,9 +179,10 @@ refusal check_prompt_size(const config::route& route, std::size_t body_bytes) {
                                  "the request is " + std::to_string(body_bytes) +
                                      " bytes; route '" + route.name + "' accepts at most " +
                                      std::to_string(route.max_prompt_bytes));
-  if (route.max_prompt_tokens && body_bytes / 4 > route.max_prompt_tokens)
+  const auto prompt_tokens = prompt_tokens_estimate(body_bytes);
+  if (route.max_prompt_tokens && prompt_tokens > static_cast<long long>(route.max_prompt_tokens))
     return over_limit("context_length_exceeded",
-                      "the prompt is about " + std::to_string(body_bytes / 4) + " tokens; route '" +
+                      "the prompt is about " + std::to_string(prompt_tokens) + " tokens; route '" +
                           route.name + "' accepts at most " +
                           std::to_string(route.max_prompt_tokens));
   return std::nullopt;

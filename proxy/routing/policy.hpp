@@ -19,6 +19,12 @@ namespace tokengate::routing {
 
 using config::glob_match;
 
+// A prompt's tokens as the policy, budgets and the fleet estimate them
+// before any tokenizer has seen it: its body's bytes / 4.
+inline long long prompt_tokens_estimate(std::size_t body_bytes) {
+  return static_cast<long long>(body_bytes / 4);
+}
+
 // Lower-case hex SHA-256, as stored in `keys[].sha256`.
 std::string sha256_hex(std::string_view data);
 

@@ -33,8 +33,8 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
                                                          std::size_t body_bytes) {
   const auto& route = *routed.route;
   fleet_choice choice;
-  const auto bytes = static_cast<long long>(std::max(body_bytes, body.size()));
-  choice.tokens = bytes / 4 + routed.output_limit.value_or(0);
+  choice.tokens = routing::prompt_tokens_estimate(std::max(body_bytes, body.size())) +
+                  routed.output_limit.value_or(0);
   const auto now = upstream::health_table::clock::now();
   std::vector<fleet::target_state> states;
   std::vector<fleet::candidate> candidates;
