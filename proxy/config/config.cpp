@@ -47,13 +47,15 @@ upstream read_upstream(const reader& r, const std::string& name) {
   u.base_url = r.text("base_url", "");
   if (u.base_url.rfind("http://", 0) != 0 && u.base_url.rfind("https://", 0) != 0)
     r.fail("upstream '" + name + "' needs a base_url starting with http:// or https://");
-  auto kind = r.text("kind", "openai");
-  if (kind == "openai")
+  auto kind = r.text("kind", "any");
+  if (kind == "any")
+    u.kind = provider_kind::any;
+  else if (kind == "openai")
     u.kind = provider_kind::openai;
   else if (kind == "anthropic")
     u.kind = provider_kind::anthropic;
   else
-    r.fail_at(r.node()["kind"], "kind must be 'openai' or 'anthropic'");
+    r.fail_at(r.node()["kind"], "kind must be 'any', 'openai' or 'anthropic'");
   u.api_key = r.text("api_key", "");
   u.ca_file = r.text("ca_file", "");
   u.pool_size = r.integer<std::size_t>("pool_size", u.pool_size, 0, 100000);

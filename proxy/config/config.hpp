@@ -30,7 +30,11 @@ struct listener {
   std::string upstream;
 };
 
-enum class provider_kind { openai, anthropic };
+// The API an upstream speaks. `any`: whatever the client speaks goes as it
+// is (an engine serving both, like the demo engine or llama.cpp's server).
+// `openai` / `anthropic`: that API only; a client speaking the other one
+// is translated (translate/).
+enum class provider_kind { any, openai, anthropic };
 
 // The spelling of an OpenAI-style output limit an engine honours.
 // llama.cpp's server ignores max_completion_tokens; OpenAI's reasoning
@@ -78,7 +82,7 @@ struct engine_metrics_settings {
 struct upstream {
   std::string name;
   std::string base_url;  // e.g. https://api.openai.com/v1
-  provider_kind kind = provider_kind::openai;
+  provider_kind kind = provider_kind::any;
   std::string api_key;  // already expanded from ${ENV}; empty = pass client's own
   std::string ca_file;  // empty = system trust store
   upstream_timeouts timeouts;

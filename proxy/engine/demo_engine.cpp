@@ -666,6 +666,15 @@ json::object error_body(std::string_view message, std::string_view type) {
   return {{"error", {{"message", message}, {"type", type}, {"code", nullptr}}}};
 }
 
+// An error as Anthropic's API writes one (on /v1/messages).
+json::object anthropic_error_body(std::string_view message, int status) {
+  std::string_view type = status == 429   ? "rate_limit_error"
+                          : status == 529 ? "overloaded_error"
+                          : status >= 500 ? "api_error"
+                                          : "invalid_request_error";
+  return {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
+}
+
 json::object request_json(const http::request<http::string_body>& req) {
   json::object headers;
   for (const auto& f : req) headers[std::string(f.name_string())] = std::string(f.value());
@@ -770,16 +779,31 @@ std::optional<api> api_of(std::string_view path) {
 // A failure the engine was asked for: by its settings (fail_status) or
 // by the request (demo.status).
 std::optional<std::pair<http::status, json::object>> failure_asked(const demo_engine::state& st,
-                                                                   const json::object& body) {
+                                                                   const json::object& body,
+                                                                   std::optional<api> kind) {
+  auto failure = [&](int status, std::string message) {
+    return std::pair{static_cast<http::status>(status), kind == api::messages
+                                                            ? anthropic_error_body(message, status)
+                                                            : error_body(message, "server_error")};
+  };
   if (st.settings.fail_status >= 400)
-    return std::pair{static_cast<http::status>(st.settings.fail_status),
-                     error_body("demo engine configured to fail", "server_error")};
+    return failure(st.settings.fail_status, "demo engine configured to fail");
   if (auto* d = body.if_contains("demo"); d && d->is_object())
     if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600)
-      return std::pair{
-          static_cast<http::status>(status),
-          error_body("demo engine asked to fail with " + std::to_string(status), "server_error")};
+      return failure(static_cast<int>(status),
+                     "demo engine asked to fail with " + std::to_string(status));
   return std::nullopt;
+}
+
+// The knobs of a request whose body cannot carry them (a client whose
+// requests tokengate translates: an unknown member is refused there) come
+// in an x-demo header, as the same JSON object.
+void knobs_from_header(const http::request<http::string_body>& req, json::object& body) {
+  auto header = req["x-demo"];
+  if (header.empty() || body.contains("demo")) return;
+  error_code ec;
+  auto knobs = json::parse(std::string_view(header.data(), header.size()), ec);
+  if (!ec && knobs.is_object()) body["demo"] = std::move(knobs);
 }
 
 // POST /demo/fail {"status": 503}: from now on every generation and
@@ -829,12 +853,13 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     reply = {http::status::bad_request,
              error_body("body must be a JSON object", "invalid_request_error")};
   if (!reply) {
-    const auto& body = parsed.get_object();
+    auto& body = parsed.get_object();
+    knobs_from_header(req, body);
     if (auto* m = body.if_contains("model"); m && m->is_string()) {
       auto& count = st.by_model[m->get_string()];
       count = count.is_int64() ? count.get_int64() + 1 : 1;
     }
-    reply = failure_asked(st, body);
+    reply = failure_asked(st, body, kind);
     if (!reply && embeddings) {
       st.stats->completed++;
       reply = {http::status::ok, embeddings_json(body)};

@@ -97,6 +97,8 @@ void forward_request_headers(const request_head& client, head_writer& upstream,
       if (!version_forwarded) upstream.field("anthropic-version", credentials.anthropic_version);
       break;
     case upstream_credentials::style::none:
+      if (credentials.anthropic_version_needed && !version_forwarded)
+        upstream.field("anthropic-version", credentials.anthropic_version);
       break;
   }
 }

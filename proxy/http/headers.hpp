@@ -20,6 +20,7 @@ struct upstream_credentials {
   enum class style { none, bearer, x_api_key } how = style::none;
   std::string_view key;
   std::string_view anthropic_version = "2023-06-01";
+  bool anthropic_version_needed = false;  // sent when the client sent none, whatever the key
 };
 
 // Client request headers → the upstream request's fields: the client's

@@ -12,6 +12,7 @@
 #include "server/fleet_choice.hpp"
 #include "server/proxy_exchange.hpp"
 #include "server/worker.hpp"
+#include "translate/translation.hpp"
 
 namespace tokengate {
 
@@ -43,9 +44,45 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
   plan.upstreams.push_back(
       &plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
   plan.edits.resize(plan.upstreams.size());
+  plan.translations.resize(plan.upstreams.size());
   if (early && early->upstream == plan.upstreams.front())
     plan.first_connection = std::move(early->acquired);
   return plan;
+}
+
+// The plan's attempts, one per target in order: the body each receives
+// (the policy's edits, or translated for a target that speaks the other
+// API), or why the request cannot be translated.
+std::optional<request_error> add_attempts(upstream::exchange_plan& plan,
+                                          const std::vector<ordered_target>& order,
+                                          std::string_view body, const request_context& ctx,
+                                          const routing::routed_request& routed) {
+  for (const auto& o : order) {
+    const auto& u = plan.config->upstreams.at(o.target->upstream);
+    auto made = translate::request_for_target(body, ctx.dialect, ctx.path, routed, *o.target, u,
+                                              ctx.usage_injected);
+    if (auto* e = std::get_if<request_error>(&made)) return std::move(*e);
+    auto& request = std::get<translate::target_request>(made);
+    plan.upstreams.push_back(&u);
+    plan.edits.push_back(std::move(request.edits));
+    plan.translations.push_back(std::move(request.translation));
+  }
+  plan.usage_asked = routed.client_asked_usage;
+  return std::nullopt;
+}
+
+// The targets that can take a request in the client's API (each speaks
+// it, or it can be translated for them); when none can, why.
+std::optional<request_error> keep_able_targets(const config::config& cfg, fleet_choice& choice,
+                                               dialect client, std::string_view path) {
+  std::erase_if(choice.order, [&](const ordered_target& o) {
+    return !translate::answer_dialect(client, cfg.upstreams.at(o.target->upstream).kind);
+  });
+  if (!choice.order.empty()) return std::nullopt;
+  return request_error::client(
+      400, "unsupported_api",
+      "this model's upstreams speak Anthropic's Messages API only: " + std::string(path) +
+          " cannot be translated to it (use /v1/chat/completions)");
 }
 
 // The policy applied to a request: the plan of its exchange, or the error to
@@ -84,6 +121,7 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   auto chosen = choose_targets(w, *cfg, routed, body_text(request), 0);
   if (auto* e = std::get_if<request_error>(&chosen)) return std::move(*e);
   auto& choice = std::get<fleet_choice>(chosen);
+  if (auto e = keep_able_targets(*cfg, choice, ctx.dialect, ctx.path)) return std::move(*e);
   auto& order = choice.order;
   // The early target goes first; not in the order (taken out of rotation
   // meanwhile), or a decision that disagrees: the caller abandons it.
@@ -101,13 +139,8 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   admission = admission_for(routed, choice);
   upstream::exchange_plan plan;
   plan.config = cfg;
-  plan.upstreams.reserve(order.size());
-  plan.edits.reserve(order.size());
-  for (const auto& o : order) {
-    plan.upstreams.push_back(&cfg->upstreams.at(o.target->upstream));
-    plan.edits.push_back(routing::edits_for_target(body_text(request), ctx.path, routed, *o.target,
-                                                   *plan.upstreams.back(), ctx.usage_injected));
-  }
+  if (auto refused = add_attempts(plan, order, body_text(request), ctx, routed))
+    return std::move(*refused);
   if (take_early) plan.first_connection = std::move(early->acquired);
   plan.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;

@@ -12,6 +12,7 @@
 #include "server/dispatch.hpp"
 #include "server/fleet_choice.hpp"
 #include "server/worker.hpp"
+#include "translate/translation.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/request.hpp"
 
@@ -76,6 +77,8 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   if (!choice) return std::nullopt;  // (the whole body will say why)
   plan.target = choice->order.front().target;
   plan.upstream = &cfg->upstreams.at(plan.target->upstream);
+  // (a translated body is made from the whole body)
+  if (translate::translates(dialect_for_path(path), plan.upstream->kind)) return std::nullopt;
   plan.route = routed->route;
   plan.model = routed->model;
   plan.output_limit = routed->output_limit;
@@ -106,7 +109,7 @@ net::awaitable<error_code> forward_while_reading(any_stream& client, client_requ
   auto& body = request.body;
   const std::size_t length = body.size();
   std::string head;
-  auto pieces = upstream_request(request, pool, settings, ctx, edits, head);
+  auto pieces = upstream_request(request, pool, settings, ctx, edits, {}, head);
   const auto total = net::buffer_size(pieces);
   std::size_t sent = 0;
   std::vector<net::const_buffer> part;

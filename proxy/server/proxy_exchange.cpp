@@ -3,6 +3,7 @@
 #include "http/json_response.hpp"
 #include "server/worker.hpp"
 #include "stream/relay.hpp"
+#include "translate/translation.hpp"
 
 namespace tokengate {
 namespace {
@@ -29,6 +30,16 @@ class exchange_end {
   client_watcher& watcher_;
   bool closed_ = false;
 };
+
+// The answer's translator, when the target that answered speaks the
+// other API than the client.
+std::unique_ptr<stream::answer_translator> translator_for(const upstream::exchange_plan& plan,
+                                                          const upstream::answer& got,
+                                                          const request_context& ctx) {
+  if (got.attempt >= plan.translations.size() || !plan.translations[got.attempt]) return nullptr;
+  return translate::answer_translator_for(ctx.dialect, plan.translations[got.attempt]->answers_in,
+                                          plan.usage_asked, ctx.model);
+}
 
 }  // namespace
 
@@ -58,8 +69,9 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   } else if (!ctx.client_gone) {
     upstream::in_flight streaming(*got.in_flight);
     const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
-    keep_client =
-        co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version);
+    auto translator = translator_for(plan, got, ctx);
+    keep_client = co_await stream::relay_response(s, got, plan, env, keep_client,
+                                                  request.head.version, translator.get());
   }
   end.close();
   if (ctx.client_gone) {  // (the watcher already closed the upstream)

@@ -19,14 +19,16 @@ namespace tokengate::stream {
 // chunk is forwarded.
 class stream_accounting final : public sse_sink {
  public:
+  // `observed`: the dialect the upstream streams in (the client's, unless
+  // the answer is translated).
   stream_accounting(request_context& ctx, const sse_parser& parser, std::optional<long long> limit,
-                    metrics::series& series, metrics::route_windows& windows)
+                    metrics::series& series, metrics::route_windows& windows, dialect observed)
       : ctx_(ctx),
         parser_(parser),
         limit_(limit),
         series_(series),
         windows_(windows),
-        observer_(ctx.dialect) {
+        observer_(observed) {
     drops_.reserve(4);
   }
 

@@ -19,6 +19,7 @@
 #include "stream/event_aligner.hpp"
 #include "stream/final_event.hpp"
 #include "stream/sse_parser.hpp"
+#include "stream/whole_translation.hpp"
 
 // GCC 12 takes Asio's coroutine frames, allocated by awaitable_frame_base's
 // operator new (through the thread's recycling cache) and freed by its sized
@@ -41,6 +42,23 @@ using buffers = std::span<const net::const_buffer>;
 // where use_awaitable wraps it in a coroutine frame of its own (allocated,
 // entered, left and freed per read).
 constexpr auto deferred_tuple = net::as_tuple(net::deferred);
+
+// Each upstream event of a translated answer: observed by the accounting
+// first, then translated, unless it is the one the limit cut off.
+class translating_sink final : public sse_sink {
+ public:
+  translating_sink(stream_accounting& accounting, answer_translator& translator, std::string& out)
+      : accounting_(accounting), translator_(translator), out_(out) {}
+  void on_event(const sse_event& event) override {
+    accounting_.on_event(event);
+    if (!accounting_.cut()) translator_.on_event(event, out_);
+  }
+
+ private:
+  stream_accounting& accounting_;
+  answer_translator& translator_;
+  std::string& out_;
+};
 
 // How the client's answer is framed, decided once from the upstream's head.
 struct framing {
@@ -81,7 +99,7 @@ class response_relay {
  public:
   response_relay(upstream::exchange_state& s, upstream::answer& a,
                  const upstream::exchange_plan& plan, const relay_env& env, bool client_keep_alive,
-                 unsigned client_http_version);
+                 unsigned client_http_version, answer_translator* translator);
   response_relay(const response_relay&) = delete;
   response_relay& operator=(const response_relay&) = delete;
 
@@ -132,6 +150,7 @@ class response_relay {
 
  private:
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
+  buffers forward_translated();
   std::span<char> in_hand();
   void note_relay_delay();
   net::awaitable<bool> write_client(buffers out);
@@ -144,6 +163,8 @@ class response_relay {
   upstream::answer& a_;
   const upstream::exchange_plan& plan_;
   const relay_env& env_;
+  answer_translator* translator_;  // null: the answer is in the client's dialect
+  std::string translated_;         // the client's events for the turn's upstream events
   const framing framing_;
   const config::duration idle_timeout_;
   beast::flat_buffer up_buffer_;
@@ -188,12 +209,14 @@ class response_relay {
 
 response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                                const upstream::exchange_plan& plan, const relay_env& env,
-                               bool client_keep_alive, unsigned client_http_version)
+                               bool client_keep_alive, unsigned client_http_version,
+                               answer_translator* translator)
     : s_(s),
       ctx_(s.ctx),
       a_(a),
       plan_(plan),
       env_(env),
+      translator_(translator),
       framing_(framing_for(a.head, client_keep_alive, client_http_version)),
       idle_timeout_(a.settings->timeouts.idle),
       up_buffer_(std::move(a.buffer)),
@@ -205,7 +228,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                           framing_.chunked
                       ? plan.output_limit
                       : std::nullopt,
-                  series_, windows_),
+                  series_, windows_, translator ? translator->upstream_dialect() : ctx_.dialect),
       // The body's framing (chunks, a length, or up to the close) is undone
       // in the read buffer itself: no second buffer, no copy. Read and
       // decoded here rather than through http::async_read_some: Beast's
@@ -423,6 +446,7 @@ buffers response_relay::forward() {
     pieces_.assign(1, net::const_buffer(bytes_.data(), bytes_.size()));
     return frame(pieces_, body_.done());
   }
+  if (translator_) return forward_translated();
   chunk_at_ = sse_.fed();
   accounting_.begin_chunk(now_);
   had_token_ = ctx_.content_events > 0;
@@ -440,10 +464,28 @@ buffers response_relay::forward() {
   return frame(pieces_, ends_body);
 }
 
+// A translated turn: the client's events for the upstream's whole events
+// (an unfinished one waits in the parser), in place of its bytes.
+buffers response_relay::forward_translated() {
+  accounting_.begin_chunk(now_);
+  had_token_ = ctx_.content_events > 0;
+  translated_.clear();
+  translating_sink sink(accounting_, *translator_, translated_);
+  sse_.feed(bytes_, sink);
+  accounting_.drops().clear();  // (the translation says usage only where the client asked)
+  note_relay_delay();
+  bool ends_body = body_.done() && !accounting_.cut() && sse_.boundary() == sse_.fed() &&
+                   sse_.events_dispatched() > 0;
+  if (ends_body) translator_->on_end(translated_);
+  pieces_.clear();
+  if (!translated_.empty()) pieces_.emplace_back(translated_.data(), translated_.size());
+  return frame(pieces_, ends_body);
+}
+
 bool response_relay::after_forward() {
   if (!ctx_.streamed || ctx_.client_gone) return false;
   if (!had_token_ && ctx_.content_events > 0) ctx_.first_token_written = clock::now();
-  if (accounting_.cut()) return false;
+  if (accounting_.cut() || translator_) return false;
   aligner_.keep_rest(bytes_, chunk_at_);
   // One huge event (vLLM once sent the whole prompt's token ids): forward
   // it as it comes rather than hold megabytes.
@@ -484,14 +526,29 @@ net::awaitable<bool> response_relay::finish_cut() {
   env_.metrics.limit_enforced.add();
   upstream().close();
   s_.upstream.reset();
-  auto tail = make_limit_final_events(ctx_.dialect, *plan_.output_limit);
+  std::string tail;
+  if (translator_)
+    translator_->on_cut(*plan_.output_limit, tail);
+  else
+    tail = make_limit_final_events(ctx_.dialect, *plan_.output_limit);
   if (cut_mid_event_) tail.insert(0, "\n\n");  // end the half-sent event first
   if (!co_await write_last_chunks(tail)) co_return false;
   co_return framing_.client_keep_alive;
 }
 
 net::awaitable<bool> response_relay::finish_clean() {
-  if (ctx_.streamed && aligner_.forwarded() < sse_.fed()) {
+  if (translator_ && ctx_.streamed && !last_chunk_sent_) {
+    // What the client's dialect still owes a stream the upstream ended
+    // without its terminator (an unfinished event is dropped, as the spec says).
+    translated_.clear();
+    translator_->on_end(translated_);
+    pieces_.clear();
+    if (!translated_.empty()) pieces_.emplace_back(translated_.data(), translated_.size());
+    if (!write_now(frame(pieces_))) {
+      if (!co_await send_rest()) co_return false;
+    }
+    if (ctx_.client_gone) co_return false;
+  } else if (ctx_.streamed && aligner_.forwarded() < sse_.fed()) {
     // The body ended inside an event: pass the tail on as it was sent (a
     // client discards an unfinished event, as the spec says).
     aligner_.plan({}, sse_.fed(), sse_.fed(), accounting_.drops(), pieces_);
@@ -565,7 +622,10 @@ net::awaitable<bool> response_relay::finish_failed() {
   // Whole events only reached the client, unless one huge event was being
   // passed through: then close it first.
   std::string tail = aligner_.forwarded() > sse_.boundary() ? "\n\n" : "";
-  tail += make_error_event(ctx_.dialect, "upstream_error", reason.code, reason.message);
+  if (translator_)
+    translator_->on_failure(reason, tail);
+  else
+    tail += make_error_event(ctx_.dialect, "upstream_error", reason.code, reason.message);
   if (!co_await write_last_chunks(tail)) co_return false;
   co_return framing_.client_keep_alive;
 }
@@ -574,8 +634,15 @@ net::awaitable<bool> response_relay::finish_failed() {
 
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
                                     const upstream::exchange_plan& plan, const relay_env& env,
-                                    bool client_keep_alive, unsigned client_http_version) {
-  response_relay relay(s, answer, plan, env, client_keep_alive, client_http_version);
+                                    bool client_keep_alive, unsigned client_http_version,
+                                    answer_translator* translator) {
+  if (translator &&
+      !answer.head.value_of(known_field::content_type).starts_with("text/event-stream")) {
+    bool keep =
+        co_await relay_whole_translated(s, answer, plan, env, client_keep_alive, *translator);
+    co_return keep;
+  }
+  response_relay relay(s, answer, plan, env, client_keep_alive, client_http_version, translator);
   while (!relay.body_done()) {
     if (!relay.take_part()) {
       if (relay.head_pending()) {  // the head came without events: it goes now, before the wait

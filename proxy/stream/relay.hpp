@@ -10,6 +10,7 @@
 #include "metrics/counters.hpp"
 #include "metrics/latency.hpp"
 #include "metrics/realtime_estimate.hpp"
+#include "stream/answer_translator.hpp"
 #include "upstream/exchange.hpp"
 
 namespace tokengate::stream {
@@ -25,8 +26,11 @@ struct relay_env {
 // Relays the answer whose head has been read (upstream::open_answer), on
 // the exchange's upstream connection. Returns whether the client
 // connection may carry another request.
+// `translator`: the answer is in the other API than the client's
+// (stream/answer_translator.hpp); null for the client's own.
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
                                     const upstream::exchange_plan& plan, const relay_env& env,
-                                    bool client_keep_alive, unsigned client_http_version);
+                                    bool client_keep_alive, unsigned client_http_version,
+                                    answer_translator* translator);
 
 }  // namespace tokengate::stream

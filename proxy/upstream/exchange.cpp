@@ -107,6 +107,14 @@ std::optional<request_error> judge_status(attempts& a, const config::upstream& s
       "upstream '" + settings.name + "' answered " + std::to_string(status));
 }
 
+// The request target an attempt writes: a translated request's own, else
+// the client's.
+std::string_view target_of(const exchange_plan& plan, std::size_t attempt) {
+  if (attempt < plan.translations.size() && plan.translations[attempt])
+    return plan.translations[attempt]->target;
+  return {};
+}
+
 // One target: a connection (the one the body went on while it arrived, a
 // pooled one, or after a stale one a new one), the request written (head
 // and body in one scatter write, or the last byte of a body forwarded
@@ -121,6 +129,7 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
   // (got.in_flight: set by the caller, which looked it up.)
   got.from = &pool;
   got.settings = &settings;
+  got.attempt = attempt;
   got.deadline = ctx.request_read + settings.timeouts.total;
   std::string up_head;
   std::vector<net::const_buffer> up_pieces;  // made when first needed: a forwarded body needs none
@@ -147,7 +156,8 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
     if (!acquired.conn) co_return connect_error(a, settings, acquired);
     use_connection(a, std::move(acquired.conn), early, got);
     if (!early && up_pieces.empty())
-      up_pieces = upstream_request(a.request, pool, settings, ctx, a.plan.edits[attempt], up_head);
+      up_pieces = upstream_request(a.request, pool, settings, ctx, a.plan.edits[attempt],
+                                   target_of(a.plan, attempt), up_head);
     std::span<const net::const_buffer> to_send = up_pieces;
     if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
     auto& up_stream = a.s.upstream->stream;

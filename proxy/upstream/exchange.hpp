@@ -15,6 +15,7 @@
 
 #include "config/config.hpp"
 #include "http/client_request.hpp"
+#include "http/dialect.hpp"
 #include "http/request_context.hpp"
 #include "http/request_error.hpp"
 #include "http/response_head.hpp"
@@ -28,6 +29,11 @@
 
 namespace tokengate::upstream {
 
+struct translated_attempt {
+  std::string target;  // e.g. /v1/messages, as the client would write it
+  dialect answers_in;
+};
+
 struct exchange_plan {
   std::shared_ptr<const config::config> config;    // the snapshot this request runs on
   std::vector<const config::upstream*> upstreams;  // attempt order; more than one = fallback
@@ -36,6 +42,11 @@ struct exchange_plan {
   // it. Worked out before the exchange, so that nothing of the policy's
   // reading of the body stays alive for the length of a stream.
   std::vector<std::vector<splice>> edits;
+  // For each attempt, where its upstream speaks the other API than the
+  // client (translate/): the path the translated request goes to, and the
+  // dialect the answer comes in. Empty: the client's request as it is.
+  std::vector<std::optional<translated_attempt>> translations;
+  bool usage_asked = false;  // the client asked for usage (a translated answer honours it)
   std::optional<long long> output_limit;                              // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
@@ -80,7 +91,8 @@ struct answer {
   beast::flat_buffer buffer;                       // the head's read: it may hold the first events
   std::chrono::steady_clock::time_point deadline;  // the request's total on this upstream
   std::size_t* in_flight =
-      nullptr;  // this worker's streams on the upstream (max_concurrent_streams)
+      nullptr;              // this worker's streams on the upstream (max_concurrent_streams)
+  std::size_t attempt = 0;  // the plan's attempt that answered
 };
 
 // A stream counted in flight on its upstream while it lives.

@@ -12,6 +12,9 @@ namespace {
 
 upstream_credentials credentials_for(const config::upstream& u) {
   upstream_credentials c;
+  // (Anthropic's API wants its version on every request: a translated one
+  // gets it even when the client's own key goes through.)
+  c.anthropic_version_needed = u.kind == config::provider_kind::anthropic;
   if (u.api_key.empty()) return c;
   c.how = u.kind == config::provider_kind::anthropic ? upstream_credentials::style::x_api_key
                                                      : upstream_credentials::style::bearer;
@@ -23,7 +26,8 @@ upstream_credentials credentials_for(const config::upstream& u) {
 
 std::vector<net::const_buffer> upstream_request(
     const client_request& request, const upstream::pool& pool, const config::upstream& settings,
-    const request_context& ctx, const std::vector<upstream::splice>& edits, std::string& head) {
+    const request_context& ctx, const std::vector<upstream::splice>& edits,
+    std::string_view target_override, std::string& head) {
   std::vector<net::const_buffer> pieces;
   pieces.reserve(2 * edits.size() + 2);  // the head, then the body's pieces
   pieces.emplace_back();
@@ -31,7 +35,7 @@ std::vector<net::const_buffer> upstream_request(
   auto body_size = net::buffer_size(pieces);
   // (Room for the fields we add: host, request id, a key, the length.)
   const auto& client = request.head;
-  auto target = pool.url().upstream_path(client.target);
+  auto target = pool.url().upstream_path(target_override.empty() ? client.target : target_override);
   head_writer writer(client.method_string, target,
                      client.bytes.size() + 256 + settings.api_key.size());
   forward_request_headers(client, writer, pool.url().host_header, ctx.request_id,

@@ -1,0 +1,39 @@
+#pragma once
+// A request body in the other API's terms: OpenAI chat completions ↔
+// Anthropic messages. The policy's edits (model name, output limit) are
+// applied first, so the translation starts from the body the policy
+// would have sent. A member with no counterpart is refused (400, naming
+// it) unless the provider's own compatibility layer drops it too: then it
+// is dropped (the lists are in docs/configuration.md, "Translation").
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "config/config.hpp"
+#include "http/request_error.hpp"
+
+namespace tokengate::translate {
+
+struct request_options {
+  // The route's output limit after the policy: Anthropic's API requires
+  // max_tokens, and a chat client may not send one.
+  std::optional<long long> output_limit;
+  // How the OpenAI-style upstream spells the limit.
+  config::limit_field limit_spelling = config::limit_field::keep;
+};
+
+// When no limit is known at all (no max_tokens, no route limit).
+inline constexpr long long fallback_max_tokens = 4096;
+
+struct translated_request {
+  std::string body;
+  bool usage_asked = false;  // the chat client's stream_options.include_usage
+};
+
+std::variant<translated_request, request_error> chat_request_to_messages(
+    std::string_view body, const request_options& options);
+std::variant<translated_request, request_error> messages_request_to_chat(
+    std::string_view body, const request_options& options);
+
+}  // namespace tokengate::translate

@@ -1,0 +1,49 @@
+#pragma once
+// Where a route's target speaks the other API than the client (its
+// upstream's `kind`), the request is translated for it and its answer
+// back: OpenAI chat completions ↔ Anthropic messages. This file decides
+// it per target, and makes the pieces the exchange and the relay use.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config/config.hpp"
+#include "http/dialect.hpp"
+#include "http/request_error.hpp"
+#include "routing/policy.hpp"
+#include "stream/answer_translator.hpp"
+#include "upstream/exchange.hpp"
+
+namespace tokengate::translate {
+
+// The dialect an upstream of `kind` answers a `client` request in: the
+// client's own, or the other API's; nothing when it cannot take the
+// request at all (OpenAI's Responses or completions at Anthropic).
+std::optional<dialect> answer_dialect(dialect client, config::provider_kind kind);
+
+// Whether a request in `client` dialect is translated for an upstream of `kind`.
+bool translates(dialect client, config::provider_kind kind);
+
+// One target's request: the policy's edits, or the whole body translated
+// (one edit replacing it) and where it goes; or why the target cannot
+// take it.
+struct target_request {
+  std::vector<upstream::splice> edits;
+  std::optional<upstream::translated_attempt> translation;
+};
+std::variant<target_request, request_error> request_for_target(
+    std::string_view body, dialect client, std::string_view path,
+    const routing::routed_request& routed, const config::route_target& target,
+    const config::upstream& upstream, bool ask_usage);
+
+// The translator of an answer in `upstream_dialect` for a client in
+// `client_dialect`. `model`: the name the client asked for.
+std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_dialect,
+                                                                 dialect upstream_dialect,
+                                                                 bool usage_asked,
+                                                                 std::string model);
+
+}  // namespace tokengate::translate
