@@ -63,8 +63,10 @@ const listenerLine = (tls) =>
 // upstreamTls: {cert, key} files for a TLS terminator (a second tokengate)
 // put between the proxy and the demo engine, which the proxy then reaches
 // over https://localhost as it would a hosted provider, trusting that
-// certificate. The proxy is the last of the processes started.
-export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls } = {}) {
+// certificate. kind: the demo upstream's `kind` (the API it is taken to
+// speak; translated requests follow from it). The proxy is the last of
+// the processes started.
+export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls, kind } = {}) {
   const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
   const children = [engine];
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
@@ -78,7 +80,8 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTl
       upstreamLines = [`    base_url: https://localhost:${terminatorPort}/v1`, `    ca_file: ${upstreamTls.cert}`];
     }
     port = await startServe(join(dir, "tokengate.yaml"), ["listeners:", listenerLine(tls), "upstreams:", "  demo:",
-      ...upstreamLines, upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "", ...topYaml], children);
+      ...upstreamLines, upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "", kind ? `    kind: ${kind}` : "",
+      ...topYaml], children);
   } catch (e) {
     // (A proxy that never started: the others must not outlive the test run.)
     for (const child of children) child.kill("SIGKILL");
