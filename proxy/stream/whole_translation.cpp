@@ -33,8 +33,7 @@ net::awaitable<error_code> read_whole_body(upstream::exchange_state& s, upstream
   bool ended = false;
   for (;;) {
     auto bytes = buffer.data();
-    auto part = decoder.decode(
-        std::span<char>(static_cast<char*>(bytes.data()), bytes.size()), ec);
+    auto part = decoder.decode(std::span<char>(static_cast<char*>(bytes.data()), bytes.size()), ec);
     if (ec) co_return ec;
     body.append(static_cast<const char*>(bytes.data()) + part.begin, part.size);
     buffer.consume(part.used);

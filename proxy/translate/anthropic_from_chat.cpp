@@ -38,6 +38,14 @@ anthropic_from_chat::anthropic_from_chat(std::string model) : model_(std::move(m
 void anthropic_from_chat::on_event(const stream::sse_event& event, std::string& out) {
   if (stopped_) return;
   if (event.data == "[DONE]") {
+    if (stop_reason_.empty()) {
+      // [DONE] with no finish: engines send it after an error too. Not
+      // told as a complete message.
+      stopped_ = true;
+      out.append(anthropic_error_event("api_error", "",
+                                       "upstream ended its stream without finishing the message"));
+      return;
+    }
     stop(out);
     return;
   }
@@ -128,8 +136,8 @@ void anthropic_from_chat::open_block(block kind, std::string& out, std::string_v
     out.append("{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}");
   } else {
     out.append("{\"type\":\"tool_use\",\"id\":");
-    append_json_string(out, tool_id.empty() ? "toolu_" + std::to_string(open_index_)
-                                            : std::string(tool_id));
+    append_json_string(
+        out, tool_id.empty() ? "toolu_" + std::to_string(open_index_) : std::string(tool_id));
     out.append(",\"name\":");
     append_json_string(out, tool_name);
     out.append(",\"input\":{}}}");
@@ -197,8 +205,9 @@ void anthropic_from_chat::error(const json::object& c, std::string& out) {
     out.append(anthropic_error_event(str(e.get_object(), "type"), str(e.get_object(), "code"),
                                      str(e.get_object(), "message")));
   else
-    out.append(anthropic_error_event("", "", e.is_string() ? std::string_view(e.get_string())
-                                                           : std::string_view("upstream error")));
+    out.append(anthropic_error_event(
+        "", "",
+        e.is_string() ? std::string_view(e.get_string()) : std::string_view("upstream error")));
 }
 
 void anthropic_from_chat::on_end(std::string& out) {
@@ -261,18 +270,17 @@ void anthropic_from_chat::whole(unsigned& status, std::string& body) {
       }
   }
   auto model = str(c, "model");
-  json::object answer{
-      {"id", "msg_" + std::string(str(c, "id"))},
-      {"type", "message"},
-      {"role", "assistant"},
-      {"model", model.empty() ? std::string_view(model_) : model},
-      {"content", std::move(content)},
-      {"stop_reason", stop_reason_for(str(*choice0, "finish_reason"))},
-      {"stop_sequence", nullptr},
-      {"usage",
-       {{"input_tokens", prompt_ - cached_},
-        {"cache_read_input_tokens", cached_},
-        {"output_tokens", output_}}}};
+  json::object answer{{"id", "msg_" + std::string(str(c, "id"))},
+                      {"type", "message"},
+                      {"role", "assistant"},
+                      {"model", model.empty() ? std::string_view(model_) : model},
+                      {"content", std::move(content)},
+                      {"stop_reason", stop_reason_for(str(*choice0, "finish_reason"))},
+                      {"stop_sequence", nullptr},
+                      {"usage",
+                       {{"input_tokens", prompt_ - cached_},
+                        {"cache_read_input_tokens", cached_},
+                        {"output_tokens", output_}}}};
   body = json::serialize(answer);
 }
 

@@ -39,8 +39,8 @@ class anthropic_from_chat final : public stream::answer_translator {
   void open_block(block kind, std::string& out, std::string_view tool_id = {},
                   std::string_view tool_name = {});
   void close_block(std::string& out);
-  void block_delta(int index, std::string_view type, std::string_view field,
-                   std::string_view piece, std::string& out);
+  void block_delta(int index, std::string_view type, std::string_view field, std::string_view piece,
+                   std::string& out);
   void stop(std::string& out);
 
   std::string model_;

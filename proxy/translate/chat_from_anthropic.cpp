@@ -233,16 +233,17 @@ void chat_from_anthropic::whole(unsigned& status, std::string& body) {
       if (type == "thinking") reasoning += str(block, "thinking");
       if (type == "tool_use") {
         const auto* input = block.if_contains("input");
-        calls.push_back(json::object{
-            {"id", str(block, "id")},
-            {"type", "function"},
-            {"function",
-             {{"name", str(block, "name")},
-              {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
+        calls.push_back(
+            json::object{{"id", str(block, "id")},
+                         {"type", "function"},
+                         {"function",
+                          {{"name", str(block, "name")},
+                           {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
       }
     }
-  json::object message{{"role", "assistant"},
-                       {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
+  json::object message{
+      {"role", "assistant"},
+      {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
   if (!reasoning.empty()) message["reasoning_content"] = reasoning;
   if (!calls.empty()) message["tool_calls"] = std::move(calls);
   auto prompt = input_ + cache_read_ + cache_written_;

@@ -5,12 +5,11 @@
 // stream as its input_json_delta fragments, message_delta's stop_reason
 // the finish_reason, the usage the usage chunk (when the client asked for
 // it), message_stop `[DONE]`; ping and signatures have no counterpart.
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
-
-#include <boost/json/object.hpp>
 
 #include "stream/answer_translator.hpp"
 

@@ -19,11 +19,20 @@ request_error unsupported(std::string_view what) {
 }
 
 // Dropped, as Anthropic's own OpenAI compatibility layer ignores them.
-constexpr std::array<std::string_view, 14> dropped_members{
-    "logprobs",         "top_logprobs",     "presence_penalty", "frequency_penalty",
-    "seed",             "service_tier",     "store",            "logit_bias",
-    "metadata",         "reasoning_effort", "prompt_cache_key", "safety_identifier",
-    "verbosity",        "prediction"};
+constexpr std::array<std::string_view, 14> dropped_members{"logprobs",
+                                                           "top_logprobs",
+                                                           "presence_penalty",
+                                                           "frequency_penalty",
+                                                           "seed",
+                                                           "service_tier",
+                                                           "store",
+                                                           "logit_bias",
+                                                           "metadata",
+                                                           "reasoning_effort",
+                                                           "prompt_cache_key",
+                                                           "safety_identifier",
+                                                           "verbosity",
+                                                           "prediction"};
 
 bool dropped(std::string_view key) {
   for (auto d : dropped_members)
@@ -100,15 +109,16 @@ refusal assistant_blocks(const json::object& m, std::string_view where, json::ar
   for (const auto& c : calls->get_array()) {
     const auto* call = c.if_object();
     const auto* f = call ? call->if_contains("function") : nullptr;
-    if (!f || !f->is_object()) return unsupported(std::string(where) + " tool call without function");
+    if (!f || !f->is_object())
+      return unsupported(std::string(where) + " tool call without function");
     const auto& fn = f->get_object();
     boost::system::error_code ec;
     auto arguments = fn.contains("arguments") ? text_of(fn.at("arguments")) : "{}";
     auto input = json::parse(arguments.empty() ? "{}" : arguments, ec);
     if (ec || !input.is_object())
-      return request_error::client(400, "invalid_tool_arguments",
-                                   std::string(where) +
-                                       ": a tool call's arguments must be a JSON object");
+      return request_error::client(
+          400, "invalid_tool_arguments",
+          std::string(where) + ": a tool call's arguments must be a JSON object");
     blocks.push_back(json::object{{"type", "tool_use"},
                                   {"id", call->contains("id") ? call->at("id") : json::value("")},
                                   {"name", fn.contains("name") ? fn.at("name") : json::value("")},
@@ -129,7 +139,8 @@ refusal tool_result(const json::object& m, std::string_view where, json::array& 
 }
 
 refusal convert_messages(const json::value& v, json::object& out) {
-  if (!v.is_array()) return request_error::client(400, "invalid_request", "messages must be an array");
+  if (!v.is_array())
+    return request_error::client(400, "invalid_request", "messages must be an array");
   json::array messages;
   std::string system;
   std::size_t i = 0;
@@ -171,16 +182,17 @@ refusal convert_tools(const json::value& v, json::object& out) {
   for (const auto& t : v.get_array()) {
     const auto* tool = t.if_object();
     const auto* f = tool ? tool->if_contains("function") : nullptr;
-    if (!f || !f->is_object() || text_of(tool->contains("type") ? tool->at("type") : "") != "function")
+    if (!f || !f->is_object() ||
+        text_of(tool->contains("type") ? tool->at("type") : "") != "function")
       return unsupported("a tool that is not a function");
     const auto& fn = f->get_object();
     json::object converted{{"name", fn.contains("name") ? fn.at("name") : json::value("")}};
     if (auto* d = fn.if_contains("description")) converted["description"] = *d;
     auto* schema = fn.if_contains("parameters");
-    converted["input_schema"] = schema && schema->is_object()
-                                    ? *schema
-                                    : json::value(json::object{{"type", "object"},
-                                                               {"properties", json::object()}});
+    converted["input_schema"] =
+        schema && schema->is_object()
+            ? *schema
+            : json::value(json::object{{"type", "object"}, {"properties", json::object()}});
     tools.push_back(std::move(converted));
   }
   out["tools"] = std::move(tools);
@@ -190,22 +202,29 @@ refusal convert_tools(const json::value& v, json::object& out) {
 refusal convert_tool_choice(const json::value& v, json::object& out) {
   if (v.is_string()) {
     auto s = v.get_string();
-    if (s == "auto" || s == "none") out["tool_choice"] = json::object{{"type", s}};
-    else if (s == "required") out["tool_choice"] = json::object{{"type", "any"}};
-    else return unsupported("tool_choice '" + std::string(s) + "'");
+    if (s == "auto" || s == "none")
+      out["tool_choice"] = json::object{{"type", s}};
+    else if (s == "required")
+      out["tool_choice"] = json::object{{"type", "any"}};
+    else
+      return unsupported("tool_choice '" + std::string(s) + "'");
     return std::nullopt;
   }
   const auto* f = v.is_object() ? v.get_object().if_contains("function") : nullptr;
-  if (!f || !f->is_object() || !f->get_object().contains("name")) return unsupported("this tool_choice");
+  if (!f || !f->is_object() || !f->get_object().contains("name"))
+    return unsupported("this tool_choice");
   out["tool_choice"] = json::object{{"type", "tool"}, {"name", f->get_object().at("name")}};
   return std::nullopt;
 }
 
 refusal convert_stop(const json::value& v, json::object& out) {
   json::array sequences;
-  if (v.is_string()) sequences.push_back(v);
-  else if (v.is_array()) sequences = v.get_array();
-  else if (!v.is_null()) return unsupported("stop of this type");
+  if (v.is_string())
+    sequences.push_back(v);
+  else if (v.is_array())
+    sequences = v.get_array();
+  else if (!v.is_null())
+    return unsupported("stop of this type");
   if (!sequences.empty()) out["stop_sequences"] = std::move(sequences);
   return std::nullopt;
 }
@@ -213,11 +232,16 @@ refusal convert_stop(const json::value& v, json::object& out) {
 // One top-level member of the chat request onto the messages request.
 refusal convert_member(std::string_view key, const json::value& v, json::object& out,
                        translated_request& t) {
-  if (key == "model" || key == "stream" || key == "top_p") out[key] = v;
-  else if (key == "messages") return convert_messages(v, out);
-  else if (key == "tools") return convert_tools(v, out);
-  else if (key == "tool_choice") return convert_tool_choice(v, out);
-  else if (key == "stop") return convert_stop(v, out);
+  if (key == "model" || key == "stream" || key == "top_p")
+    out[key] = v;
+  else if (key == "messages")
+    return convert_messages(v, out);
+  else if (key == "tools")
+    return convert_tools(v, out);
+  else if (key == "tool_choice")
+    return convert_tool_choice(v, out);
+  else if (key == "stop")
+    return convert_stop(v, out);
   else if (key == "max_tokens" || key == "max_completion_tokens") {
     if (!v.is_null()) out["max_tokens"] = v;
   } else if (key == "temperature") {
@@ -228,7 +252,8 @@ refusal convert_member(std::string_view key, const json::value& v, json::object&
     if (v.is_string()) out["metadata"] = json::object{{"user_id", v}};
   } else if (key == "stream_options") {
     if (auto* o = v.if_object())
-      if (auto* u = o->if_contains("include_usage"); u && u->is_bool()) t.usage_asked = u->get_bool();
+      if (auto* u = o->if_contains("include_usage"); u && u->is_bool())
+        t.usage_asked = u->get_bool();
   } else if (key == "n") {
     if (!(v.is_int64() && v.get_int64() == 1) && !v.is_null()) return unsupported("n other than 1");
   } else if (key == "parallel_tool_calls") {

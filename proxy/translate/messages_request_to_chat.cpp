@@ -116,25 +116,27 @@ refusal assistant_turn(const json::value& content, std::string_view where, json:
       text += text_of(*block, "text");
     } else if (type == "tool_use") {
       const auto* input = block->if_contains("input");
-      calls.push_back(json::object{
-          {"id", text_of(*block, "id")},
-          {"type", "function"},
-          {"function",
-           {{"name", text_of(*block, "name")},
-            {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
+      calls.push_back(
+          json::object{{"id", text_of(*block, "id")},
+                       {"type", "function"},
+                       {"function",
+                        {{"name", text_of(*block, "name")},
+                         {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
     } else if (type != "thinking" && type != "redacted_thinking") {
       return unsupported(std::string(where) + " content block of type '" + std::string(type) + "'");
     }
   }
-  json::object message{{"role", "assistant"},
-                       {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
+  json::object message{
+      {"role", "assistant"},
+      {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
   if (!calls.empty()) message["tool_calls"] = std::move(calls);
   out.push_back(std::move(message));
   return std::nullopt;
 }
 
 refusal convert_messages(const json::value& v, json::array& out) {
-  if (!v.is_array()) return request_error::client(400, "invalid_request", "messages must be an array");
+  if (!v.is_array())
+    return request_error::client(400, "invalid_request", "messages must be an array");
   std::size_t i = 0;
   for (const auto& item : v.get_array()) {
     auto where = "messages[" + std::to_string(i++) + "]";
@@ -184,7 +186,8 @@ refusal convert_tool_choice(const json::value& v, json::object& out) {
         json::object{{"type", "function"}, {"function", {{"name", text_of(*choice, "name")}}}};
   else
     return unsupported("tool_choice of type '" + std::string(type) + "'");
-  if (auto* p = choice->if_contains("disable_parallel_tool_use"); p && p->is_bool() && p->get_bool())
+  if (auto* p = choice->if_contains("disable_parallel_tool_use");
+      p && p->is_bool() && p->get_bool())
     out["parallel_tool_calls"] = false;
   return std::nullopt;
 }
