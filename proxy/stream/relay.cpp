@@ -548,7 +548,7 @@ net::awaitable<bool> response_relay::finish_clean() {
       if (!co_await send_rest()) co_return false;
     }
     if (ctx_.client_gone) co_return false;
-  } else if (ctx_.streamed && aligner_.forwarded() < sse_.fed()) {
+  } else if (!translator_ && ctx_.streamed && aligner_.forwarded() < sse_.fed()) {
     // The body ended inside an event: pass the tail on as it was sent (a
     // client discards an unfinished event, as the spec says).
     aligner_.plan({}, sse_.fed(), sse_.fed(), accounting_.drops(), pieces_);

@@ -375,6 +375,31 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
     runs.push([budgetName, [...base, "--header", `Authorization: Bearer ${key}`],
       { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, budgeted }]);
   }
+  // Scenarios 2xa and 2xc: 2+5's load in one API through a tokengate whose
+  // upstream is taken to speak the other (kind openai or anthropic), the
+  // "translated" target, beside the same tokengate passing the client's
+  // own API through: what translating each event costs. The demo engine's
+  // knobs go in its x-demo header (a translated body keeps no member the
+  // other API lacks). 2xa: Anthropic clients on an OpenAI-compatible
+  // engine; 2xc: OpenAI chat clients on Anthropic's API.
+  const translatedProxies = [];
+  for (const [translateName, api, kind] of [
+    ["2xa translated, Anthropic clients on a chat engine (64 streams x 256 tokens)", "anthropic", "openai"],
+    ["2xc translated, chat clients on Anthropic's API (64 streams x 256 tokens)", "openai", "anthropic"],
+  ]) {
+    if (!wanted(translateName)) continue;
+    const port = await freePort(), adminPort = await freePort();
+    const yaml = join(work, `tokengate-${kind}.yaml`);
+    writeFileSync(yaml, tokengateConf(port, adminPort, enginePort, null).replace(
+      "upstreams:\n  source: {", `upstreams:\n  source: {kind: ${kind}, `));
+    const proxy = await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
+    translatedProxies.push(proxy);
+    const translated = { url: `http://127.0.0.1:${port}/v1`, pid: proxy.pid, port, idleKb: rssKb(proxy.pid) };
+    runs.push([translateName, ["--api", api, "--model", "bench", "--requests", "512", "--concurrency", "64",
+      "--max-tokens", "300", "--prompt-tokens", "50", "--header",
+      `x-demo: ${JSON.stringify({ ttft_ms: 0, interval_ms: 0, tokens: 256 })}`],
+      { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, translated }]);
+  }
   for (const [name, args, scenarioTargets] of runs) {
     if (!wanted(name)) continue;
     const beside = alongside[name];
@@ -403,6 +428,7 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
   }
   if (tlsProxies) tlsProxies.stop();
   if (budgetProxy) budgetProxy.kill("SIGTERM");
+  for (const p of translatedProxies) p.kill("SIGTERM");
 
   // Scenario 3: many slow streams open at once. Each proxied stream holds
   // two descriptors (client and upstream) and this machine's hard limit is
@@ -619,6 +645,10 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
         `(pooled ${fmt(pctl(all("budgeted"), 0.99) - pctl(all("tokengate"), 0.99), 3)} ms), ` +
         `refused ${m.budgeted.n - m.budgeted.ok} of ${m.budgeted.n}`);
     }
+    if (m.translated)
+      lines.push(`ratio translated/tokengate: CPU per event ${fmt(m.translated.cpu / a.cpu)}, events/s ` +
+        `${fmt(m.translated.eps / a.eps)}; translated minus tokengate: TTFT p50 ` +
+        `${fmt(m.translated.ttft50 - a.ttft50, 3)} ms, p99 ${fmt(m.translated.ttft99 - a.ttft99, 3)} ms`);
     // (A ratio of two small or negative numbers says little; the targets
     // for long prompts are in milliseconds.)
     lines.push(`tokengate minus nginx: TTFT p50 ${fmt(a.ttft50 - b.ttft50, 3)} ms, TTFT p99 ${fmt(a.ttft99 - b.ttft99, 3)} ms`);

@@ -30,7 +30,8 @@ TEST(WholeAnswers, AnthropicMessageForAChatClient) {
   EXPECT_EQ(choice.at("finish_reason"), "tool_calls");
   EXPECT_EQ(choice.at("message").at("content"), "Hi.");
   EXPECT_EQ(choice.at("message").at("reasoning_content"), "hm");
-  EXPECT_EQ(choice.at("message").at("tool_calls").at(0).at("function").at("arguments"), R"({"a":1})");
+  EXPECT_EQ(choice.at("message").at("tool_calls").at(0).at("function").at("arguments"),
+            R"({"a":1})");
   EXPECT_EQ(c.at("usage").at("prompt_tokens"), 100);  // cached tokens counted in, as OpenAI does
   EXPECT_EQ(c.at("usage").at("prompt_tokens_details").at("cached_tokens"), 90);
   EXPECT_EQ(c.at("usage").at("completion_tokens"), 5);
@@ -56,10 +57,12 @@ TEST(WholeAnswers, ChatCompletionForAnAnthropicClient) {
 
 TEST(WholeAnswers, ErrorsKeepTheirMeaningAndSDKStatus) {
   unsigned status = 529;
-  std::string body = R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})";
+  std::string body =
+      R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})";
   translate::anthropic_error_to_openai(status, body);
   EXPECT_EQ(status, 503u);
-  EXPECT_EQ(json::parse(body), json::parse(R"({"error":{"message":"Overloaded","type":"server_error",
+  EXPECT_EQ(json::parse(body),
+            json::parse(R"({"error":{"message":"Overloaded","type":"server_error",
     "param":null,"code":"overloaded"}})"));
 
   status = 429;
@@ -107,8 +110,10 @@ TEST(StreamEndings, CutAtTheLimitEndsProperlyInTheClientsDialect) {
   translate::anthropic_from_chat to_anthropic("m");
   std::string out;
   feed_events(to_anthropic,
-       "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
-       out);
+              "data: "
+              "{\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+              "\"Hi\"}}]}\n\n",
+              out);
   to_anthropic.on_cut(1, out);
   auto facts = observe_events(out, dialect::anthropic_messages);
   EXPECT_TRUE(facts.ended_properly()) << out;
@@ -119,9 +124,10 @@ TEST(StreamEndings, CutAtTheLimitEndsProperlyInTheClientsDialect) {
   translate::chat_from_anthropic to_chat(true);
   out.clear();
   feed_events(to_chat,
-       "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"model\":\"c\","
-       "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
-       out);
+              "event: message_start\ndata: "
+              "{\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"model\":\"c\","
+              "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+              out);
   to_chat.on_cut(2, out);
   facts = observe_events(out, dialect::openai_chat);
   EXPECT_TRUE(facts.ended_properly()) << out;

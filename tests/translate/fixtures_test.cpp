@@ -2,6 +2,8 @@
 // then read by that dialect's observer and compared, field by field, with
 // what the fixture's .expect.json says of the original: the text, the
 // reasoning, the tool calls, the usage, the finish (mapped), the error.
+#include "support/fixtures.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -9,7 +11,6 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
-#include "support/fixtures.hpp"
 #include "support/read_file.hpp"
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
@@ -34,7 +35,8 @@ class translating_feed final : public stream::sse_sink {
 
 // The fixture's body fed `piece` bytes at a time (0: whole), translated.
 std::string translate_body(const std::string& body, dialect client, std::size_t piece) {
-  auto upstream = client == dialect::openai_chat ? dialect::anthropic_messages : dialect::openai_chat;
+  auto upstream =
+      client == dialect::openai_chat ? dialect::anthropic_messages : dialect::openai_chat;
   auto translator = translate::answer_translator_for(client, upstream, true, "client-model");
   translating_feed feed(*translator);
   stream::sse_parser parser;
@@ -75,10 +77,12 @@ TEST(TranslatedFixtures, SayWhatTheOriginalSaid) {
   for (const auto& path : translatable_fixtures()) {
     SCOPED_TRACE(path.filename().string());
     auto expect_path = path;
-    auto expect = json::parse(test::read_file(expect_path.replace_extension(".expect.json"))).as_object();
+    auto expect =
+        json::parse(test::read_file(expect_path.replace_extension(".expect.json"))).as_object();
     if (!expect.at("output_text_by_choice").is_null()) continue;  // n > 1: one message only
     auto origin = test::fixture_dialect(path);
-    auto client = origin == dialect::openai_chat ? dialect::anthropic_messages : dialect::openai_chat;
+    auto client =
+        origin == dialect::openai_chat ? dialect::anthropic_messages : dialect::openai_chat;
     auto body = test::read_file(path);
     auto translated = translate_body(body, client, 0);
     auto facts = observe_translated(translated, client);
@@ -97,8 +101,8 @@ TEST(TranslatedFixtures, SayWhatTheOriginalSaid) {
       EXPECT_EQ(facts.tool_calls[i].name, calls[i].at("name").as_string());
       EXPECT_EQ(facts.tool_calls[i].arguments, calls[i].at("arguments").as_string());
     }
-    if (const auto& usage = expect.at("usage"); usage.is_object() &&
-                                                 !usage.at("output_tokens").is_null()) {
+    if (const auto& usage = expect.at("usage");
+        usage.is_object() && !usage.at("output_tokens").is_null()) {
       EXPECT_EQ(facts.output_tokens, usage.at("output_tokens").to_number<std::int64_t>());
       if (!usage.at("input_tokens").is_null())
         EXPECT_EQ(facts.input_tokens, usage.at("input_tokens").to_number<std::int64_t>());

@@ -1,11 +1,11 @@
 // Requests translated both ways: what each member becomes, what is
 // dropped as the providers' own compatibility layers drop it, and what is
 // refused with a 400 naming it.
+#include "translate/request.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
-#include "translate/request.hpp"
 
 namespace tokengate {
 namespace {
@@ -41,7 +41,7 @@ TEST(ChatToMessages, SystemRolesContentAndLimits) {
       {"role":"user","content":[{"type":"text","text":"look"},
         {"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},
         {"type":"image_url","image_url":{"url":"https://x.test/cat.jpg"}}]}]})",
-                          {512, config::limit_field::keep});
+                       {512, config::limit_field::keep});
   EXPECT_EQ(m.at("model"), "claude");
   EXPECT_EQ(m.at("system"), "Be brief.\n\nBe kind.");
   EXPECT_EQ(m.at("max_tokens"), 512);  // the route's limit: Anthropic requires one
@@ -59,7 +59,8 @@ TEST(ChatToMessages, SystemRolesContentAndLimits) {
   auto usage = translate::chat_request_to_messages(
       R"({"model":"m","stream_options":{"include_usage":true},"messages":[]})", {});
   EXPECT_TRUE(std::get<translate::translated_request>(usage).usage_asked);
-  EXPECT_EQ(to_messages(R"({"model":"m","max_completion_tokens":9,"messages":[]})").at("max_tokens"), 9);
+  EXPECT_EQ(
+      to_messages(R"({"model":"m","max_completion_tokens":9,"messages":[]})").at("max_tokens"), 9);
   EXPECT_EQ(to_messages(R"({"model":"m","messages":[]})").at("max_tokens"),
             translate::fallback_max_tokens);
 }
@@ -71,7 +72,8 @@ TEST(ChatToMessages, ToolsCallsAndResults) {
       {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
         "function":{"name":"get","arguments":"{\"a\":1}"}}]},
       {"role":"tool","tool_call_id":"c1","content":"42"},{"role":"user","content":"and?"}]})");
-  EXPECT_EQ(m.at("tools"), json::parse(R"([{"name":"get","description":"d","input_schema":{"type":"object"}}])"));
+  EXPECT_EQ(m.at("tools"),
+            json::parse(R"([{"name":"get","description":"d","input_schema":{"type":"object"}}])"));
   EXPECT_EQ(m.at("tool_choice"), json::parse(R"({"type":"any","disable_parallel_tool_use":true})"));
   const auto& turns = m.at("messages").as_array();
   ASSERT_EQ(turns.size(), 3u);
@@ -81,7 +83,9 @@ TEST(ChatToMessages, ToolsCallsAndResults) {
   EXPECT_EQ(turns[2].at("content"), json::parse(R"([{"type":"tool_result","tool_use_id":"c1",
     "content":[{"type":"text","text":"42"}]},{"type":"text","text":"and?"}])"));
   EXPECT_EQ(to_messages(R"({"model":"m","tool_choice":{"type":"function","function":{"name":"get"}},
-    "messages":[]})").at("tool_choice"), json::parse(R"({"type":"tool","name":"get"})"));
+    "messages":[]})")
+                .at("tool_choice"),
+            json::parse(R"({"type":"tool","name":"get"})"));
 }
 
 TEST(ChatToMessages, RefusesWhatHasNoCounterpart) {
@@ -92,12 +96,14 @@ TEST(ChatToMessages, RefusesWhatHasNoCounterpart) {
   EXPECT_NE(refusal(R"({"model":"m","response_format":{"type":"json_object"},"messages":[]})", true)
                 .find("response_format"),
             std::string::npos);
-  EXPECT_NE(refusal(R"({"model":"m","messages":[{"role":"user","content":[{"type":"input_audio"}]}]})",
-                    true)
-                .find("messages[0] part of type 'input_audio'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"model":"m","messages":[{"role":"user","content":[{"type":"input_audio"}]}]})",
+              true)
+          .find("messages[0] part of type 'input_audio'"),
+      std::string::npos);
   EXPECT_NE(refusal(R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c",
-    "function":{"name":"f","arguments":"not json"}}]}]})", true)
+    "function":{"name":"f","arguments":"not json"}}]}]})",
+                    true)
                 .find("arguments must be a JSON object"),
             std::string::npos);
   EXPECT_EQ(refusal("[1,2]", true), "request body is not a JSON object");
@@ -115,7 +121,7 @@ TEST(MessagesToChat, SystemTurnsToolsAndLimits) {
         {"type":"text","text":"Calling."},{"type":"tool_use","id":"t1","name":"get","input":{"a":1}}]},
       {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"42"},
         {"type":"text","text":"and?"}]}]})",
-                      {64, config::limit_field::max_completion_tokens});
+                   {64, config::limit_field::max_completion_tokens});
   EXPECT_EQ(c.at("max_completion_tokens"), 100);  // the engine's spelling
   EXPECT_FALSE(c.contains("max_tokens"));
   EXPECT_EQ(c.at("stream_options"), json::parse(R"({"include_usage":true})"));
@@ -136,17 +142,21 @@ TEST(MessagesToChat, SystemTurnsToolsAndLimits) {
   EXPECT_EQ(m[3], json::parse(R"({"role":"tool","tool_call_id":"t1","content":"42"})"));
   EXPECT_EQ(m[4], json::parse(R"({"role":"user","content":[{"type":"text","text":"and?"}]})"));
   // No max_tokens (a client that skipped it): the route's limit.
-  EXPECT_EQ(to_chat(R"({"model":"m","messages":[]})", {64, config::limit_field::keep})
-                .at("max_tokens"),
-            64);
+  EXPECT_EQ(
+      to_chat(R"({"model":"m","messages":[]})", {64, config::limit_field::keep}).at("max_tokens"),
+      64);
 }
 
 TEST(MessagesToChat, RefusesWhatHasNoCounterpart) {
   EXPECT_NE(refusal(R"({"model":"m","tools":[{"type":"web_search_20250305","name":"web_search"}],
-    "messages":[]})", false).find("server tool 'web_search_20250305'"),
+    "messages":[]})",
+                    false)
+                .find("server tool 'web_search_20250305'"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"model":"m","messages":[{"role":"user","content":[{"type":"document",
-    "source":{}}]}]})", false).find("type 'document'"),
+    "source":{}}]}]})",
+                    false)
+                .find("type 'document'"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"model":"m","mcp_servers":[],"messages":[]})", false).find("'mcp_servers'"),
             std::string::npos);
