@@ -38,6 +38,17 @@ TEST(Config, MinimalFileGetsDefaults) {
   EXPECT_FALSE(c->admin);
 }
 
+TEST(Config, AnUpstreamsKindSaysWhichAPIItSpeaks) {
+  EXPECT_EQ(load_config_text(minimal, "test.yaml")->upstreams.at("local").kind, provider_kind::any);
+  EXPECT_EQ(load_config_text(std::string(minimal) + "    kind: openai\n", "test.yaml")
+                ->upstreams.at("local")
+                .kind,
+            provider_kind::openai);
+  auto error = error_of(std::string(minimal) + "    kind: gemini\n");
+  EXPECT_NE(error.find("kind must be 'any', 'openai' or 'anthropic'"), std::string::npos) << error;
+  EXPECT_NE(error.find("test.yaml:8:"), std::string::npos) << error;
+}
+
 TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));
