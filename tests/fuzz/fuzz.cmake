@@ -13,13 +13,16 @@ add_library(fuzz_parsing STATIC
   proxy/http/body_decoder.cpp
   proxy/http/headers.cpp proxy/http/head_bytes.cpp proxy/http/request_head.cpp proxy/http/chunked_body.cpp
   proxy/http/message_head.cpp proxy/http/response_head.cpp
+  proxy/translate/anthropic_from_chat.cpp proxy/translate/chat_from_anthropic.cpp
+  proxy/translate/chat_request_to_messages.cpp proxy/translate/messages_request_to_chat.cpp
+  proxy/translate/errors.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)
 target_compile_options(fuzz_parsing PUBLIC ${FUZZ_FLAGS})
 target_link_libraries(fuzz_parsing PUBLIC Boost::json OpenSSL::Crypto yaml-cpp spdlog::spdlog)
 
-foreach(name sse policy config http_request body response_head)
+foreach(name sse policy config http_request body response_head translate)
   add_executable(${name}_fuzz tests/fuzz/${name}_fuzz.cpp)
   target_link_libraries(${name}_fuzz PRIVATE fuzz_parsing)
   target_link_options(${name}_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)

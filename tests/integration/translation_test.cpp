@@ -49,8 +49,8 @@ const std::string messages_body =
 
 TEST(Translation, KeptAliveConnectionsCarryTranslatedStreamsWhole) {
   proxy_fixture f(two_kinds());
-  for (auto [path, body] : {std::pair{"/v1/chat/completions", chat_body},
-                            std::pair{"/v1/messages", messages_body}}) {
+  for (auto [path, body] :
+       {std::pair{"/v1/chat/completions", chat_body}, std::pair{"/v1/messages", messages_body}}) {
     SCOPED_TRACE(path);
     http_client c(f.port());
     // Short and long answers: one read each, and many.
@@ -81,7 +81,8 @@ TEST(Translation, AStreamIsAccountedFromTheUpstreamsEvents) {
   ASSERT_TRUE(wait_until(
       [&] {
         metrics = http_get(f.admin_port(), "/metrics").body;
-        return metrics.find(R"(tokengate_tokens_total{route="local",model="local",upstream="as_openai",type="output"} 7)") !=
+        return metrics.find(
+                   R"(tokengate_tokens_total{route="local",model="local",upstream="as_openai",type="output"} 7)") !=
                std::string::npos;
       },
       2s, "the translated stream's output tokens to be counted"));
@@ -90,9 +91,10 @@ TEST(Translation, AStreamIsAccountedFromTheUpstreamsEvents) {
 TEST(Translation, AnOverrunIsCutAtTheLimitInTheClientsDialect) {
   proxy_fixture f(two_kinds());
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"claude","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
-                   knobs(50, ",\"ignore_limit\":true")));
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"claude","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
+      knobs(50, ",\"ignore_limit\":true")));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
   auto facts = observe_body(r.body, dialect::openai_chat);
@@ -120,7 +122,8 @@ TEST(Translation, EachFallbackTargetGetsTheRequestInItsOwnAPI) {
       "  - {name: to_translated, models: [b], targets: [{upstream: dead_any, weight: 1},\n"
       "     {upstream: as_anthropic, weight: 0}], max_output_tokens: {default: 50}}\n";
   proxy_fixture f(o);
-  for (auto [model, target] : {std::pair{"a", "/v1/chat/completions"}, std::pair{"b", "/v1/messages"}}) {
+  for (auto [model, target] :
+       {std::pair{"a", "/v1/chat/completions"}, std::pair{"b", "/v1/messages"}}) {
     http_client c(f.port());
     c.send(post_json("/v1/chat/completions",
                      std::string(R"({"model":")") + model +
