@@ -18,6 +18,36 @@ using stream::json_fields::str;
 
 std::string now_seconds() { return std::to_string(static_cast<long long>(std::time(nullptr))); }
 
+// A message's content blocks as a chat completion's message: its text,
+// its thinking as reasoning_content, its tool_use blocks as tool calls.
+json::object chat_message_of(const json::object& m) {
+  std::string text, reasoning;
+  json::array calls;
+  if (auto* content = stream::json_fields::arr(m, "content"))
+    for (const auto& b : *content) {
+      if (!b.is_object()) continue;
+      const auto& block = b.get_object();
+      auto type = str(block, "type");
+      if (type == "text") text += str(block, "text");
+      if (type == "thinking") reasoning += str(block, "thinking");
+      if (type == "tool_use") {
+        const auto* input = block.if_contains("input");
+        calls.push_back(
+            json::object{{"id", str(block, "id")},
+                         {"type", "function"},
+                         {"function",
+                          {{"name", str(block, "name")},
+                           {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
+      }
+    }
+  json::object message{
+      {"role", "assistant"},
+      {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
+  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+  if (!calls.empty()) message["tool_calls"] = std::move(calls);
+  return message;
+}
+
 }  // namespace
 
 std::string_view finish_reason_for(std::string_view stop_reason) {
@@ -222,30 +252,6 @@ void chat_from_anthropic::whole(unsigned& status, std::string& body) {
   }
   const auto& m = parsed.get_object();
   read_usage(obj(m, "usage"));
-  std::string text, reasoning;
-  json::array calls;
-  if (auto* content = stream::json_fields::arr(m, "content"))
-    for (const auto& b : *content) {
-      if (!b.is_object()) continue;
-      const auto& block = b.get_object();
-      auto type = str(block, "type");
-      if (type == "text") text += str(block, "text");
-      if (type == "thinking") reasoning += str(block, "thinking");
-      if (type == "tool_use") {
-        const auto* input = block.if_contains("input");
-        calls.push_back(
-            json::object{{"id", str(block, "id")},
-                         {"type", "function"},
-                         {"function",
-                          {{"name", str(block, "name")},
-                           {"arguments", input ? json::serialize(*input) : std::string("{}")}}}});
-      }
-    }
-  json::object message{
-      {"role", "assistant"},
-      {"content", text.empty() && !calls.empty() ? json::value() : json::value(text)}};
-  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-  if (!calls.empty()) message["tool_calls"] = std::move(calls);
   auto prompt = input_ + cache_read_ + cache_written_;
   json::object answer{
       {"id", "chatcmpl-" + std::string(str(m, "id"))},
@@ -254,7 +260,7 @@ void chat_from_anthropic::whole(unsigned& status, std::string& body) {
       {"model", str(m, "model")},
       {"choices",
        json::array{json::object{{"index", 0},
-                                {"message", std::move(message)},
+                                {"message", chat_message_of(m)},
                                 {"logprobs", nullptr},
                                 {"finish_reason", finish_reason_for(str(m, "stop_reason"))}}}},
       {"usage",
