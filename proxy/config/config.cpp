@@ -11,6 +11,7 @@
 
 #include "config/budget_section.hpp"
 #include "config/fleet_section.hpp"
+#include "config/tracing_section.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace tokengate {
@@ -240,7 +241,8 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
   root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes",
-                  "keys", "health", "limits", "admin", "demo_engine", "memory", "prices", "redis"});
+                  "keys", "health", "limits", "admin", "demo_engine", "memory", "prices", "redis",
+                  "tracing"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
@@ -300,6 +302,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   }
   if (root.has("prices")) c->prices = read_prices(root.child("prices"));
   if (root.has("redis")) c->redis = read_redis(root.child("redis"));
+  if (root.has("tracing")) c->tracing = read_tracing(root.child("tracing"));
   check_budgets(root, *c);
   check_fleet(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));

@@ -180,6 +180,23 @@ struct redis_settings {
   std::string key_prefix = "tokengate";
   bool operator==(const redis_settings&) const = default;
 };
+// trace/: OpenTelemetry spans for each request, exported over OTLP/HTTP
+// (JSON) from a background batcher.
+struct tracing_settings {
+  std::string endpoint;                                      // http(s)://collector:4318/v1/traces
+  std::vector<std::pair<std::string, std::string>> headers;  // e.g. an API key, from ${ENV}
+  std::string ca_file;
+  double sampling_ratio = 1.0;  // of traces started here; a client's traceparent decides its own
+  std::string service_name = "tokengate";
+  std::string service_instance_id;                            // empty: host name and process id
+  std::vector<std::pair<std::string, std::string>> resource;  // more resource attributes
+  std::size_t queue_spans = 8192;  // spans waiting for export; more are dropped (and counted)
+  std::size_t batch_spans = 512;   // spans per export request
+  duration export_interval{std::chrono::seconds(1)};
+  duration timeout{std::chrono::seconds(5)};  // one export request
+  int retries = 3;                            // per batch, with backoff, before it is dropped
+  bool operator==(const tracing_settings&) const = default;
+};
 struct client_key {
   std::string name;
   std::string sha256;               // hex of the key; the key itself is never stored
@@ -268,6 +285,7 @@ struct config {
   std::vector<client_key> keys;               // empty = no client authentication
   std::map<std::string, model_price> prices;  // by model name as clients send it
   std::optional<redis_settings> redis;        // read at start only
+  std::optional<tracing_settings> tracing;    // the exporter: read at start only
   health_settings health;
   limit_settings limits;
   std::optional<admin_settings> admin;

@@ -24,6 +24,7 @@ std::vector<std::string> changes_needing_restart(const config& running, const co
   if (running.drain_timeout != next.drain_timeout) names.push_back("drain_timeout");
   if (running.after_burst != next.after_burst) names.push_back("memory.after_burst");
   if (running.redis != next.redis) names.push_back("redis");
+  if (running.tracing != next.tracing) names.push_back("tracing");
   return names;
 }
 

@@ -28,9 +28,12 @@ struct upstream_credentials {
 // request id and the upstream's credentials.
 // Each forwarded field goes as the line the client wrote, consecutive ones
 // in one copy.
+// `traceparent`: tokengate's own, in place of the client's (empty: the
+// client's goes as it came).
 void forward_request_headers(const request_head& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
-                             const upstream_credentials& credentials);
+                             const upstream_credentials& credentials,
+                             std::string_view traceparent = {});
 
 // A header field the proxy adds (name, value).
 using named_value = std::pair<std::string, std::string>;

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "http/dialect.hpp"
 #include "http/request_error.hpp"
+#include "http/trace_context.hpp"
 
 namespace tokengate {
 
@@ -49,6 +51,13 @@ struct request_context {
       false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;
   std::optional<request_error> error;  // what went wrong, when something did
+
+  // For the trace (trace/): the ids, each upstream attempt, and what the
+  // spans say that nothing above keeps.
+  trace_context trace;
+  std::vector<attempt_span> attempt_spans;
+  std::optional<long long> output_limit;  // as enforced
+  std::string finish_reason;              // the stream's last, as its dialect spells it
 };
 
 }  // namespace tokengate

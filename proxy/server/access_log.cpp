@@ -63,6 +63,8 @@ void log_access(const request_context& ctx) {
       {"stream_failed", ctx.upstream_failed_midstream},
   };
   if (ctx.limit_enforced) line["limit"] = "enforced";
+  // (A log line leads to its trace, where the trace was exported.)
+  if (ctx.trace.sampled) line["trace_id"] = to_hex(ctx.trace.trace);
   if (ctx.error) {
     line["error"] = ctx.error->message;
     line["error_side"] = side_name(ctx.error->side);

@@ -66,6 +66,7 @@ std::optional<request_error> add_attempts(upstream::exchange_plan& plan,
     plan.upstreams.push_back(&u);
     plan.edits.push_back(std::move(request.edits));
     plan.translations.push_back(std::move(request.translation));
+    plan.models.push_back(o.target->model.empty() ? routed.model : o.target->model);
   }
   plan.usage_asked = routed.client_asked_usage;
   return std::nullopt;
@@ -143,6 +144,7 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
     return std::move(*refused);
   if (take_early) plan.first_connection = std::move(early->acquired);
   plan.output_limit = routed.output_limit;
+  ctx.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;
   if (routed.limit_clamped)
     plan.response_headers.emplace_back("x-tokengate-limit-clamped",

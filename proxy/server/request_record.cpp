@@ -3,6 +3,8 @@
 #include "metrics/latency.hpp"
 #include "server/access_log.hpp"
 #include "server/worker.hpp"
+#include "trace/exporter.hpp"
+#include "trace/request_spans.hpp"
 
 namespace tokengate {
 namespace {
@@ -59,6 +61,7 @@ void record_request(worker& w, const request_context& ctx) {
 
   if (ctx.error) w.metrics().errors.add(side_name(ctx.error->side), ctx.error->code);
   log_access(ctx);
+  if (ctx.trace.sampled && w.tracer()) w.tracer()->submit(trace::spans_for(ctx, *w.snapshot()));
 }
 
 }  // namespace tokengate

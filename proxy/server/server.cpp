@@ -18,6 +18,7 @@
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
 #include "server/worker.hpp"
+#include "trace/exporter.hpp"
 
 namespace tokengate {
 
@@ -29,11 +30,13 @@ server::server(std::shared_ptr<const config::config> config)
       limits.max_connections_per_client);
   budgets_ = std::make_unique<budget::budgets>(config_->redis);
   fleet_ = std::make_unique<fleet::board>();
+  if (config_->tracing) tracer_ = std::make_unique<trace::exporter>(*config_->tracing);
   int count = config_->workers > 0
                   ? config_->workers
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < count; ++i)
-    workers_.push_back(std::make_unique<worker>(i, store_, *gate_, *budgets_, *fleet_));
+    workers_.push_back(
+        std::make_unique<worker>(i, store_, *gate_, *budgets_, *fleet_, tracer_.get()));
   // Health checks and engine metrics: on the first worker's thread.
   prober_ = std::make_unique<fleet::prober>(
       *fleet_, [store = store_] { return store->snapshot(); }, workers_.front()->upstreams());
@@ -220,6 +223,7 @@ std::string server::metrics_text() const {
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
   if (config::has_budgets(*store_->snapshot()) || config_->redis) text += budgets_->prometheus();
   text += fleet_->prometheus();
+  if (tracer_) text += tracer_->prometheus();
   text +=
       "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
       "(limits.max_connections).\n"
@@ -281,6 +285,10 @@ void server::drain_and_stop() {
   if (admin_) net::post(workers_.front()->io(), [this] { admin_->stop(); });
   for (auto& w : workers_) w->io().stop();
   for (auto& t : threads_) t.join();
+  // The spans of the requests that finished go out before the process does.
+  if (tracer_)
+    tracer_->drain(
+        std::chrono::duration_cast<std::chrono::milliseconds>(config_->tracing->timeout));
   threads_.clear();
 }
 

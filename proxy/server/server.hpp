@@ -24,6 +24,9 @@ namespace fleet {
 class board;
 class prober;
 }  // namespace fleet
+namespace trace {
+class exporter;
+}
 
 class server {
  public:
@@ -97,6 +100,7 @@ class server {
   std::unique_ptr<budget::budgets> budgets_;  // (the same)
   std::unique_ptr<fleet::board> fleet_;       // (the same)
   std::unique_ptr<fleet::prober> prober_;
+  std::unique_ptr<trace::exporter> tracer_;  // (the same; null without `tracing`)
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;

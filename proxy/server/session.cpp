@@ -165,6 +165,10 @@ net::awaitable<read_outcome> read_request(any_stream& stream, beast::flat_buffer
     co_await send_error(stream, std::move(*verdict.refusal), false, ctx);
     co_return true;
   }
+  // Its trace, before any of it goes upstream (a long body goes while it arrives).
+  if (const auto& tracing = w.config().tracing)
+    ctx.trace = begin_trace(head.value_of("traceparent"), head.value_of("tracestate"),
+                            tracing->sampling_ratio);
   if (head.expects_continue() && head.has_body()) {
     static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
     stream.expires_after(limits.body_timeout);

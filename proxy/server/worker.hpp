@@ -24,6 +24,9 @@
 namespace tokengate {
 
 class any_stream;
+namespace trace {
+class exporter;
+}
 class connection_gate;
 class connection_ticket;
 class tls_credentials;
@@ -57,7 +60,7 @@ struct bound_listener {
 class worker {
  public:
   worker(int index, std::shared_ptr<config_store> store, connection_gate& gate,
-         budget::budgets& budgets, fleet::board& fleet);
+         budget::budgets& budgets, fleet::board& fleet, trace::exporter* tracer);
   ~worker();
 
   int index() const { return index_; }
@@ -77,6 +80,7 @@ class worker {
   budget::gate& budgets() { return budget_gate_; }
   // Every upstream's load and the admission queue, shared by all workers.
   fleet::board& fleet() { return fleet_; }
+  trace::exporter* tracer() { return tracer_; }  // null: tracing is off
   body_pool& bodies() { return bodies_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
@@ -132,6 +136,7 @@ class worker {
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
   budget::gate budget_gate_;
   fleet::board& fleet_;
+  trace::exporter* tracer_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections
 };

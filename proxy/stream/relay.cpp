@@ -512,6 +512,7 @@ void response_relay::settle() {
   env_.metrics.stream_events_total.add(ctx_.sse_events);
   ctx_.input_tokens = accounting_.facts().input_tokens;
   ctx_.output_tokens = accounting_.output_tokens();
+  ctx_.finish_reason = accounting_.facts().finish_reason;
 }
 
 response_relay::ending response_relay::how_it_ends() const {

@@ -182,6 +182,28 @@ net::awaitable<std::optional<request_error>> attempt_upstream(attempts& a, std::
   }
 }
 
+// An attempt's client span, when the request is traced: its id goes
+// upstream as the parent (upstream/request.cpp).
+void begin_attempt_span(request_context& ctx, const exchange_plan& plan, std::size_t attempt,
+                        const pool& to) {
+  if (!ctx.trace.active) return;
+  auto& span = ctx.attempt_spans.emplace_back();
+  span.id = new_span_id();
+  span.upstream = ctx.upstream;
+  span.server_address = to.url().host_header;
+  if (attempt < plan.models.size()) span.model = plan.models[attempt];
+  span.start = clock::now();
+}
+
+void end_attempt_span(request_context& ctx, const answer& got,
+                      const std::optional<request_error>& failure) {
+  if (!ctx.trace.active || ctx.attempt_spans.empty()) return;
+  auto& span = ctx.attempt_spans.back();
+  span.end = clock::now();  // (the answering attempt's ends with the exchange: trace/)
+  span.status = failure ? failure->status : got.head.status;
+  if (failure) span.error_code = failure->code;
+}
+
 }  // namespace
 
 request_error upstream_error_for(const error_code& ec, const config::upstream& u,
@@ -218,6 +240,7 @@ net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
     }
     ctx.attempts = static_cast<unsigned>(attempt + 1);
     ctx.upstream = settings.name;
+    begin_attempt_span(ctx, plan, attempt, upstreams.pool_for(settings));
     got.in_flight = &upstreams.active_streams(settings.name);
     if (settings.max_concurrent_streams && *got.in_flight >= settings.max_concurrent_streams) {
       last_failure = request_error::upstream(
@@ -226,6 +249,7 @@ net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
       continue;
     }
     auto failure = co_await attempt_upstream(a, attempt, attempt + 1 == plan.upstreams.size(), got);
+    end_attempt_span(ctx, got, failure);
     if (ctx.client_gone || !failure) co_return failure;
     last_failure = std::move(failure);
   }

@@ -46,7 +46,8 @@ struct exchange_plan {
   // client (translate/): the path the translated request goes to, and the
   // dialect the answer comes in. Empty: the client's request as it is.
   std::vector<std::optional<translated_attempt>> translations;
-  bool usage_asked = false;  // the client asked for usage (a translated answer honours it)
+  std::vector<std::string> models;  // the model name each attempt sends (for its trace span)
+  bool usage_asked = false;         // the client asked for usage (a translated answer honours it)
   std::optional<long long> output_limit;                              // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};

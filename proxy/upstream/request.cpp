@@ -22,6 +22,14 @@ upstream_credentials credentials_for(const config::upstream& u) {
   return c;
 }
 
+// The upstream's parent: the attempt's client span (the server span's
+// when the body went before any attempt began).
+std::string traceparent_for(const request_context& ctx) {
+  if (!ctx.trace.active) return {};
+  const auto& parent = ctx.attempt_spans.empty() ? ctx.trace.span : ctx.attempt_spans.back().id;
+  return format_traceparent(ctx.trace.trace, parent, ctx.trace.sampled);
+}
+
 }  // namespace
 
 std::vector<net::const_buffer> upstream_request(
@@ -39,7 +47,7 @@ std::vector<net::const_buffer> upstream_request(
   head_writer writer(client.method_string, target,
                      client.bytes.size() + 256 + settings.api_key.size());
   forward_request_headers(client, writer, pool.url().host_header, ctx.request_id,
-                          credentials_for(settings));
+                          credentials_for(settings), traceparent_for(ctx));
   // As Beast frames a request body: a length when there is a body, or when
   // the method is one that carries one; none otherwise. The upstream
   // connection is kept alive (HTTP/1.1's default: no Connection field).
