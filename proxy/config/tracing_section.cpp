@@ -8,7 +8,8 @@ std::vector<std::pair<std::string, std::string>> read_pairs(const reader& r, con
   std::vector<std::pair<std::string, std::string>> out;
   if (!r.has(key)) return out;
   auto map = r.child(key);
-  if (!map.node().IsMap()) map.fail(std::string("'") + key + "' must be a mapping of names to strings");
+  if (!map.node().IsMap())
+    map.fail(std::string("'") + key + "' must be a mapping of names to strings");
   for (const auto& entry : map.node()) {
     auto name = entry.first.as<std::string>();
     out.emplace_back(name, map.text(name.c_str(), ""));
@@ -26,7 +27,8 @@ tracing_settings read_tracing(const reader& r) {
   t.endpoint = r.text("endpoint", "");
   if (t.endpoint.rfind("http://", 0) != 0 && t.endpoint.rfind("https://", 0) != 0)
     r.fail(r.has("endpoint")
-               ? "'endpoint' must start with http:// or https:// (e.g. http://collector:4318/v1/traces)"
+               ? "'endpoint' must start with http:// or https:// (e.g. "
+                 "http://collector:4318/v1/traces)"
                : "'tracing' needs an 'endpoint' (e.g. http://collector:4318/v1/traces)");
   t.headers = read_pairs(r, "headers");
   t.ca_file = r.text("ca_file", "");

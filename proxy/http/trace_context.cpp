@@ -74,8 +74,7 @@ std::string format_traceparent(const trace_id& trace, const span_id& span, bool 
 trace_id new_trace_id() { return random_id<16>(); }
 span_id new_span_id() { return random_id<8>(); }
 
-trace_context begin_trace(std::string_view traceparent, std::string_view tracestate,
-                          double ratio) {
+trace_context begin_trace(std::string_view traceparent, std::string_view tracestate, double ratio) {
   trace_context t;
   t.active = true;
   t.span = new_span_id();
@@ -88,7 +87,8 @@ trace_context begin_trace(std::string_view traceparent, std::string_view tracest
     return t;
   }
   t.trace = new_trace_id();
-  t.sampled = ratio >= 1.0 || (ratio > 0 && std::uniform_real_distribution<double>(0, 1)(rng()) < ratio);
+  t.sampled =
+      ratio >= 1.0 || (ratio > 0 && std::uniform_real_distribution<double>(0, 1)(rng()) < ratio);
   return t;
 }
 

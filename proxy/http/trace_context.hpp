@@ -59,7 +59,6 @@ std::string to_hex(const std::array<std::uint8_t, N>& id) {
 
 // The request's trace: the client's (its sampled flag decides, as a
 // parent-based sampler does) or a new one, sampled with `ratio`.
-trace_context begin_trace(std::string_view traceparent, std::string_view tracestate,
-                          double ratio);
+trace_context begin_trace(std::string_view traceparent, std::string_view tracestate, double ratio);
 
 }  // namespace tokengate

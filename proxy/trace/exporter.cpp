@@ -29,12 +29,11 @@ std::string instance_id(const config::tracing_settings& s) {
 }
 
 std::vector<std::pair<std::string, std::string>> resource_of(const config::tracing_settings& s) {
-  std::vector<std::pair<std::string, std::string>> r{
-      {"service.name", s.service_name},
-      {"service.instance.id", instance_id(s)},
-      {"service.version", TOKENGATE_VERSION},
-      {"telemetry.sdk.name", "tokengate"},
-      {"telemetry.sdk.language", "cpp"}};
+  std::vector<std::pair<std::string, std::string>> r{{"service.name", s.service_name},
+                                                     {"service.instance.id", instance_id(s)},
+                                                     {"service.version", TOKENGATE_VERSION},
+                                                     {"telemetry.sdk.name", "tokengate"},
+                                                     {"telemetry.sdk.language", "cpp"}};
   for (const auto& kv : s.resource) r.push_back(kv);
   return r;
 }
@@ -173,9 +172,10 @@ void exporter::run() {
 // collector is unreachable, overloaded (429, 5xx) and time is left; false
 // when it never took it.
 bool exporter::send_with_retries(const std::string& body, steady::time_point give_up) {
-  std::string request = "POST " + http_->path + " HTTP/1.1\r\nHost: " + http_->url.host_header +
-                        "\r\nContent-Type: application/json\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\nConnection: close\r\n";
+  std::string request =
+      "POST " + http_->path + " HTTP/1.1\r\nHost: " + http_->url.host_header +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n";
   for (const auto& [name, value] : settings_.headers) request += name + ": " + value + "\r\n";
   request += "\r\n" + body;
   auto pause = std::chrono::milliseconds(100);
@@ -186,7 +186,8 @@ bool exporter::send_with_retries(const std::string& body, steady::time_point giv
     if (status >= 200 && status < 300) return true;
     ++failures_;
     bool retryable = status == 0 || status == 429 || status >= 500;
-    if (failures_ == 1 || failures_ % 1000 == 0)  // (once, then rarely: a dead collector is not news)
+    if (failures_ == 1 ||
+        failures_ % 1000 == 0)  // (once, then rarely: a dead collector is not news)
       spdlog::warn("trace export to {} failed ({} so far): {}", settings_.endpoint,
                    failures_.load(), status ? "status " + std::to_string(status) : failure);
     if (!retryable || attempt >= settings_.retries || steady::now() + pause >= give_up)

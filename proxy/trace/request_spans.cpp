@@ -9,10 +9,11 @@ using clock = std::chrono::steady_clock;
 class unix_time {
  public:
   unix_time()
-      : offset_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()) -
-                std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    clock::now().time_since_epoch())) {}
+      : offset_(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::system_clock::now().time_since_epoch()) -
+            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch())) {
+  }
   std::uint64_t ns(clock::time_point t) const {
     return static_cast<std::uint64_t>(
         (std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()) + offset_)
@@ -75,8 +76,9 @@ std::vector<attribute> server_attributes(const request_context& ctx, const std::
   a.push_back({"tokengate.limit_cut", ctx.limit_enforced});
   a.push_back({"tokengate.client_cancelled", ctx.client_gone});
   if (set(ctx.admitted) && set(ctx.request_read) && ctx.admitted >= ctx.request_read)
-    a.push_back({"tokengate.queue_wait_ms",
-                 std::chrono::duration<double, std::milli>(ctx.admitted - ctx.request_read).count()});
+    a.push_back(
+        {"tokengate.queue_wait_ms",
+         std::chrono::duration<double, std::milli>(ctx.admitted - ctx.request_read).count()});
   if (ctx.error) a.push_back({"error.type", std::string(ctx.error->code)});
   return a;
 }
@@ -104,7 +106,8 @@ span server_span(const request_context& ctx, const std::string& provider, const 
   // Measured as the TTFT metric is: from the body read to the first
   // content's write to the client.
   if (set(ctx.first_token_written) && set(ctx.request_read))
-    s.events.push_back({"gen_ai.first_token", t.ns(ctx.first_token_written),
+    s.events.push_back({"gen_ai.first_token",
+                        t.ns(ctx.first_token_written),
                         {{"tokengate.ttft_ms", std::chrono::duration<double, std::milli>(
                                                    ctx.first_token_written - ctx.request_read)
                                                    .count()}}});

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <boost/json/parse.hpp>
 
 #include "support/hand_upstream.hpp"
