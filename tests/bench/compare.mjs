@@ -400,6 +400,29 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
       `x-demo: ${JSON.stringify({ ttft_ms: 0, interval_ms: 0, tokens: 256 })}`],
       { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, translated }]);
   }
+  // Scenario 2tr: 2+5's load through a tokengate that traces every
+  // request (sampling 1.0) to an OTLP collector stand-in (a node process
+  // on the load's core, answering 200 to each export), the
+  // "traced" target, beside tokengate with tracing off.
+  const traceName = "2tr throughput, every request traced (64 streams x 256 tokens)";
+  let tracedProxy = null, collector = null, traceSummary = "";
+  if (wanted(traceName)) {
+    // (Its own process: this script blocks while a round's load runs.)
+    const collectorPort = await freePort();
+    collector = await start({ core: "1", path: process.execPath }, ["-e",
+      `require("node:http").createServer((q, r) => { q.resume(); q.on("end", () => r.writeHead(200).end("{}")); })` +
+      `.listen(${collectorPort}, "127.0.0.1", () => console.log("LISTENING"));`], /LISTENING/);
+    const port = await freePort(), adminPort = await freePort();
+    const yaml = join(work, "tokengate-traced.yaml");
+    writeFileSync(yaml, tokengateConf(port, adminPort, enginePort, null) + `
+tracing: {endpoint: "http://127.0.0.1:${collectorPort}/v1/traces", sampling_ratio: 1.0}
+`);
+    tracedProxy = await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
+    const traced = { url: `http://127.0.0.1:${port}/v1`, pid: tracedProxy.pid, port, idleKb: rssKb(tracedProxy.pid),
+      adminPort };
+    runs.push([traceName, scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))],
+      { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, traced }]);
+  }
   for (const [name, args, scenarioTargets] of runs) {
     if (!wanted(name)) continue;
     const beside = alongside[name];
@@ -429,6 +452,15 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
   if (tlsProxies) tlsProxies.stop();
   if (budgetProxy) budgetProxy.kill("SIGTERM");
   for (const p of translatedProxies) p.kill("SIGTERM");
+  if (tracedProxy) {
+    const text = await (await fetch(`http://127.0.0.1:${runs.find((r) => r[0] === traceName)[2].traced.adminPort}/metrics`)).text();
+    const counter = (name) => Number(text.match(new RegExp(`^${name} (\\d+)$`, "m"))?.[1] ?? NaN);
+    traceSummary = `\n2tr's exporter: ${counter("tokengate_trace_spans_exported_total")} spans exported, ` +
+      `${counter("tokengate_trace_spans_dropped_total")} dropped, ` +
+      `${counter("tokengate_trace_export_failures_total")} failed exports`;
+    tracedProxy.kill("SIGTERM");
+    collector.kill("SIGTERM");
+  }
 
   // Scenario 3: many slow streams open at once. Each proxied stream holds
   // two descriptors (client and upstream) and this machine's hard limit is
@@ -645,6 +677,10 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
         `(pooled ${fmt(pctl(all("budgeted"), 0.99) - pctl(all("tokengate"), 0.99), 3)} ms), ` +
         `refused ${m.budgeted.n - m.budgeted.ok} of ${m.budgeted.n}`);
     }
+    if (m.traced)
+      lines.push(`ratio traced/tokengate: CPU per event ${fmt(m.traced.cpu / a.cpu)}, events/s ` +
+        `${fmt(m.traced.eps / a.eps)}; traced minus tokengate: TTFT p50 ` +
+        `${fmt(m.traced.ttft50 - a.ttft50, 3)} ms, p99 ${fmt(m.traced.ttft99 - a.ttft99, 3)} ms`);
     if (m.translated)
       lines.push(`ratio translated/tokengate: CPU per event ${fmt(m.translated.cpu / a.cpu)}, events/s ` +
         `${fmt(m.translated.eps / a.eps)}; translated minus tokengate: TTFT p50 ` +
@@ -672,6 +708,7 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
       `(${qt.length} of ${ttftRounds}); tokengate minus nginx ${fmt(median(qt) - median(qn), 3)} ms`);
   }
   const runSeconds = (performance.now() - runStartedAt) / 1000, steal = runSteal();
+  if (traceSummary) lines.push(traceSummary);
   lines.push(`\nhost steal over the whole run (${fmt(runSeconds, 0)} s): core 0 ${fmt(steal.cpu0, 1)} %, core 1 ${fmt(steal.cpu1, 1)} %`);
   const report = lines.join("\n");
   console.log(report);

@@ -19,17 +19,18 @@ const std::string client_span = "b7ad6b7169203331";
 
 fixture_options traced(std::uint16_t collector_port, const std::string& more = "") {
   fixture_options o;
-  o.top_extra = "routes:\n"
-                "  - {name: chat, models: [demo], targets: [{upstream: demo}],\n"
-                "     max_output_tokens: {default: 5, ceiling: 50, mode: clamp}}\n"
-                "tracing:\n"
-                "  endpoint: http://127.0.0.1:" +
-                std::to_string(collector_port) +
-                "/v1/traces\n"
-                "  headers: {x-collector-key: sekret}\n"
-                "  resource: {deployment.environment: test}\n"
-                "  export_interval: 20ms\n" +
-                more;
+  o.top_extra =
+      "routes:\n"
+      "  - {name: chat, models: [demo], targets: [{upstream: demo}],\n"
+      "     max_output_tokens: {default: 5, ceiling: 50, mode: clamp}}\n"
+      "tracing:\n"
+      "  endpoint: http://127.0.0.1:" +
+      std::to_string(collector_port) +
+      "/v1/traces\n"
+      "  headers: {x-collector-key: sekret}\n"
+      "  resource: {deployment.environment: test}\n"
+      "  export_interval: 20ms\n" +
+      more;
   return o;
 }
 
@@ -61,8 +62,9 @@ TEST(Tracing, ARequestsSpansArriveWithParentsAttributesAndTimings) {
   proxy_fixture f(traced(collector.port()));
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", chat(),
-                   "traceparent: 00-" + client_trace + "-" + client_span + "-01\r\n"
-                   "tracestate: vendor=abc\r\n"));
+                   "traceparent: 00-" + client_trace + "-" + client_span +
+                       "-01\r\n"
+                       "tracestate: vendor=abc\r\n"));
   ASSERT_TRUE(read_response(c).complete);
   ASSERT_TRUE(wait_until([&] { return collector.spans().size() >= 2; }, 3s, "two spans"));
   auto spans = collector.spans();
@@ -110,8 +112,8 @@ TEST(Tracing, ARequestsSpansArriveWithParentsAttributesAndTimings) {
   double offset_us =
       static_cast<double>(ns(event.at("timeUnixNano")) - ns(server->at("startTimeUnixNano"))) / 1e3;
   auto stats = json::parse(http_get(f.admin_port(), "/stats").body);
-  double metric_us = stats.at("routes").at("chat").at("ttft_us").at("since_start").at("max")
-                         .to_number<double>();
+  double metric_us =
+      stats.at("routes").at("chat").at("ttft_us").at("since_start").at("max").to_number<double>();
   EXPECT_NEAR(offset_us, metric_us, 1000.0);
   EXPECT_GT(metric_us, 25000.0);  // (the engine's 30 ms)
   // The attempt lasts as long as the stream, within the request's span.
@@ -125,8 +127,9 @@ TEST(Tracing, ALimitCutIsAnEventAndAnAttribute) {
   fake_collector collector;
   proxy_fixture f(traced(collector.port()));
   http_client c(f.port());
-  c.send(post_json("/v1/chat/completions",
-                   R"({"model":"demo","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hi"}],
+  c.send(post_json(
+      "/v1/chat/completions",
+      R"({"model":"demo","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hi"}],
                        "demo":{"ttft_ms":0,"interval_ms":1,"tokens":20,"ignore_limit":true}})"));
   ASSERT_TRUE(read_response(c).complete);
   ASSERT_TRUE(wait_until([&] { return find_kind(collector.spans(), 2) != nullptr; }, 3s, "a span"));
@@ -149,8 +152,7 @@ TEST(Tracing, AnUnsampledTraceIsPassedOnAndNotExported) {
   c.send(post_json("/v1/chat/completions", chat(),
                    "traceparent: 00-" + client_trace + "-" + client_span + "-00\r\n"));
   ASSERT_TRUE(read_response(c).complete);
-  auto sent = std::string(
-      f.engine_last_request().at("headers").at("traceparent").as_string());
+  auto sent = std::string(f.engine_last_request().at("headers").at("traceparent").as_string());
   EXPECT_TRUE(sent.starts_with("00-" + client_trace + "-")) << sent;
   EXPECT_TRUE(sent.ends_with("-00")) << sent;
   EXPECT_EQ(sent.find(client_span), std::string::npos) << "the parent is tokengate's span";
@@ -180,8 +182,8 @@ TEST(Tracing, ADeadCollectorCostsOnlyACounter) {
     EXPECT_EQ(r.status, 200);
     EXPECT_LT(clock::now() - started, 1s);
   }
-  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_trace_export_failures_total") > 0; },
-                         3s, "failed exports to be counted"));
+  EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_trace_export_failures_total") > 0; }, 3s,
+                         "failed exports to be counted"));
   EXPECT_TRUE(wait_until([&] { return metric(f, "tokengate_trace_spans_dropped_total") > 0; }, 3s,
                          "the failed batches' spans to be counted as dropped"));
   EXPECT_EQ(metric(f, "tokengate_trace_spans_exported_total"), 0u);

@@ -76,7 +76,8 @@ class fake_collector {
         auto n = ::recv(c, buf, sizeof buf, 0);
         if (n <= 0) break;
         in.append(buf, static_cast<std::size_t>(n));
-        if (head_end == std::string::npos && (head_end = in.find("\r\n\r\n")) != std::string::npos) {
+        if (head_end == std::string::npos &&
+            (head_end = in.find("\r\n\r\n")) != std::string::npos) {
           auto at = in.find("Content-Length: ");
           if (at != std::string::npos && at < head_end) length = std::stoul(in.substr(at + 16));
         }
