@@ -49,6 +49,32 @@ TEST(Config, AnUpstreamsKindSaysWhichAPIItSpeaks) {
   EXPECT_NE(error.find("test.yaml:8:"), std::string::npos) << error;
 }
 
+TEST(Config, TracingNeedsAnEndpointAndSaneBounds) {
+  auto c = load_config_text(std::string(minimal) +
+                                "tracing:\n"
+                                "  endpoint: https://otel.example:4318/v1/traces\n"
+                                "  headers: {x-key: abc}\n"
+                                "  sampling_ratio: 0.25\n"
+                                "  resource: {deployment.environment: prod}\n",
+                            "test.yaml");
+  ASSERT_TRUE(c->tracing);
+  EXPECT_EQ(c->tracing->sampling_ratio, 0.25);
+  EXPECT_EQ(c->tracing->headers.at(0), (std::pair<std::string, std::string>{"x-key", "abc"}));
+  EXPECT_EQ(c->tracing->resource.at(0).first, "deployment.environment");
+  EXPECT_EQ(c->tracing->service_name, "tokengate");
+  EXPECT_NE(
+      error_of(std::string(minimal) + "tracing: {sampling_ratio: 1}\n").find("needs an 'endpoint'"),
+      std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "tracing: {endpoint: otel:4318}\n").find("http://"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "tracing: {endpoint: http://a, sampling_ratio: 2}\n")
+                .find("between 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + "tracing: {endpoint: http://a, exporter: x}\n")
+                .find("unknown key 'exporter'"),
+            std::string::npos);
+}
+
 TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));
