@@ -14,7 +14,8 @@ TEST(TraceParent, ReadsTheSpecsExample) {
   EXPECT_TRUE(p->sampled);
   EXPECT_EQ(format_traceparent(p->trace, p->parent, true),
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")->sampled);
+  EXPECT_FALSE(
+      parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")->sampled);
   // A later version may add fields after a dash.
   EXPECT_TRUE(parse_traceparent("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"));
 }
@@ -22,20 +23,20 @@ TEST(TraceParent, ReadsTheSpecsExample) {
 TEST(TraceParent, RefusesWhatTheSpecRefuses) {
   for (const char* bad : {
            "",
-           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  // zero trace id
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  // zero parent
-           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  // version ff
-           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  // upper case
+           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",    // zero trace id
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",    // zero parent
+           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    // version ff
+           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",    // upper case
            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  // 00 with more
-           "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",   // misplaced dash
+           "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",    // misplaced dash
            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
        })
     EXPECT_FALSE(parse_traceparent(bad)) << bad;
 }
 
 TEST(TraceParent, ATraceContinuesTheClientsOrStartsWithTheRatio) {
-  auto continued = begin_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                               "a=1", 0.0);
+  auto continued =
+      begin_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "a=1", 0.0);
   EXPECT_TRUE(continued.sampled);  // the parent decides, not the ratio
   EXPECT_EQ(to_hex(continued.trace), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(to_hex(continued.parent), "00f067aa0ba902b7");
