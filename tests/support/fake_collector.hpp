@@ -33,9 +33,9 @@ class fake_collector {
   }
   ~fake_collector() {
     stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    ::shutdown(fd_, SHUT_RDWR);  // (accept returns; the descriptor closes once nothing uses it)
     thread_.join();
+    ::close(fd_);
   }
 
   std::uint16_t port() const { return port_; }
