@@ -74,11 +74,12 @@ struct framing {
   bool client_keep_alive;
 };
 
-framing framing_for(const response_head& head, bool client_keep_alive,
-                    unsigned client_http_version) {
+// (`rewritten`: a translated body, whose length is not the upstream's.)
+framing framing_for(const response_head& head, bool client_keep_alive, unsigned client_http_version,
+                    bool rewritten) {
   framing f;
   f.head_only = head.ends_with_head();
-  f.content_length = f.head_only ? std::nullopt : head.content_length;
+  f.content_length = f.head_only || rewritten ? std::nullopt : head.content_length;
   f.chunked = !f.head_only && !f.content_length && client_http_version >= 11;
   f.client_keep_alive = client_keep_alive && (f.head_only || f.content_length || f.chunked);
   return f;
@@ -217,7 +218,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
       plan_(plan),
       env_(env),
       translator_(translator),
-      framing_(framing_for(a.head, client_keep_alive, client_http_version)),
+      framing_(framing_for(a.head, client_keep_alive, client_http_version, translator)),
       idle_timeout_(a.settings->timeouts.idle),
       up_buffer_(std::move(a.buffer)),
       series_(env.latency.series_for(ctx_.route, ctx_.model_label, a.settings->name)),
@@ -236,10 +237,10 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
       // one HTTP chunk where we want every chunk already received, so that
       // events the upstream sent in separate chunks leave in one write (one
       // syscall per batch, as nginx does).
-      body_(!a.head.has_body()        ? body_decoder::none()
-            : a.head.chunked          ? body_decoder::chunked()
-            : framing_.content_length ? body_decoder::with_length(*framing_.content_length)
-                                      : body_decoder::until_close()) {
+      body_(!a.head.has_body()      ? body_decoder::none()
+            : a.head.chunked        ? body_decoder::chunked()
+            : a.head.content_length ? body_decoder::with_length(*a.head.content_length)
+                                    : body_decoder::until_close()) {
   keep_small(up_buffer_);
   ctx_.upstream_headers = clock::now();
   ctx_.streamed = a.head.value_of(known_field::content_type).starts_with("text/event-stream");

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "stream/observer.hpp"
+#include "support/hand_upstream.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -134,6 +135,52 @@ TEST(Translation, EachFallbackTargetGetsTheRequestInItsOwnAPI) {
     EXPECT_TRUE(observe_body(r.body, dialect::openai_chat).ended_properly()) << model << r.body;
     EXPECT_EQ(f.engine_last_request().at("target"), target) << model;
   }
+}
+
+// An event stream framed by a length (some servers buffer a short answer
+// whole): the translation is another length, so the client's answer is
+// chunked, never framed by the upstream's length.
+TEST(Translation, AStreamFramedByItsLengthIsReframed) {
+  const std::string events =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"model\":\"c\",\"usage\":{\"input_tokens\":2,\"output_tokens\":0}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  hand_upstream upstream([&](int listener) {
+    int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<std::size_t>(n));
+    }
+    std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+                         std::to_string(events.size()) + "\r\n\r\n" + events;
+    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+    while (::recv(fd, buf, sizeof buf, 0) > 0) {
+    }
+    ::close(fd);
+  });
+  fixture_options o;
+  o.more_upstreams = "  hand: {base_url: \"" + upstream.base_url() + "\", kind: anthropic}\n";
+  o.top_extra = "routes:\n  - {name: hand, models: [claude], targets: [{upstream: hand}]}\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", chat_body));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
+  EXPECT_FALSE(r.headers.contains("content-length"));
+  auto facts = observe_body(r.body, dialect::openai_chat);
+  EXPECT_EQ(facts.text_by_choice[0], "Hello");
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
 }
 
 TEST(Translation, WhatCannotBeTranslatedIsRefusedBeforeAnyUpstream) {
