@@ -44,6 +44,12 @@ std::string_view text_of(const json::value& v) {
   return v.is_string() ? std::string_view(v.get_string()) : std::string_view();
 }
 
+// A string member, viewed where it lies ("" when absent or not a string).
+std::string_view text_member_of(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v ? text_of(*v) : std::string_view();
+}
+
 // An image_url part: a data: URL becomes a base64 source, any other a URL source.
 json::object image_block(std::string_view url) {
   constexpr std::string_view base64_tag = ";base64,";
@@ -68,10 +74,9 @@ refusal content_blocks(const json::value& content, std::string_view where, json:
   if (!content.is_array()) return unsupported(std::string(where) + " of this type");
   for (const auto& p : content.get_array()) {
     const auto* part = p.if_object();
-    auto type = part ? text_of(part->contains("type") ? part->at("type") : json::value())
-                     : std::string_view();
+    auto type = part ? text_member_of(*part, "type") : std::string_view();
     if (type == "text" || type == "refusal") {
-      auto text = text_of(part->contains(type) ? part->at(type) : json::value());
+      auto text = text_member_of(*part, type);
       blocks.push_back(json::object{{"type", "text"}, {"text", text}});
     } else if (type == "image_url" && part->contains("image_url")) {
       const auto& image = part->at("image_url");
@@ -182,8 +187,7 @@ refusal convert_tools(const json::value& v, json::object& out) {
   for (const auto& t : v.get_array()) {
     const auto* tool = t.if_object();
     const auto* f = tool ? tool->if_contains("function") : nullptr;
-    if (!f || !f->is_object() ||
-        text_of(tool->contains("type") ? tool->at("type") : "") != "function")
+    if (!f || !f->is_object() || text_member_of(*tool, "type") != "function")
       return unsupported("a tool that is not a function");
     const auto& fn = f->get_object();
     json::object converted{{"name", fn.contains("name") ? fn.at("name") : json::value("")}};
