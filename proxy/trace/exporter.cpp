@@ -179,6 +179,12 @@ void exporter::run() {
   }
 }
 
+// A drain begun meanwhile brings the batch's last moment forward.
+steady::time_point exporter::sooner_if_draining(steady::time_point give_up) {
+  std::lock_guard lock(mutex_);
+  return stopping_ ? std::min(give_up, drain_deadline_) : give_up;
+}
+
 // The batch's POST, tried again after 100 ms, 200 ms, … while the
 // collector is unreachable, overloaded (429, 5xx) and time is left; false
 // when it never took it.
@@ -191,6 +197,7 @@ bool exporter::send_with_retries(const std::string& body, steady::time_point giv
   request += "\r\n" + body;
   auto pause = std::chrono::milliseconds(100);
   for (int attempt = 0;; ++attempt) {
+    give_up = sooner_if_draining(give_up);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - steady::now());
     auto [status, failure] = http_->post(
         request, std::max(std::chrono::milliseconds(1), std::min(settings_.timeout, left)));
@@ -201,7 +208,8 @@ bool exporter::send_with_retries(const std::string& body, steady::time_point giv
         failures_ % 1000 == 0)  // (once, then rarely: a dead collector is not news)
       spdlog::warn("trace export to {} failed ({} so far): {}", settings_.endpoint,
                    failures_.load(), status ? "status " + std::to_string(status) : failure);
-    if (!retryable || attempt >= settings_.retries || steady::now() + pause >= give_up)
+    if (!retryable || attempt >= settings_.retries ||
+        steady::now() + pause >= sooner_if_draining(give_up))
       return false;
     std::this_thread::sleep_for(pause);
     pause *= 2;

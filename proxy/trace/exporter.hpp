@@ -41,6 +41,8 @@ class exporter {
   void run();
   std::vector<span> take_batch();
   bool send_with_retries(const std::string& body, std::chrono::steady_clock::time_point give_up);
+  std::chrono::steady_clock::time_point sooner_if_draining(
+      std::chrono::steady_clock::time_point give_up);
 
   struct connection;  // the HTTP side (exporter.cpp)
 
