@@ -191,6 +191,30 @@ TEST(Tracing, ADeadCollectorCostsOnlyACounter) {
   EXPECT_EQ(metric(f, "tokengate_trace_spans_exported_total"), 0u);
 }
 
+TEST(Tracing, ADrainDoesNotWaitOnRetriesToADeadCollector) {
+  std::uint16_t dead_port;
+  {
+    fake_collector gone;
+    dead_port = gone.port();
+  }
+  // A batch of one span goes at once; its retries would last up to ten
+  // export intervals (50 s) but for the drain.
+  auto options = traced(dead_port, "  retries: 10\n  timeout: 300ms\n  batch_spans: 1\n");
+  options.top_extra.replace(options.top_extra.find("  export_interval: 20ms\n"), 24,
+                            "  export_interval: 5s\n");
+  auto f = std::make_unique<proxy_fixture>(options);
+  http_client c(f->port());
+  c.send(post_json("/v1/chat/completions", chat()));
+  ASSERT_TRUE(read_response(c).complete);
+  c.close();
+  ASSERT_TRUE(wait_until([&] { return metric(*f, "tokengate_trace_export_failures_total") > 0; },
+                         3s, "a failed export"));
+  // The batch is now in its backoff (10 tries would take over 100 s).
+  auto started = clock::now();
+  f.reset();  // drain and stop
+  EXPECT_LT(clock::now() - started, 2s);
+}
+
 TEST(Tracing, ARefusingCollectorIsRetriedThenTakesTheBatch) {
   fake_collector collector;
   collector.answer_with(503);
