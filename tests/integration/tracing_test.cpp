@@ -218,7 +218,12 @@ TEST(Tracing, ADrainDoesNotWaitOnRetriesToADeadCollector) {
 TEST(Tracing, ARefusingCollectorIsRetriedThenTakesTheBatch) {
   fake_collector collector;
   collector.answer_with(503);
-  proxy_fixture f(traced(collector.port()));
+  // A request's two spans make a batch at once; its retries may last ten
+  // export intervals (5 s), well past the 100 ms the first one waits.
+  auto options = traced(collector.port(), "  batch_spans: 2\n");
+  options.top_extra.replace(options.top_extra.find("  export_interval: 20ms\n"), 24,
+                            "  export_interval: 500ms\n");
+  proxy_fixture f(options);
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", chat()));
   ASSERT_TRUE(read_response(c).complete);
