@@ -45,6 +45,7 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
       &plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
   plan.edits.resize(plan.upstreams.size());
   plan.translations.resize(plan.upstreams.size());
+  plan.models.resize(plan.upstreams.size());
   if (early && early->upstream == plan.upstreams.front())
     plan.first_connection = std::move(early->acquired);
   return plan;

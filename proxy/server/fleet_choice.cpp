@@ -98,8 +98,7 @@ void put_first(upstream::exchange_plan& plan, std::size_t index) {
   std::rotate(plan.edits.begin(), plan.edits.begin() + first, plan.edits.begin() + first + 1);
   std::rotate(plan.translations.begin(), plan.translations.begin() + first,
               plan.translations.begin() + first + 1);
-  if (plan.models.size() > index)
-    std::rotate(plan.models.begin(), plan.models.begin() + first, plan.models.begin() + first + 1);
+  std::rotate(plan.models.begin(), plan.models.begin() + first, plan.models.begin() + first + 1);
   plan.first_connection.reset();  // (opened to the target that was first)
 }
 

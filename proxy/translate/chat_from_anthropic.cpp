@@ -85,13 +85,18 @@ void chat_from_anthropic::on_event(const stream::sse_event& event, std::string& 
   });
 }
 
-void chat_from_anthropic::open_chunk(std::string& out) {
+// A chunk's event up to its choices: its id, object, time and model.
+void chat_from_anthropic::chunk_header(std::string& out) {
   begin_data(out);
   out.append("{\"id\":");
   append_json_string(out, id_);
   out.append(",\"object\":\"chat.completion.chunk\",\"created\":").append(created_);
   out.append(",\"model\":");
   append_json_string(out, model_);
+}
+
+void chat_from_anthropic::open_chunk(std::string& out) {
+  chunk_header(out);
   out.append(",\"choices\":[{\"index\":0,\"delta\":");
 }
 
@@ -192,12 +197,7 @@ void chat_from_anthropic::message_delta(const json::object& e, std::string& out)
 
 void chat_from_anthropic::usage_chunk(std::string& out) {
   auto prompt = input_ + cache_read_ + cache_written_;  // OpenAI counts cached tokens in
-  begin_data(out);
-  out.append("{\"id\":");
-  append_json_string(out, id_);
-  out.append(",\"object\":\"chat.completion.chunk\",\"created\":").append(created_);
-  out.append(",\"model\":");
-  append_json_string(out, model_);
+  chunk_header(out);
   out.append(",\"choices\":[],\"usage\":{\"prompt_tokens\":").append(std::to_string(prompt));
   out.append(",\"completion_tokens\":").append(std::to_string(output_));
   out.append(",\"total_tokens\":").append(std::to_string(prompt + output_));

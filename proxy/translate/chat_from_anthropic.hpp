@@ -35,6 +35,7 @@ class chat_from_anthropic final : public stream::answer_translator {
   void message_stop(std::string& out);
   void read_usage(const boost::json::object* usage);
 
+  void chunk_header(std::string& out);
   // A chunk's opening up to its delta, and its closing after it.
   void open_chunk(std::string& out);
   void close_chunk(std::string& out, std::string_view finish_reason);

@@ -4,6 +4,8 @@
 #include <boost/json/value.hpp>
 #include <utility>
 
+#include "http/json_error.hpp"
+#include "stream/error_event.hpp"
 #include "translate/json_out.hpp"
 
 namespace tokengate::translate {
@@ -50,14 +52,6 @@ void append_openai_error(std::string& out, std::string_view message, std::string
     out.append("null");
   else
     append_json_string(out, code);
-  out.append("}}");
-}
-
-void append_anthropic_error(std::string& out, std::string_view type, std::string_view message) {
-  out.append("{\"type\":\"error\",\"error\":{\"type\":");
-  append_json_string(out, type);
-  out.append(",\"message\":");
-  append_json_string(out, message);
   out.append("}}");
 }
 
@@ -127,27 +121,19 @@ void openai_error_to_anthropic(unsigned& status, std::string& body) {
   auto message = member(detail, "message");
   std::string text = message.empty() ? fallback_message(status) : std::string(message);
   if (status == 503) status = 529;  // overloaded, as Anthropic's API says it
-  std::string out;
-  append_anthropic_error(out, anthropic_type_for_status(status), text);
-  body = std::move(out);
+  body = anthropic_error_body(text, anthropic_type_for_status(status));
 }
 
 std::string openai_error_event(std::string_view anthropic_type, std::string_view message) {
   auto words = openai_words_for(anthropic_type);
-  std::string out;
-  begin_data(out);
-  append_openai_error(out, message, words.type, words.code);
-  end_event(out);
-  return out;
+  return stream::make_error_event(dialect::openai_chat, words.type, words.code, message);
 }
 
 std::string anthropic_error_event(std::string_view openai_type, std::string_view openai_code,
                                   std::string_view message) {
-  std::string out;
-  begin_event(out, "error");
-  append_anthropic_error(out, anthropic_type_for_words(openai_type, openai_code), message);
-  end_event(out);
-  return out;
+  return stream::make_error_event(dialect::anthropic_messages,
+                                  anthropic_type_for_words(openai_type, openai_code), openai_code,
+                                  message);
 }
 
 }  // namespace tokengate::translate

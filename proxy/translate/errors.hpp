@@ -17,7 +17,8 @@ void anthropic_error_to_openai(unsigned& status, std::string& body);
 void openai_error_to_anthropic(unsigned& status, std::string& body);
 
 // An error event's detail ({"type", "message"} of Anthropic's, {"message",
-// "type", "code"} of OpenAI's) as the other dialect's whole event.
+// "type", "code"} of OpenAI's) as the other dialect's whole event
+// (stream/error_event.hpp writes it).
 std::string openai_error_event(std::string_view anthropic_type, std::string_view message);
 std::string anthropic_error_event(std::string_view openai_type, std::string_view openai_code,
                                   std::string_view message);

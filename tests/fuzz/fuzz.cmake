@@ -15,7 +15,7 @@ add_library(fuzz_parsing STATIC
   proxy/http/message_head.cpp proxy/http/response_head.cpp
   proxy/translate/anthropic_from_chat.cpp proxy/translate/chat_from_anthropic.cpp
   proxy/translate/chat_request_to_messages.cpp proxy/translate/messages_request_to_chat.cpp
-  proxy/translate/errors.cpp
+  proxy/translate/errors.cpp proxy/stream/error_event.cpp proxy/http/json_error.cpp
   ${EMBEDDED_CONFIG_CPP})
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)
