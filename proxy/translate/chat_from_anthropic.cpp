@@ -58,8 +58,8 @@ std::string_view finish_reason_for(std::string_view stop_reason) {
   return "stop";  // end_turn, stop_sequence, pause_turn
 }
 
-chat_from_anthropic::chat_from_anthropic(bool usage_asked)
-    : usage_asked_(usage_asked), created_(now_seconds()) {}
+chat_from_anthropic::chat_from_anthropic(bool usage_asked, std::optional<std::int64_t> created)
+    : usage_asked_(usage_asked), created_(created ? std::to_string(*created) : now_seconds()) {}
 
 void chat_from_anthropic::on_event(const stream::sse_event& event, std::string& out) {
   read_event_json(event.data, [&](const json::object* e) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "stream/answer_translator.hpp"
@@ -17,8 +18,9 @@ namespace tokengate::translate {
 
 class chat_from_anthropic final : public stream::answer_translator {
  public:
-  // `usage_asked`: the client's stream_options.include_usage.
-  explicit chat_from_anthropic(bool usage_asked);
+  // `usage_asked`: the client's stream_options.include_usage. `created`:
+  // the chunks' Unix time (now; tests fix it, to compare two translations).
+  explicit chat_from_anthropic(bool usage_asked, std::optional<std::int64_t> created = {});
 
   dialect upstream_dialect() const override { return dialect::anthropic_messages; }
   void on_event(const stream::sse_event& event, std::string& out) override;

@@ -37,7 +37,12 @@ class translating_feed final : public stream::sse_sink {
 std::string translate_body(const std::string& body, dialect client, std::size_t piece) {
   auto upstream =
       client == dialect::openai_chat ? dialect::anthropic_messages : dialect::openai_chat;
-  auto translator = translate::answer_translator_for(client, upstream, true, "client-model");
+  // (a fixed time in the chunks: translations made seconds apart are compared)
+  std::unique_ptr<stream::answer_translator> translator;
+  if (upstream == dialect::anthropic_messages)
+    translator = std::make_unique<translate::chat_from_anthropic>(true, 1796000000);
+  else
+    translator = std::make_unique<translate::anthropic_from_chat>("client-model");
   translating_feed feed(*translator);
   stream::sse_parser parser;
   if (piece == 0) piece = body.size();
