@@ -32,6 +32,7 @@
 #include "io/tls_context.hpp"
 #include "io/tls_direct.hpp"
 #include "stream/observer.hpp"
+#include "stream/whole_usage.hpp"
 #include "upstream/target_url.hpp"
 
 namespace tokengate::bench {
@@ -346,6 +347,19 @@ void judge_complete_answer(sample& s, const token_clock& tokens, clock::time_poi
   }
 }
 
+// A whole answer (asked for with "stream": false in --extra-body): its
+// tokens are its usage's output tokens, and its time to first token is
+// the time to the whole answer.
+void judge_whole_answer(sample& s, const stream::whole_usage& usage, clock::time_point start,
+                        clock::time_point end) {
+  s.tokens = static_cast<int>(usage.output_tokens().value_or(0));
+  if (s.tokens <= 0) {
+    s.error = "no_tokens", s.detail = "a whole 200 answer without output tokens in its usage";
+    return;
+  }
+  s.ttft_ms = s.duration_ms = token_clock::ms(end - start);
+}
+
 // One request on `conn` (opened if needed); fills `s`.
 net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& conn, sample& s) {
   if (!conn) {
@@ -377,6 +391,8 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
   bool ok_status = parser.get().result_int() == 200;
   if (!ok_status) s.error = "http_" + std::to_string(parser.get().result_int());
   constexpr std::size_t detail_bytes = 300;  // (an error body's message, not a whole page)
+  const bool whole = !parser.get()[http::field::content_type].starts_with("text/event-stream");
+  stream::whole_usage usage;
   stream::sse_parser sse;
   token_clock tokens(s, dialect_for_path(api_path(st.o.api)));
   std::array<char, 16384> chunk;
@@ -386,7 +402,9 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     auto [rec, rn] = co_await http::async_read_some(reads, buffer, parser, use_tuple);
     if (rec == http::error::need_buffer) rec = {};
     auto got = chunk.size() - parser.get().body().size;
-    if (got > 0 && ok_status) {
+    if (got > 0 && ok_status && whole) {
+      usage.feed(std::string_view(chunk.data(), got));
+    } else if (got > 0 && ok_status) {
       tokens.at(clock::now(), reads.last_arrival());
       sse.feed(std::string_view(chunk.data(), got), tokens);
       tokens.read_parsed(sse.boundary() == sse.fed());
@@ -407,7 +425,10 @@ net::awaitable<void> one_request(point_state& st, std::unique_ptr<any_stream>& c
     conn.reset();
   else
     conn->expires_never();
-  if (s.error.empty()) judge_complete_answer(s, tokens, start, end);
+  if (s.error.empty() && whole)
+    judge_whole_answer(s, usage, start, end);
+  else if (s.error.empty())
+    judge_complete_answer(s, tokens, start, end);
 }
 
 void draw_progress(const point_state& st, int concurrency, int prompt) {

@@ -176,6 +176,7 @@ admission gate::decided(std::shared_ptr<const demand> d, reservation r, bool in_
 net::awaitable<admission> gate::admit(demand wanted) {
   auto d = std::make_shared<const demand>(std::move(wanted));
   if (!redis_) co_return decided(d, shared_.local().reserve(*d, unix_ms()), false);
+  carry_over_to_store();
   auto& book = shared_.leases();
   auto taken = book.take(*d, std::chrono::steady_clock::now());
   if (taken.whole) {
@@ -187,6 +188,7 @@ net::awaitable<admission> gate::admit(demand wanted) {
   for (std::size_t i = 0; i < rest->counters.size(); ++i)
     rest->counters[i].amount -= taken.portions[i];
   auto r = co_await reserve_in_store(rest, lease_book::wishes(*d));
+  if (r) shared_.local().saw_in_store(*rest, *r, unix_ms());
   if (r && r->admitted)
     book.grant(*rest, *r, std::chrono::steady_clock::now());
   else
@@ -209,7 +211,23 @@ net::awaitable<admission> gate::admit(demand wanted) {
     co_return a;
   }
   shared_.local_fallbacks.fetch_add(1, std::memory_order_relaxed);
-  co_return decided(d, shared_.local().reserve(*d, unix_ms(), settings.replicas), false);
+  co_return decided(d, shared_.local().reserve_while_store_down(*d, unix_ms(), settings.replicas),
+                    false);
+}
+
+// What was counted here while Redis did not answer goes to Redis first, on
+// the same connection as the reservation that follows (Redis runs a
+// connection's commands in order: that reservation sees it). Not taken
+// (no connection, no reply): kept for the next try.
+void gate::carry_over_to_store() {
+  auto& local = shared_.local();
+  if (!local.has_carry_over()) return;
+  auto counted = local.take_carry_over(unix_ms());
+  if (counted.empty()) return;
+  auto command = redis_ledger::carry_command(shared_.redis()->key_prefix, counted);
+  redis_->send(std::move(command), [&local, counted = std::move(counted)](std::optional<reply> r) {
+    if (!r || r->is_error()) local.put_back(counted);
+  });
 }
 
 // Leases running low are topped up in the background: the same script
@@ -222,9 +240,11 @@ void gate::top_up_leases(const demand& d) {
   for (auto& c : ask->counters) c.amount = 0;
   auto command = redis_ledger::reserve_command(shared_.redis()->key_prefix, *ask,
                                                new_reservation_id(), wishes);
-  redis_->send(std::move(command), [&book, ask](std::optional<reply> r) {
+  auto& local = shared_.local();
+  redis_->send(std::move(command), [&book, &local, ask](std::optional<reply> r) {
     std::optional<reservation> granted;
     if (r) granted = redis_ledger::read_reserve_reply(*r, *ask, "");
+    if (granted) local.saw_in_store(*ask, *granted, unix_ms());
     if (granted && granted->admitted) book.grant(*ask, *granted, std::chrono::steady_clock::now());
     book.topped_up(*ask);
   });
@@ -244,6 +264,13 @@ void gate::settle(admission& a, const usage& real) {
                });
 }
 
+void gate::give_back(admission& a) {
+  if (a.settled || a.outcome != admission::verdict::admitted) return;
+  a.settled = true;
+  if (!a.in_store) return shared_.local().give_back(*a.asked, a.held);
+  redis_->send(redis_ledger::give_back_command(*a.asked, a.held), [](auto) {});
+}
+
 net::awaitable<std::string> gate::report_json(const config::config& cfg) {
   auto all = everything_configured(cfg);
   const auto now = unix_ms();
@@ -255,8 +282,13 @@ net::awaitable<std::string> gate::report_json(const config::config& cfg) {
                              std::chrono::seconds(1), nullptr);
     if (got) states = redis_ledger::read_peek_reply(*got, all);
     out["store_up"] = states.has_value();
+    out["view"] = states ? "store" : "local";
+    // Unanswered: what this instance counts, carrying on from what Redis
+    // last reported (budget/local_ledger.hpp), rather than nothing.
+    if (!states) states = shared_.local().peek(all, now);
   } else {
     out["store"] = "this process";
+    out["view"] = "local";
     states = shared_.local().peek(all, now);
   }
   boost::json::array list;

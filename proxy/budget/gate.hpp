@@ -10,8 +10,11 @@
 // once, and grants leases) and waits at most redis.timeout. Settlements
 // and lease top-ups are sent without waiting. Without an answer in time,
 // on_store_failure decides: deny (503) or allow_local (this process's
-// ledger, each limit divided by redis.replicas). A reservation whose
-// answer comes after its request stopped waiting is given back.
+// ledger, carrying on from the counts Redis last reported, with a share of
+// what was left for each of redis.replicas instances; budget/local_ledger.hpp).
+// What was counted locally is added to Redis before the next request that
+// reaches it. A reservation whose answer comes after its request stopped
+// waiting is given back.
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -66,7 +69,11 @@ class gate {
   net::awaitable<admission> admit(demand d);
   // Once per admitted request, at its end.
   void settle(admission& a, const usage& real);
-  // GET /budgets: every key's and route's counters as the store has them.
+  // In place of settle, for an admitted request refused before any
+  // upstream call (by the fleet): as if it had never been made.
+  void give_back(admission& a);
+  // GET /budgets: every key's and route's counters as the store has them
+  // (while it does not answer: as this process counts them, "view": "local").
   net::awaitable<std::string> report_json(const config::config& cfg);
 
  private:
@@ -76,6 +83,7 @@ class gate {
   net::awaitable<std::optional<reservation>> reserve_in_store(std::shared_ptr<const demand> d,
                                                               std::vector<long long> leases);
   void top_up_leases(const demand& d);
+  void carry_over_to_store();
   admission decided(std::shared_ptr<const demand> d, reservation r, bool in_store);
 
   net::any_io_executor executor_;

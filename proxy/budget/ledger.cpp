@@ -60,4 +60,11 @@ std::vector<long long> settle_deltas(const demand& d, const usage& real) {
   return deltas;
 }
 
+std::vector<long long> give_back_deltas(const demand& d) {
+  std::vector<long long> deltas;
+  deltas.reserve(d.counters.size());
+  for (const auto& c : d.counters) deltas.push_back(-c.amount);
+  return deltas;
+}
+
 }  // namespace tokengate::budget

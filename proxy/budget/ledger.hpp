@@ -33,6 +33,9 @@ struct reservation {
   std::vector<std::string> keys;      // where each counter is stored (for settle)
   std::string id;                     // this reservation's slot in concurrency sets
   std::vector<long long> leased;      // granted beyond the amounts (Redis only)
+  // Admitted by this process while the shared store did not answer: what
+  // it counts is carried to the store when the store answers again.
+  bool to_carry = false;
 };
 
 // Random, 128 bits as hex: a reservation's id.
@@ -42,5 +45,9 @@ std::string new_reservation_id();
 // place of the estimate (requests and concurrency stay as reserved; a
 // concurrency slot is given back separately).
 std::vector<long long> settle_deltas(const demand& d, const usage& real);
+// The difference that gives a reservation back whole, the request's count
+// included: for a request refused after it reserved (by the fleet), which
+// used nothing.
+std::vector<long long> give_back_deltas(const demand& d);
 
 }  // namespace tokengate::budget

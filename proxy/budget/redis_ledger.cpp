@@ -13,6 +13,9 @@ std::string reserve_script() {
 std::string peek_script() {
   return std::string(scripts::clock_and_windows) + std::string(scripts::peek);
 }
+std::string carry_script() {
+  return std::string(scripts::clock_and_windows) + std::string(scripts::carry);
+}
 
 // What EVALSHA names a script by: the SHA-1 of its text, in hex.
 std::string sha1_hex(const std::string& text) {
@@ -28,15 +31,16 @@ std::string sha1_hex(const std::string& text) {
 }
 
 const std::string& sha_of(int which) {
-  static const std::string shas[] = {
-      sha1_hex(reserve_script()), sha1_hex(std::string(scripts::settle)), sha1_hex(peek_script())};
+  static const std::string shas[] = {sha1_hex(reserve_script()),
+                                     sha1_hex(std::string(scripts::settle)),
+                                     sha1_hex(peek_script()), sha1_hex(carry_script())};
   return shas[which];
 }
 
 }  // namespace
 
 std::vector<std::string> scripts() {
-  return {reserve_script(), std::string(scripts::settle), peek_script()};
+  return {reserve_script(), std::string(scripts::settle), peek_script(), carry_script()};
 }
 
 std::vector<std::string> reserve_command(const std::string& prefix, const demand& d,
@@ -78,7 +82,26 @@ std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, s
 }
 
 std::vector<std::string> settle_command(const demand& d, const reservation& r, const usage& real) {
-  auto deltas = settle_deltas(d, real);
+  return adjust_command(r, settle_deltas(d, real));
+}
+
+std::vector<std::string> give_back_command(const demand& d, const reservation& r) {
+  return adjust_command(r, give_back_deltas(d));
+}
+
+std::vector<std::string> carry_command(const std::string& prefix,
+                                       const std::vector<local_ledger::carried>& counted) {
+  std::vector<std::string> args{"EVALSHA", sha_of(3), "0"};
+  for (const auto& c : counted) {
+    args.push_back(prefix + ':' + c.key);
+    args.push_back(std::to_string(c.delta));
+    args.push_back(std::to_string(c.window_end_ms));
+  }
+  return args;
+}
+
+std::vector<std::string> adjust_command(const reservation& r,
+                                        const std::vector<long long>& deltas) {
   std::vector<std::string> args{"EVALSHA", sha_of(1), "0", r.id};
   for (std::size_t i = 0; i < r.keys.size() && i < deltas.size(); ++i) {
     args.push_back(r.keys[i]);

@@ -144,4 +144,20 @@ end
 return out
 )lua";
 
+// (after clock_and_windows) ARGV: per counter: key, delta, window end
+// (Unix ms). What an instance counted alone while Redis did not answer,
+// added to windows that are still open (a key lost with a restarted Redis
+// is made anew); an ended window is left alone.
+inline constexpr std::string_view carry = R"lua(
+for i = 1, #ARGV, 3 do
+  local key, delta, ends = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if ends > now and delta ~= 0 then
+    local left = redis.call('INCRBY', key, delta)
+    if left < 0 then redis.call('SET', key, 0) end
+    redis.call('PEXPIREAT', key, ends + 60000)
+  end
+end
+return 1
+)lua";
+
 }  // namespace tokengate::budget::scripts

@@ -8,7 +8,7 @@
 #include "http/json_response.hpp"
 #include "io/any_stream.hpp"
 #include "routing/policy.hpp"
-#include "server/budgeted_exchange.hpp"
+#include "server/admitted_exchange.hpp"
 #include "server/fleet_choice.hpp"
 #include "server/proxy_exchange.hpp"
 #include "server/worker.hpp"
@@ -232,22 +232,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return keep_alive;
   }
   auto& plan = std::get<upstream::exchange_plan>(planned);
-  // A slot on the upstream, held to the end of the exchange (waiting for
-  // one when the route's targets are full and it has a queue).
-  auto admitted = co_await w.fleet().admit(std::move(admission));
-  if (auto* refused = std::get_if<fleet::refusal>(&admitted)) {
-    co_await send_error(stream, refusal_error(*refused), keep_alive, ctx,
-                        refusal_extras(*refused, ctx.path));
-    co_return keep_alive;
-  }
-  ctx.admitted = clock::now();
-  put_first(plan, std::get<fleet::admitted>(admitted).index);
-  bool keep = false;  // (not `if (..) co_return co_await ..`: GCC 12 miscompiles it)
-  if (demand.empty())
-    keep = co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
-  else
-    keep = co_await budgeted_exchange(stream, watcher, request, w, plan, ctx, std::move(demand),
-                                      keep_alive);
+  bool keep = co_await admitted_exchange(stream, watcher, request, w, plan, ctx, std::move(demand),
+                                         std::move(admission), keep_alive);
   co_return keep;
 }
 

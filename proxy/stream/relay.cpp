@@ -20,6 +20,7 @@
 #include "stream/final_event.hpp"
 #include "stream/sse_parser.hpp"
 #include "stream/whole_translation.hpp"
+#include "stream/whole_usage.hpp"
 
 // GCC 12 takes Asio's coroutine frames, allocated by awaitable_frame_base's
 // operator new (through the thread's recycling cache) and freed by its sized
@@ -178,6 +179,7 @@ class response_relay {
   metrics::series& series_;
   metrics::route_windows& windows_;
   stream_accounting accounting_;
+  whole_usage whole_usage_;  // an answer that is not an event stream: its usage
   event_aligner aligner_;
   body_decoder body_;
   std::optional<drained_reader> plain_upstream_;  // (TLS reads go through the TLS engine)
@@ -444,6 +446,7 @@ buffers response_relay::forward() {
   bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin,
                             part_.size);
   if (!ctx_.streamed) {
+    whole_usage_.feed(bytes_);
     pieces_.assign(1, net::const_buffer(bytes_.data(), bytes_.size()));
     return frame(pieces_, body_.done());
   }
@@ -511,6 +514,11 @@ bool response_relay::turn_ends() {
 void response_relay::settle() {
   if (ctx_.streamed) env_.metrics.stream_active.sub();
   env_.metrics.stream_events_total.add(ctx_.sse_events);
+  if (!ctx_.streamed) {
+    ctx_.input_tokens = whole_usage_.input_tokens();
+    ctx_.output_tokens = whole_usage_.output_tokens();
+    return;
+  }
   ctx_.input_tokens = accounting_.facts().input_tokens;
   ctx_.output_tokens = accounting_.output_tokens();
   ctx_.finish_reason = accounting_.facts().finish_reason;

@@ -9,6 +9,7 @@
 #include "http/json_response.hpp"
 #include "io/write_all.hpp"
 #include "stream/client_framing.hpp"
+#include "stream/whole_usage.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -81,6 +82,11 @@ net::awaitable<bool> relay_whole_translated(upstream::exchange_state& s, upstrea
   else
     s.upstream->stream.close();
 
+  // The usage as the upstream counted it, before the body is rewritten.
+  whole_usage usage;
+  usage.feed(body);
+  ctx.input_tokens = usage.input_tokens();
+  ctx.output_tokens = usage.output_tokens();
   unsigned status = a.head.status;
   translator.whole(status, body);
   a.head.status = status;

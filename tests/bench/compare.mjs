@@ -14,7 +14,8 @@
 // Scenario 2b (budgets) adds a fourth target, "budgeted": tokengate with
 // a client key whose budget is counted in a redis-server started here, on
 // the load's core (a reservation and a settlement per request); a line
-// budgeted/tokengate gives what the budget costs. The budget is far above
+// budgeted/tokengate gives what the budget costs. 2bw is the same load
+// with whole answers (not streamed), each settled from its usage. The budget is far above
 // what the load takes: nothing is refused.
 // BENCH_PROXY_FIFO=1 runs both proxies (not the source or the load) at
 // real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
@@ -355,9 +356,12 @@ admin: {address: 127.0.0.1, port: ${await freePort()}}
     runs.push([tlsName, scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))], tlsTargets]);
   }
   // Scenario 2b: 2+5's load with a budgeted key, counted in Redis.
+  // Scenario 2bw: the same with whole answers ("stream": false): each
+  // settled from the usage member found in its body as it passes.
   const budgetName = "2b throughput with a budget through Redis (64 streams x 256 tokens)";
+  const budgetWholeName = "2bw whole answers with a budget through Redis (64 clients x 256 tokens)";
   let budgetProxy = null;
-  if (wanted(budgetName)) {
+  if (wanted(budgetName) || wanted(budgetWholeName)) {
     const redisPort = await freePort();
     await start({ core: "1", path: "redis-server" }, ["--port", String(redisPort), "--bind", "127.0.0.1",
       "--save", "", "--appendonly", "no"], /Ready to accept/);
@@ -372,8 +376,11 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
     budgetProxy = await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
     const budgeted = { url: `http://127.0.0.1:${port}/v1`, pid: budgetProxy.pid, port, idleKb: rssKb(budgetProxy.pid) };
     const base = scenarios[Object.keys(scenarios).find((n) => n.startsWith("2+5 "))];
-    runs.push([budgetName, [...base, "--header", `Authorization: Bearer ${key}`],
-      { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, budgeted }]);
+    const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate, budgeted };
+    runs.push([budgetName, [...base, "--header", `Authorization: Bearer ${key}`], targets]);
+    const whole = base.map((a, i) => base[i - 1] === "--extra-body"
+      ? JSON.stringify({ ...JSON.parse(a), stream: false }) : a);
+    runs.push([budgetWholeName, [...whole, "--header", `Authorization: Bearer ${key}`], targets]);
   }
   // Scenarios 2xa and 2xc: 2+5's load in one API through a tokengate whose
   // upstream is taken to speak the other (kind openai or anthropic), the

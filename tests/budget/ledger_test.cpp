@@ -89,6 +89,78 @@ TEST(LocalLedger, ConcurrencySlotsComeBackAtSettlement) {
   EXPECT_TRUE(ledger.reserve(d, noonish).admitted);
 }
 
+TEST(LocalLedger, AGiveBackUndoesTheRequestToo) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 100, 200);
+  auto r = ledger.reserve(d, noonish);
+  ledger.give_back(d, r);
+  EXPECT_EQ(ledger.peek(d, noonish)[0].used, 0);
+  EXPECT_EQ(ledger.peek(d, noonish)[1].used, 0);
+}
+
+// The store said 700 of 1,000 tokens were used this minute; then it went
+// away. One instance alone carries on from 700, not from zero.
+reservation store_reply(const demand& d, long long tokens_used, long long requests_used) {
+  reservation r;
+  r.admitted = true;
+  r.states = {{tokens_used, 30'000}, {requests_used, 30'000}};
+  return r;
+}
+
+TEST(LocalLedger, WhileTheStoreIsDownItCarriesOnFromTheStoresLastCount) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 100, 200);  // 300 a request
+  ledger.saw_in_store(d, store_reply(d, 700, 5), noonish);
+  EXPECT_EQ(ledger.peek(d, noonish)[0].used, 700);
+  // 700 + 300 fits the limit exactly; a second would not.
+  EXPECT_TRUE(ledger.reserve_while_store_down(d, noonish, 1).admitted);
+  EXPECT_FALSE(ledger.reserve_while_store_down(d, noonish, 1).admitted);
+  ledger.saw_in_store(d, store_reply(d, 700, 5), noonish);  // (a later word from the store)
+  auto small = tokens_demand(1000, 0, 0);
+  small.counters[0].amount = 0;
+  auto r = ledger.reserve_while_store_down(small, noonish, 1);
+  EXPECT_TRUE(r.admitted);
+  EXPECT_EQ(r.states[0].used, 1000);  // its own count, above the store's last word
+  EXPECT_TRUE(r.to_carry);
+}
+
+TEST(LocalLedger, EachReplicaTakesItsShareOfWhatWasLeft) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 50, 50);  // 100 a request
+  ledger.saw_in_store(d, store_reply(d, 600, 5), noonish);
+  // Two replicas share the 400 left: 200 each, so 600 + 200.
+  EXPECT_TRUE(ledger.reserve_while_store_down(d, noonish, 2).admitted);
+  EXPECT_TRUE(ledger.reserve_while_store_down(d, noonish, 2).admitted);
+  EXPECT_FALSE(ledger.reserve_while_store_down(d, noonish, 2).admitted);
+}
+
+TEST(LocalLedger, WhatWasCountedAloneIsCarriedOverSettledOnceThenForgotten) {
+  local_ledger ledger;
+  auto d = tokens_demand(1000, 100, 200);
+  ledger.saw_in_store(d, store_reply(d, 100, 1), noonish);
+  EXPECT_FALSE(ledger.has_carry_over());
+  auto r = ledger.reserve_while_store_down(d, noonish, 1);
+  ledger.settle(d, r, {100, 20});  // 300 reserved, 120 used
+  ASSERT_TRUE(ledger.has_carry_over());
+  auto carried = ledger.take_carry_over(noonish + 1);
+  ASSERT_EQ(carried.size(), 2u);
+  long long tokens = 0, requests = 0;
+  for (const auto& c : carried) {
+    (c.key.find("tokens_per_minute") != std::string::npos ? tokens : requests) += c.delta;
+    EXPECT_EQ(c.window_end_ms, window_of(limit_kind::tokens_per_minute, noonish).end_ms);
+    EXPECT_EQ(c.key.rfind("key:app:", 0), 0u) << c.key;
+  }
+  EXPECT_EQ(tokens, 120);
+  EXPECT_EQ(requests, 1);
+  EXPECT_FALSE(ledger.has_carry_over());
+  EXPECT_TRUE(ledger.take_carry_over(noonish + 2).empty());
+  // Not taken by the store: kept for the next try, but not past its window.
+  ledger.put_back(carried);
+  EXPECT_EQ(ledger.take_carry_over(noonish + 3).size(), 2u);
+  ledger.put_back(carried);
+  EXPECT_TRUE(ledger.take_carry_over(noonish + 60'000).empty());
+}
+
 TEST(LocalLedger, AnAbandonedSlotExpires) {
   local_ledger ledger;
   demand d;
@@ -99,11 +171,11 @@ TEST(LocalLedger, AnAbandonedSlotExpires) {
   EXPECT_TRUE(ledger.reserve(d, noonish + 1000).admitted);
 }
 
-TEST(LocalLedger, ADivisorSharesTheLimitAmongReplicas) {
+TEST(LocalLedger, WithNothingSeenInTheStoreReplicasShareTheWholeLimit) {
   local_ledger ledger;
   auto d = tokens_demand(900, 100, 200);  // 900 / 3 replicas = one request
-  EXPECT_TRUE(ledger.reserve(d, noonish, 3).admitted);
-  EXPECT_FALSE(ledger.reserve(d, noonish, 3).admitted);
+  EXPECT_TRUE(ledger.reserve_while_store_down(d, noonish, 3).admitted);
+  EXPECT_FALSE(ledger.reserve_while_store_down(d, noonish, 3).admitted);
 }
 
 TEST(BudgetDemand, KeyAndRouteBudgetsBothApply) {

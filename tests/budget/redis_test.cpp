@@ -140,11 +140,13 @@ TEST(RedisBudget, AStoreThatIsDownIsDeniedOrCountedLocallyUntilItIsBack) {
   auto started = std::chrono::steady_clock::now();
   EXPECT_EQ(deny.admit(tokens_demand("key:d", 1000, 500)).outcome,
             admission::verdict::store_unavailable);
-  // allow_local: this instance alone, with half the limit (two replicas).
-  auto a = local.admit(tokens_demand("key:e", 1000, 500));
+  // allow_local: this instance alone, carrying on from what Redis last
+  // said (500 reserved and a lease of 125: 625), with its half (two
+  // replicas) of the 375 left: 150 fits, 150 more does not.
+  auto a = local.admit(tokens_demand("key:e", 1000, 150));
   EXPECT_EQ(a.outcome, admission::verdict::admitted);
   EXPECT_FALSE(a.in_store);
-  EXPECT_EQ(local.admit(tokens_demand("key:e", 1000, 500)).outcome, admission::verdict::refused);
+  EXPECT_EQ(local.admit(tokens_demand("key:e", 1000, 150)).outcome, admission::verdict::refused);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
   EXPECT_FALSE(deny.shared.health()->up());
   redis.start();
@@ -157,6 +159,19 @@ TEST(RedisBudget, AStoreThatIsDownIsDeniedOrCountedLocallyUntilItIsBack) {
   }
   EXPECT_TRUE(back);
   EXPECT_TRUE(deny.shared.health()->up());
+  // Redis came back empty; what the allow_local instance counted alone (150)
+  // reaches it before that instance's next reservation there.
+  back = false;
+  for (int i = 0; i < 20 && !back; ++i) {
+    back = local.admit(tokens_demand("key:e2", 1000, 100)).in_store;
+    if (!back) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(back);
+  EXPECT_FALSE(local.shared.local().has_carry_over());
+  // (The instance still holds its lease of 125 from before: a request
+  // takes that first and asks Redis for the rest.) 150 + 1000 - 125 > 1000.
+  EXPECT_EQ(local.admit(tokens_demand("key:e", 1000, 1000)).outcome, admission::verdict::refused);
+  EXPECT_EQ(local.admit(tokens_demand("key:e", 1000, 975)).outcome, admission::verdict::admitted);
 }
 
 // A "Redis" that answers every command with a byte outside the protocol.

@@ -10,6 +10,7 @@ add_library(fuzz_parsing STATIC
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp proxy/upstream/body_edits.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observation.cpp proxy/stream/observer.cpp proxy/stream/chat_dialect.cpp
   proxy/stream/responses_dialect.cpp proxy/stream/anthropic_dialect.cpp proxy/stream/native_dialect.cpp
+  proxy/stream/whole_usage.cpp
   proxy/http/body_decoder.cpp
   proxy/http/headers.cpp proxy/http/head_bytes.cpp proxy/http/request_head.cpp proxy/http/chunked_body.cpp
   proxy/http/message_head.cpp proxy/http/response_head.cpp

@@ -7,7 +7,11 @@
 // fed a byte at a time (CRLF pairs kept together), where no event is ever
 // whole in one feed, the parser reports the same events at the same
 // offsets as fed whole, where single-line events take its shortcut.
+// A whole answer's usage (stream/whole_usage.hpp) is the same however the
+// body is split, and, where the body is a JSON object whose one `usage`
+// member holds counts, what a parser finds there.
 #include <array>
+#include <boost/json/parse.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +22,7 @@
 #include "fuzz_check.hpp"
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "stream/whole_usage.hpp"
 
 using namespace tokengate::stream;
 
@@ -83,6 +88,24 @@ void whole_and_bytewise_agree(std::string_view body) {
 
 }  // namespace
 
+void whole_usage_agrees(std::string_view body, std::size_t split) {
+  whole_usage whole, pieces;
+  whole.feed(body);
+  pieces.feed(body.substr(0, split));
+  pieces.feed(body.substr(split));
+  check(whole.input_tokens() == pieces.input_tokens());
+  check(whole.output_tokens() == pieces.output_tokens());
+  if (body.find("usage") != body.rfind("usage")) return;  // (duplicates: parsers differ)
+  boost::system::error_code ec;
+  auto parsed = boost::json::parse(body, ec);
+  if (ec || !parsed.is_object()) return;
+  auto* usage = parsed.get_object().if_contains("usage");
+  if (!usage || !usage->is_object()) return;
+  auto* out = usage->get_object().if_contains("completion_tokens");
+  if (out && out->is_int64() && !usage->get_object().contains("output_tokens"))
+    check(whole.output_tokens() == out->get_int64());
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   std::size_t split = data[0] % size;  // first byte chooses where to split
@@ -117,6 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   whole_and_bytewise_agree(body);
+  whole_usage_agrees(body, split);
 
   // Ollama's NDJSON path, split the same way.
   stream_observer nd_whole(tokengate::dialect::other), nd_split(tokengate::dialect::other);

@@ -1,0 +1,112 @@
+#include "server/admitted_exchange.hpp"
+
+#include <optional>
+
+#include "budget/gate.hpp"
+#include "http/json_response.hpp"
+#include "server/fleet_choice.hpp"
+#include "server/proxy_exchange.hpp"
+#include "server/worker.hpp"
+
+namespace tokengate {
+namespace {
+
+// A reservation's end whatever ends the exchange (an exception included):
+// settled with the usage the request recorded, or given back whole when
+// the request was refused before any upstream call.
+class reservation_end {
+ public:
+  reservation_end(budget::gate& gate, std::optional<budget::admission>& held,
+                  const request_context& ctx)
+      : gate_(gate), held_(held), ctx_(ctx) {}
+  ~reservation_end() {
+    if (!held_) return;
+    if (refused_before_upstream_)
+      gate_.give_back(*held_);
+    else
+      gate_.settle(*held_, usage_of(ctx_, *held_->asked));
+  }
+  void refused_before_upstream() { refused_before_upstream_ = true; }
+
+ private:
+  budget::gate& gate_;
+  std::optional<budget::admission>& held_;
+  const request_context& ctx_;
+  bool refused_before_upstream_ = false;
+};
+
+net::awaitable<void> refuse_by_budget(any_stream& client, const budget::admission& a,
+                                      bool keep_alive, request_context& ctx) {
+  const bool anthropic = ctx.path == "/v1/messages";
+  error_extras extras;
+  extras.headers = a.headers;
+  if (a.outcome == budget::admission::verdict::refused) {
+    extras.headers.emplace_back("retry-after", budget::retry_after(*a.asked, a.held));
+    if (anthropic) extras.anthropic_type = "rate_limit_error";
+    co_await send_error(client, budget::refusal(*a.asked, a.held), keep_alive, ctx, extras);
+  } else {
+    extras.headers.emplace_back("retry-after", "1");
+    if (anthropic) extras.anthropic_type = "api_error";
+    co_await send_error(client, budget::store_unavailable(), keep_alive, ctx, extras);
+  }
+}
+
+// (With the budget's x-ratelimit-* headers, when it admitted the request.)
+net::awaitable<void> refuse_by_fleet(any_stream& client, const fleet::refusal& r,
+                                     const std::optional<budget::admission>& reserved,
+                                     bool keep_alive, request_context& ctx) {
+  auto extras = refusal_extras(r, ctx.path);
+  if (reserved)
+    extras.headers.insert(extras.headers.end(), reserved->headers.begin(), reserved->headers.end());
+  co_await send_error(client, refusal_error(r), keep_alive, ctx, extras);
+}
+
+}  // namespace
+
+budget::usage usage_of(const request_context& ctx, const budget::demand& d) {
+  const bool answered = ctx.upstream_headers != clock::time_point{};
+  const bool has_usage = ctx.input_tokens || ctx.output_tokens;
+  if (!answered || (ctx.status >= 400 && !has_usage)) return {};
+  budget::usage u;
+  u.input_tokens = ctx.input_tokens.value_or(d.estimate.input_tokens);
+  if (ctx.output_tokens)
+    u.output_tokens = *ctx.output_tokens;
+  else
+    u.output_tokens =
+        ctx.streamed ? static_cast<long long>(ctx.content_events) : d.estimate.output_tokens;
+  return u;
+}
+
+// The phases in order: budget, fleet slot, exchange.
+net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watcher,
+                                       client_request& request, worker& w,
+                                       upstream::exchange_plan& plan, request_context& ctx,
+                                       budget::demand demand, fleet::admission_request slot,
+                                       bool keep_alive) {
+  std::optional<budget::admission> reserved;
+  if (!demand.empty()) {
+    reserved = co_await w.budgets().admit(std::move(demand));
+    if (reserved->outcome != budget::admission::verdict::admitted) {
+      co_await refuse_by_budget(client, *reserved, keep_alive, ctx);
+      co_return keep_alive;
+    }
+    plan.response_headers.insert(plan.response_headers.end(), reserved->headers.begin(),
+                                 reserved->headers.end());
+  }
+  reservation_end end_of_reservation(w.budgets(), reserved, ctx);
+
+  // A slot on the upstream, held to the end of the exchange (waiting for
+  // one when the route's targets are full and it has a queue).
+  auto admitted = co_await w.fleet().admit(std::move(slot));
+  if (auto* refused = std::get_if<fleet::refusal>(&admitted)) {
+    end_of_reservation.refused_before_upstream();
+    co_await refuse_by_fleet(client, *refused, reserved, keep_alive, ctx);
+    co_return keep_alive;
+  }
+  ctx.admitted = clock::now();
+  put_first(plan, std::get<fleet::admitted>(admitted).index);
+  bool keep = co_await proxy_exchange(client, watcher, request, w, plan, ctx);
+  co_return keep&& keep_alive;
+}
+
+}  // namespace tokengate
