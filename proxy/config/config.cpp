@@ -145,10 +145,26 @@ const std::vector<std::string>& model_bearing_paths() {
   return paths;
 }
 
+retry_settings read_retry(const reader& r) {
+  r.only_keys({"same_target", "rate_limited", "retry_after_cap", "per_target"});
+  retry_settings s;
+  s.same_target = r.integer<int>("same_target", s.same_target, 0, 10);
+  s.rate_limited = r.integer<int>("rate_limited", s.rate_limited, 0, 10);
+  s.retry_after_cap = r.time("retry_after_cap", s.retry_after_cap);
+  if (r.has("per_target")) {
+    auto t = r.child("per_target");
+    t.only_keys({"retries", "window"});
+    s.per_target = t.integer<int>("retries", s.per_target, 0, 1'000'000);
+    s.per_target_window = t.time("window", s.per_target_window);
+    if (s.per_target_window.count() <= 0) t.fail("per_target.window must be more than 0");
+  }
+  return s;
+}
+
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
-               "max_prompt_tokens", "retries", "retry_backoff", "budget", "balance", "affinity",
-               "queue"});
+               "max_prompt_tokens", "retries", "retry_backoff", "retry", "budget", "balance",
+               "affinity", "queue"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -174,6 +190,7 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   rt.max_prompt_tokens = r.integer<std::size_t>("max_prompt_tokens", 0, 0, 100'000'000);
   rt.retries = r.integer<int>("retries", -1, -1, 100);
   rt.retry_backoff = r.time("retry_backoff", rt.retry_backoff);
+  if (r.has("retry")) rt.retry = read_retry(r.child("retry"));
   if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
   read_route_fleet(r, rt);
   return rt;
@@ -204,9 +221,11 @@ client_key read_key(const reader& r) {
 demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
                "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status",
-               "slots", "kv_tokens", "step_ms_per_sequence"});
+               "fail_retry_after", "context_tokens", "slots", "kv_tokens", "step_ms_per_sequence"});
   demo_engine_settings d;
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
+  d.fail_retry_after = r.integer<int>("fail_retry_after", 1, -1, 86'400);
+  d.context_tokens = r.integer<long long>("context_tokens", 0, 0, 100'000'000);
   d.honour_limit = r.text("honour_limit", d.honour_limit);
   if (d.honour_limit != "any" && d.honour_limit != "max_tokens" &&
       d.honour_limit != "max_completion_tokens")

@@ -146,6 +146,19 @@ struct queue_settings {
   duration timeout{0};
 };
 
+// How an attempt that failed before anything reached the client is tried
+// again on the same target, before the next one (upstream/retry_policy.hpp).
+struct retry_settings {
+  int same_target = 1;   // a 5xx, or a reset before the head: tried once more there
+  int rate_limited = 2;  // a 429: tried again there after its Retry-After (or a backoff)
+  duration retry_after_cap{std::chrono::seconds(5)};  // a longer Retry-After: the next target
+  // The most same-target retries this worker sends one upstream per window:
+  // past it, a failure moves on (a struggling target is not hammered).
+  int per_target = 20;
+  duration per_target_window{std::chrono::seconds(1)};
+  bool operator==(const retry_settings&) const = default;
+};
+
 struct route {
   std::string name;
   std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
@@ -156,6 +169,7 @@ struct route {
   std::size_t max_prompt_tokens = 0;  // estimated as bytes / 4; 0 = none
   int retries = -1;                   // extra attempts on fallback; -1 = one per other target
   duration retry_backoff{std::chrono::milliseconds(25)};
+  retry_settings retry;
   budget_limits budget;  // the route's total, every key's requests together
   balance_mode balance = balance_mode::least_loaded;
   std::optional<affinity_settings> affinity;
@@ -249,6 +263,10 @@ struct demo_engine_settings {
   // Answer every generation with this HTTP status (e.g. 503): an unhealthy
   // engine, to test fallback. 0 = behave.
   int fail_status = 0;
+  int fail_retry_after = 1;  // … a 429's Retry-After, in seconds (-1: none)
+  // The engine's context: a longer prompt is refused with the API's 400
+  // (OpenAI's context_length_exceeded). 0 = none.
+  long long context_tokens = 0;
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;
   duration prefill_base{std::chrono::milliseconds(20)};

@@ -16,6 +16,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
 #include <cerrno>
+#include <map>
 #include <stdexcept>
 #include <variant>
 
@@ -632,17 +633,20 @@ struct demo_engine::state {
   // copied (prompts run to megabytes) and turned into JSON only when
   // /demo/stats asks. Touched only on the engine's thread.
   std::shared_ptr<const http::request<http::string_body>> last_request;
-  json::object by_model;                   // requests per model name, to check weights
+  json::object by_model;  // requests per model name, to check weights
+  // Requests seen per fault (demo.fail_times): the first N of each fail.
+  std::map<std::string, std::int64_t> fault_counts;
   std::unique_ptr<batch_scheduler> batch;  // the realistic mode (slots > 0)
 };
 
 namespace {
 
+// (`retry_after`: the Retry-After field's value; none when empty.)
 net::awaitable<void> write_json(tcp::socket& socket, http::status status, const json::value& body,
-                                bool keep_alive) {
+                                bool keep_alive, std::string retry_after = {}) {
   http::response<http::empty_body> res{status, 11};
   res.set(http::field::content_type, "application/json");
-  if (status == http::status::too_many_requests) res.set(http::field::retry_after, "1");
+  if (!retry_after.empty()) res.set(http::field::retry_after, retry_after);
   const auto text = json::serialize(body);
   res.content_length(text.size());
   res.keep_alive(keep_alive);
@@ -776,22 +780,82 @@ std::optional<api> api_of(std::string_view path) {
   return std::nullopt;
 }
 
-// A failure the engine was asked for: by its settings (fail_status) or
-// by the request (demo.status).
-std::optional<std::pair<http::status, json::object>> failure_asked(const demo_engine::state& st,
-                                                                   const json::object& body,
-                                                                   std::optional<api> kind) {
-  auto failure = [&](int status, std::string message) {
-    return std::pair{static_cast<http::status>(status), kind == api::messages
-                                                            ? anthropic_error_body(message, status)
-                                                            : error_body(message, "server_error")};
-  };
-  if (st.settings.fail_status >= 400)
-    return failure(st.settings.fail_status, "demo engine configured to fail");
-  if (auto* d = body.if_contains("demo"); d && d->is_object())
-    if (auto status = json_int(d->get_object(), "status", 0); status >= 400 && status < 600)
-      return failure(static_cast<int>(status),
-                     "demo engine asked to fail with " + std::to_string(status));
+// An answer the engine gives instead of a generation.
+struct canned {
+  http::status status;
+  json::object body;
+  std::string retry_after;  // the field's value; empty: none
+};
+
+// An error in the API's own shape, with OpenAI's `code` where it has one.
+canned error_answer(std::optional<api> kind, int status, std::string message,
+                    std::string_view code = {}) {
+  canned c{static_cast<http::status>(status), {}, {}};
+  if (kind == api::messages) {
+    c.body = anthropic_error_body(message, status);
+  } else {
+    std::string_view type = status >= 500 ? "server_error" : "invalid_request_error";
+    c.body = error_body(message, type);
+    if (!code.empty()) c.body["error"].as_object()["code"] = code;
+  }
+  if (status == 429) c.retry_after = "1";
+  return c;
+}
+
+// demo.status with demo.fail_times: only the first N requests that carry
+// the same knobs fail (a transient fault a retry gets past); without it,
+// every one. demo.retry_after sets a 429's Retry-After (-1: none).
+std::optional<canned> status_asked(demo_engine::state& st, const json::object& knobs,
+                                   std::optional<api> kind) {
+  auto status = json_int(knobs, "status", 0);
+  if (status < 400 || status >= 600) return std::nullopt;
+  if (knobs.contains("fail_times") &&
+      ++st.fault_counts[json::serialize(knobs)] > json_int(knobs, "fail_times", 0))
+    return std::nullopt;
+  auto c = error_answer(kind, static_cast<int>(status),
+                        "demo engine asked to fail with " + std::to_string(status));
+  if (auto after = json_int(knobs, "retry_after", -2); after >= -1)
+    c.retry_after = after < 0 ? "" : std::to_string(after);
+  return c;
+}
+
+// A prompt longer than the engine's context (settings.context_tokens, or
+// demo.context_limit): the 400 each API answers with.
+std::optional<canned> context_refusal(const demo_engine::state& st, const json::object& body,
+                                      const json::object& knobs, std::optional<api> kind) {
+  auto limit = json_int(knobs, "context_limit", st.settings.context_tokens);
+  if (limit <= 0) return std::nullopt;
+  auto tokens = static_cast<std::int64_t>(estimate_prompt_tokens(body));
+  if (tokens <= limit) return std::nullopt;
+  if (kind == api::messages)
+    return error_answer(kind, 400,
+                        "prompt is too long: " + std::to_string(tokens) + " tokens > " +
+                            std::to_string(limit) + " maximum");
+  return error_answer(kind, 400,
+                      "This model's maximum context length is " + std::to_string(limit) +
+                          " tokens. However, your messages resulted in " + std::to_string(tokens) +
+                          " tokens.",
+                      "context_length_exceeded");
+}
+
+// A failure the engine was asked for: by its settings (fail_status), by
+// its context, or by the request (demo.status, demo.policy_refusal).
+std::optional<canned> failure_asked(demo_engine::state& st, const json::object& body,
+                                    std::optional<api> kind) {
+  if (st.settings.fail_status >= 400) {
+    auto c = error_answer(kind, st.settings.fail_status, "demo engine configured to fail");
+    if (c.status == http::status::too_many_requests)
+      c.retry_after =
+          st.settings.fail_retry_after < 0 ? "" : std::to_string(st.settings.fail_retry_after);
+    return c;
+  }
+  json::object knobs;
+  if (auto* d = body.if_contains("demo"); d && d->is_object()) knobs = d->get_object();
+  if (auto c = status_asked(st, knobs, kind)) return c;
+  if (auto c = context_refusal(st, body, knobs, kind)) return c;
+  if (auto* p = knobs.if_contains("policy_refusal"); p && p->is_bool() && p->get_bool())
+    return error_answer(kind, 400, "the request was refused by the demo content policy",
+                        "content_policy_violation");
   return std::nullopt;
 }
 
@@ -825,7 +889,7 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
                             const http::request<http::string_body>& req, std::string_view path) {
   const bool keep = req.keep_alive();
   const bool get = req.method() == http::verb::get;
-  std::optional<std::pair<http::status, json::object>> reply;
+  std::optional<canned> reply;
   if (get && path == "/metrics") {
     // (named first: GCC 12 destroys a ?: temporary passed into a coroutine twice)
     auto text = st.batch ? st.batch->prometheus() : std::string();
@@ -834,24 +898,28 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
   }
   if (get && path == "/health")  // (what vLLM, SGLang, TGI and llama.cpp answer on)
     reply = st.settings.fail_status >= 400
-                ? std::pair{static_cast<http::status>(st.settings.fail_status),
-                            error_body("unhealthy", "server_error")}
-                : std::pair{http::status::ok, json::object{{"status", "ok"}}};
-  else if (req.method() == http::verb::post && path == "/demo/fail")
-    reply = set_failure(st, req.body());
-  else if (get && path == "/demo/stats")
-    reply = {http::status::ok, stats_json(st)};
+                ? canned{static_cast<http::status>(st.settings.fail_status),
+                         error_body("unhealthy", "server_error"),
+                         {}}
+                : canned{http::status::ok, json::object{{"status", "ok"}}, {}};
+  else if (req.method() == http::verb::post && path == "/demo/fail") {
+    auto set = set_failure(st, req.body());
+    reply = canned{set.first, std::move(set.second), {}};
+  } else if (get && path == "/demo/stats")
+    reply = canned{http::status::ok, stats_json(st), {}};
   else if (get && path == "/v1/models")
-    reply = {http::status::ok, models_json()};
+    reply = canned{http::status::ok, models_json(), {}};
   const auto kind = api_of(path);
   const bool embeddings = path == "/v1/embeddings";
   if (!reply && (req.method() != http::verb::post || (!kind && !embeddings)))
-    reply = {http::status::not_found, error_body("no such endpoint", "invalid_request_error")};
+    reply = canned{
+        http::status::not_found, error_body("no such endpoint", "invalid_request_error"), {}};
   error_code jec;
   auto parsed = reply ? json::value() : json::parse(req.body(), jec);
   if (!reply && (jec || !parsed.is_object()))
-    reply = {http::status::bad_request,
-             error_body("body must be a JSON object", "invalid_request_error")};
+    reply = canned{http::status::bad_request,
+                   error_body("body must be a JSON object", "invalid_request_error"),
+                   {}};
   if (!reply) {
     auto& body = parsed.get_object();
     knobs_from_header(req, body);
@@ -862,11 +930,12 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     reply = failure_asked(st, body, kind);
     if (!reply && embeddings) {
       st.stats->completed++;
-      reply = {http::status::ok, embeddings_json(body)};
+      reply = canned{http::status::ok, embeddings_json(body), {}};
     }
   }
   if (reply) {
-    co_await write_json(socket, reply->first, std::move(reply->second), keep);
+    co_await write_json(socket, reply->status, std::move(reply->body), keep,
+                        std::move(reply->retry_after));
     co_return keep;
   }
   auto p = make_plan(*kind, parsed.get_object(), st.settings);

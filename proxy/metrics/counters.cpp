@@ -21,6 +21,11 @@ void error_counts::add(std::string_view side, std::string_view code) {
   ++counts_[std::move(key)];
 }
 
+void retry_counts::add(std::string_view route, std::string_view upstream, std::string_view reason) {
+  std::lock_guard lock(mutex_);
+  ++counts_[{std::string(route), std::string(upstream), std::string(reason)}];
+}
+
 namespace {
 
 struct family {
@@ -139,6 +144,20 @@ std::string render_prometheus(const std::vector<const shard*>& shards) {
       << "internal) and the error's code.\n# TYPE " << err << " counter\n";
   for (const auto& [key, n] : errors)
     out << err << "{side=\"" << key.first << "\",code=\"" << key.second << "\"} " << n << '\n';
+  std::map<std::array<std::string, 3>, std::uint64_t> retries;
+  for (auto* s : shards)
+    s->retries.each([&](const std::string& route, const std::string& upstream,
+                        const std::string& reason, std::uint64_t n) {
+      retries[{route, upstream, reason}] += n;
+    });
+  const char* retry = "tokengate_upstream_retries_total";
+  out << "# HELP " << retry
+      << " Attempts sent again to the same upstream before anything reached the client, by "
+      << "route, upstream and what failed (rate_limited, server_error, reset).\n# TYPE " << retry
+      << " counter\n";
+  for (const auto& [key, n] : retries)
+    out << retry << "{route=\"" << key[0] << "\",upstream=\"" << key[1] << "\",reason=\"" << key[2]
+        << "\"} " << n << '\n';
   return out.str();
 }
 

@@ -2,6 +2,7 @@
 // Per-worker counters. Each shard has exactly one writer (its worker thread),
 // so an increment is a relaxed load + store: no lock, no atomic RMW on the hot
 // path. The admin endpoint merges all shards when scraped.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -46,6 +47,23 @@ class error_counts {
   std::map<std::pair<std::string, std::string>, std::uint64_t, std::less<>> counts_;
 };
 
+// Same-target retries of an upstream (upstream/retry_policy.hpp), by
+// route, upstream and reason: names from the config and a fixed set of
+// words. Per retry, never per event.
+class retry_counts {
+ public:
+  void add(std::string_view route, std::string_view upstream, std::string_view reason);
+  template <typename Visit>
+  void each(Visit&& visit) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, n] : counts_) visit(key[0], key[1], key[2], n);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::array<std::string, 3>, std::uint64_t> counts_;
+};
+
 struct shard {
   counter downstream_cx_total;
   counter downstream_cx_active;
@@ -76,6 +94,7 @@ struct shard {
   counter request_body_buffers_kept_bytes;  // kept for the next long bodies (server/body_pool.hpp)
 
   error_counts errors;
+  retry_counts retries;
 
   void count_status(unsigned status);
 };

@@ -147,6 +147,7 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   plan.output_limit = routed.output_limit;
   ctx.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;
+  plan.retry = routed.route->retry;
   if (routed.limit_clamped)
     plan.response_headers.emplace_back("x-tokengate-limit-clamped",
                                        "requested=" + std::to_string(*routed.requested_limit) +

@@ -51,6 +51,7 @@ struct exchange_plan {
   std::optional<long long> output_limit;                              // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
+  config::retry_settings retry;  // the route's: same-target retries (upstream/retry_policy.hpp)
   // The first attempt's connection when the body was forwarded while it
   // arrived (server/early_forward.hpp): it holds all of the request but
   // the body's last byte. Or the failure to connect met then.

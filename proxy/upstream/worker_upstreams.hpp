@@ -13,6 +13,7 @@
 #include "metrics/counters.hpp"
 #include "upstream/health.hpp"
 #include "upstream/pool.hpp"
+#include "upstream/retry_policy.hpp"
 
 namespace tokengate::upstream {
 
@@ -39,6 +40,8 @@ class worker_upstreams {
   std::size_t& active_streams(const std::string& upstream) { return active_streams_[upstream]; }
   // For weighted picks and jittered backoff.
   std::mt19937_64& rng() { return rng_; }
+  // This worker's same-target retries per upstream (upstream/retry_policy.hpp).
+  retry_budget& retries() { return retries_; }
 
  private:
   const std::string& identity_of(const config::upstream& settings);
@@ -50,6 +53,7 @@ class worker_upstreams {
   std::shared_ptr<net::ssl::context> upstream_tls_;  // default trust store
   std::map<std::string, std::shared_ptr<net::ssl::context>> tls_by_ca_;
   health_table health_;
+  retry_budget retries_;
   std::map<std::string, std::size_t> active_streams_;
   std::mt19937_64 rng_{std::random_device{}()};
 };

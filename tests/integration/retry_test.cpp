@@ -1,0 +1,169 @@
+// Attempts that fail before anything reached the client, judged as a
+// careful client judges them (upstream/retry_policy.hpp), against the
+// demo engine taught each fault: a transient 5xx or 429 is tried again on
+// the same target (a 429 after its Retry-After), a timeout or a refusal
+// moves on at once, a prompt too long for one target goes to one with
+// more context, a policy refusal reaches the client unchanged.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <chrono>
+
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test::retries {
+namespace {
+
+namespace json = boost::json;
+using clock = std::chrono::steady_clock;
+
+// A route over two engines: "spare" (the fixture's own) after "first".
+fixture_options two_targets(config::demo_engine_settings first, const std::string& first_yaml = "",
+                            const std::string& route_yaml = "") {
+  fixture_options o;
+  o.extra_engines = {std::move(first)};
+  o.more_upstreams = "  first:\n    base_url: http://127.0.0.1:{engine1}/v1\n" + first_yaml;
+  o.top_extra =
+      "routes:\n"
+      "  - models: [m]\n"
+      "    retry_backoff: 1ms\n" +
+      route_yaml + "    targets: [{upstream: first, weight: 1}, {upstream: demo, weight: 0}]\n";
+  return o;
+}
+
+http_response ask(proxy_fixture& f, const std::string& knobs, const std::string& more = "") {
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi"}],)"
+                   R"("demo":)" +
+                       knobs + more + "}"));
+  return read_response(c);
+}
+
+// A prompt of about a dozen tokens (the demo engine counts bytes / 4).
+http_response ask_long(proxy_fixture& f) {
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"m","max_tokens":3,"messages":[{"role":"user",)"
+                   R"("content":"a prompt of a dozen tokens or so, too long for two"}]})"));
+  return read_response(c);
+}
+
+std::uint64_t retries_counted(proxy_fixture& f, const std::string& reason) {
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  auto at =
+      page.find("tokengate_upstream_retries_total{route=\"route0\",upstream=\"first\",reason=\"" +
+                reason + "\"} ");
+  if (at == std::string::npos) return 0;
+  return std::stoull(page.substr(page.find("} ", at) + 2));
+}
+
+TEST(Retries, ATransient500IsTriedAgainOnTheSameTarget) {
+  proxy_fixture f(two_targets({}));
+  auto r = ask(f, R"({"status":500,"fail_times":1})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 2u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u) << "no fallback needed";
+  EXPECT_EQ(retries_counted(f, "server_error"), 1u);
+}
+
+TEST(Retries, A429WaitsForItsRetryAfterThenTriesTheSameTarget) {
+  proxy_fixture f(two_targets({}));
+  auto start = clock::now();
+  auto r = ask(f, R"({"status":429,"fail_times":1,"retry_after":1})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_GE(clock::now() - start, 900ms) << "Retry-After: 1 was not honoured";
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 2u);
+  EXPECT_EQ(retries_counted(f, "rate_limited"), 1u);
+}
+
+TEST(Retries, A429WithoutRetryAfterBacksOffThenRetries) {
+  proxy_fixture f(two_targets({}));
+  auto start = clock::now();
+  auto r = ask(f, R"({"status":429,"fail_times":2,"retry_after":-1})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_GE(clock::now() - start, 100ms);  // (the backoff's floor for a rate limit, jittered)
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 3u);
+}
+
+TEST(Retries, ARetryAfterPastTheCapMovesOnAtOnce) {
+  config::demo_engine_settings limited;
+  limited.fail_status = 429;
+  limited.fail_retry_after = 30;
+  proxy_fixture f(two_targets(limited, "", "    retry: {retry_after_cap: 2s}\n"));
+  auto start = clock::now();
+  auto r = ask(f, "{}");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_LT(clock::now() - start, 1s);
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u) << "served by the next target";
+}
+
+TEST(Retries, ATimeoutIsNotTriedAgainOnTheSameTarget) {
+  config::demo_engine_settings slow;
+  slow.prefill_base = std::chrono::seconds(3);
+  proxy_fixture f(two_targets(slow, "    timeouts: {first_byte: 200ms}\n"));
+  auto start = clock::now();
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"m","max_tokens":2,"messages":[]})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_LT(clock::now() - start, 1s);
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
+}
+
+TEST(Retries, APromptTooLongGoesToATargetWithMoreContext) {
+  config::demo_engine_settings small;
+  small.context_tokens = 2;
+  auto o = two_targets(small, "    capacity: {max_context_tokens: 4000}\n");
+  o.upstream_extra = "    capacity: {max_context_tokens: 128000}\n";
+  proxy_fixture f(o);
+  auto r = ask_long(f);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+}
+
+TEST(Retries, APromptTooLongWithNoLargerTargetGetsTheProvidersOwn400) {
+  config::demo_engine_settings small;
+  small.context_tokens = 2;
+  // (the fixture's engine declares no more context than the first)
+  proxy_fixture f(two_targets(small, "    capacity: {max_context_tokens: 4000}\n"));
+  auto r = ask_long(f);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("error").at("code").as_string(), "context_length_exceeded");
+  EXPECT_NE(r.body.find("maximum context length is 2 tokens"), std::string::npos) << r.body;
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+}
+
+TEST(Retries, APolicyRefusalReachesTheClientUnchangedWithoutRetryOrFallback) {
+  proxy_fixture f(two_targets({}));
+  auto r = ask(f, R"({"policy_refusal":true})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("error").at("code").as_string(), "content_policy_violation");
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+}
+
+TEST(Retries, PastThePerTargetBoundAFailureMovesOn) {
+  config::demo_engine_settings failing;
+  failing.fail_status = 500;
+  proxy_fixture f(two_targets(failing, "", "    retry: {per_target: {retries: 0, window: 1m}}\n"));
+  auto r = ask(f, "{}");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+}
+
+TEST(Retries, TheLastTargetsOwnAnswerReachesTheClientWhenRetriesRunOut) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - models: [m]\n    retry_backoff: 1ms\n    targets: [{upstream: demo}]\n";
+  proxy_fixture f(o);
+  auto r = ask(f, R"({"status":503})");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(f.engine_stats().requests.load(), 2u);  // the try, and one more
+}
+
+}  // namespace
+}  // namespace tokengate::test::retries
