@@ -76,9 +76,10 @@ upstream read_upstream(const reader& r, const std::string& name) {
   if (r.has("engine_metrics")) u.engine_metrics = read_engine_metrics(r.child("engine_metrics"));
   if (r.has("timeouts")) {
     auto t = r.child("timeouts");
-    t.only_keys({"connect", "first_byte", "idle", "total", "pooled"});
+    t.only_keys({"connect", "first_byte", "first_token", "idle", "total", "pooled"});
     u.timeouts.connect = t.time("connect", u.timeouts.connect);
     u.timeouts.first_byte = t.time("first_byte", u.timeouts.first_byte);
+    u.timeouts.first_token = t.time("first_token", u.timeouts.first_token);
     u.timeouts.idle = t.time("idle", u.timeouts.idle);
     u.timeouts.total = t.time("total", u.timeouts.total);
     u.timeouts.pooled = t.time("pooled", u.timeouts.pooled);

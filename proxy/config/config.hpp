@@ -45,6 +45,10 @@ struct upstream_timeouts {
   duration connect{std::chrono::seconds(5)};
   duration first_byte{std::chrono::seconds(120)};  // covers prefill of long prompts
   duration idle{std::chrono::seconds(60)};         // longest gap between two chunks
+  // Request sent → an event stream's first content event; until then the
+  // client is sent nothing, and past it the next target is tried
+  // (stream/relay.cpp). 0 = off.
+  duration first_token{0};
   duration total{std::chrono::minutes(15)};
   // An idle keep-alive connection's longest wait in the pool (nginx's
   // upstream keepalive_timeout, with its default); 0 = until the upstream

@@ -58,20 +58,37 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   watcher.watch(s);
   exchange_end end(s, watcher);
   // An answer from some upstream relayed, or the last failure written. (In
-  // this coroutine, not one of its own: each is a frame per request.)
+  // this coroutine, not one of its own: each is a frame per request.) An
+  // answer the relay gave up before its first token hands over to the
+  // next target.
   upstream::answer got;
-  auto failure = co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got);
-  if (!ctx.client_gone && failure) {
+  for (std::size_t from = 0;;) {
+    auto failure =
+        co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got, from);
+    if (!ctx.client_gone && failure) {
+      s.finished = true;
+      // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
+      co_await send_error(client, std::move(*failure), keep_client, ctx,
+                          error_extras{plan.response_headers, {}});
+      break;
+    }
+    if (ctx.client_gone) break;
+    s.abandoned.reset();
+    {
+      upstream::in_flight streaming(*got.in_flight);
+      const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
+      auto translator = translator_for(plan, got, ctx);
+      keep_client = co_await stream::relay_response(s, got, plan, env, keep_client,
+                                                    request.head.version, translator.get());
+    }
+    if (!s.abandoned || ctx.client_gone) break;
+    from = got.attempt + 1;
+    if (from < plan.upstreams.size()) continue;
     s.finished = true;
-    // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
-    co_await send_error(client, std::move(*failure), keep_client, ctx,
+    keep_client = request.head.keep_alive();
+    co_await send_error(client, std::move(*s.abandoned), keep_client, ctx,
                         error_extras{plan.response_headers, {}});
-  } else if (!ctx.client_gone) {
-    upstream::in_flight streaming(*got.in_flight);
-    const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
-    auto translator = translator_for(plan, got, ctx);
-    keep_client = co_await stream::relay_response(s, got, plan, env, keep_client,
-                                                  request.head.version, translator.get());
+    break;
   }
   end.close();
   if (ctx.client_gone) {  // (the watcher already closed the upstream)

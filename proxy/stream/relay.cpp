@@ -118,7 +118,12 @@ class response_relay {
   bool read_now(net::mutable_buffer into, error_code& ec, std::size_t& n);
   drained_reader* plain_upstream() { return plain_upstream_ ? &*plain_upstream_ : nullptr; }
   any_stream& upstream() { return s_.upstream->stream; }
-  void arm_idle_deadline() { upstream().expires_at(std::min(a_.deadline, now_ + idle_timeout_)); }
+  void arm_idle_deadline() {
+    auto until = std::min(a_.deadline, now_ + idle_timeout_);
+    if (holding_) [[unlikely]]
+      until = std::min(until, first_token_deadline_);
+    upstream().expires_at(until);
+  }
   void read_done(error_code ec, std::size_t n);
 
   // The part's bytes, observed and framed for the client (frame).
@@ -132,8 +137,23 @@ class response_relay {
   // Whether the turn ends the loop: the client gone, the limit cut, a failure.
   bool turn_ends();
 
-  // The head on its own, before anything else is written or awaited.
+  // The head on its own, before anything else is written or awaited
+  // (nothing while the opening is held).
   buffers head_alone();
+
+  // timeouts.first_token: until an event stream's first content event
+  // nothing reaches the client, head included (the opening events wait in
+  // held_), so that an upstream that fails or stays silent before it can
+  // still be left for the next target with the client none the wiser.
+  bool holding() const { return holding_; }
+  // Whether the attempt is given up before its first token (the first
+  // token's deadline passed; or the upstream failed, or sent an error
+  // event, and another target is left): the upstream closed, the reason
+  // left in the exchange's state for the next attempt.
+  bool abandons();
+  // What was held, with the head, for a stream that ended (or failed on
+  // the last target) before any content.
+  buffers release_held();
   // A write handed to the kernel at once when the client's socket takes it
   // all, the usual case (no asynchronous operation, no suspension, no
   // frame). True when nothing is left to send, or when the client is gone;
@@ -152,6 +172,7 @@ class response_relay {
 
  private:
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
+  buffers frame_holding(const std::vector<net::const_buffer>& what, bool ends_body);
   buffers forward_translated();
   std::span<char> in_hand();
   void note_relay_delay();
@@ -172,6 +193,10 @@ class response_relay {
   beast::flat_buffer up_buffer_;
   std::string head_text_;
   bool head_pending_ = true;
+  bool holding_ = false;
+  clock::time_point first_token_deadline_;
+  std::string held_;
+  std::vector<net::const_buffer> released_;
   bool last_chunk_sent_ = false;
   std::vector<net::const_buffer> pieces_, framed_, rest_;
   chunk_line chunk_header_;
@@ -272,6 +297,10 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   s.client.expires_never();
   upstream().expires_never();
   if (ctx_.streamed) env.metrics.stream_active.add();
+  if (ctx_.streamed && a.settings->timeouts.first_token.count() > 0) {
+    holding_ = true;  // (measured as TTFT is: from the request's sending)
+    first_token_deadline_ = ctx_.request_sent + a.settings->timeouts.first_token;
+  }
   pieces_.reserve(4);
   framed_.reserve(8);
   if (!upstream().is_tls()) plain_upstream_.emplace(upstream().socket(), upstream().reactor());
@@ -287,6 +316,8 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
 // after the write that ends the body when it is known to (`ends_body`).
 [[gnu::always_inline]] inline buffers response_relay::frame(
     const std::vector<net::const_buffer>& what, bool ends_body) {
+  if (holding_) [[unlikely]]
+    return frame_holding(what, ends_body);
   auto size = net::buffer_size(what);
   framed_.clear();
   if (head_pending_) {
@@ -304,9 +335,52 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
 }
 
 buffers response_relay::head_alone() {
-  if (!head_pending_) return {};
+  if (!head_pending_ || holding_) return {};
   pieces_.clear();
   return frame(pieces_);
+}
+
+// Before the first content event: the opening events are kept (copied:
+// the read buffer's bytes are gone by the next turn); with the first
+// content, or the body's end, they go in front of it, head first.
+buffers response_relay::frame_holding(const std::vector<net::const_buffer>& what, bool ends_body) {
+  if (ctx_.content_events == 0 && !ends_body) {
+    for (const auto& b : what) held_.append(static_cast<const char*>(b.data()), b.size());
+    return {};
+  }
+  holding_ = false;
+  released_.clear();
+  if (!held_.empty()) released_.emplace_back(held_.data(), held_.size());
+  released_.insert(released_.end(), what.begin(), what.end());
+  return frame(released_, ends_body);
+}
+
+buffers response_relay::release_held() {
+  holding_ = false;
+  released_.clear();
+  if (!held_.empty()) released_.emplace_back(held_.data(), held_.size());
+  return frame(released_);
+}
+
+bool response_relay::abandons() {
+  if (!holding_ || ctx_.client_gone) return false;
+  const bool silent = failure_ == beast::error::timeout;
+  const bool another_target = a_.attempt + 1 < plan_.upstreams.size();
+  const bool failed = failure_ || accounting_.facts().error;
+  if (!silent && !(failed && another_target)) return false;
+  if (silent)
+    s_.abandoned = request_error::upstream(
+        504, "upstream_timeout",
+        "upstream '" + a_.settings->name + "' sent no token within " +
+            std::to_string(a_.settings->timeouts.first_token.count()) + " ms");
+  else
+    s_.abandoned = request_error::upstream(
+        502, "upstream_error", "upstream '" + a_.settings->name + "' failed before its first token",
+        true);
+  spdlog::info("request {}: {}; the next target's turn", ctx_.request_id, s_.abandoned->message);
+  upstream().close();
+  s_.upstream.reset();
+  return true;
 }
 
 [[gnu::always_inline]] inline bool response_relay::write_now(buffers out) {
@@ -690,6 +764,13 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
   }
   relay.settle();
   if (relay.client_gone()) co_return false;
+  if (relay.holding()) {  // no content came: the next target's turn, or what was held goes now
+    if (relay.abandons()) co_return false;
+    if (!relay.write_now(relay.release_held())) {
+      if (!co_await relay.send_rest()) co_return false;
+    }
+    if (relay.client_gone()) co_return false;
+  }
   if (relay.head_pending()) {  // no body came (or none that was written): the head still goes first
     if (!relay.write_now(relay.head_alone())) {
       if (!co_await relay.send_rest()) co_return false;

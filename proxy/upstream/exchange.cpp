@@ -321,16 +321,14 @@ request_error upstream_error_for(const error_code& ec, const config::upstream& u
                                  "upstream '" + u.name + "' failed: " + ec.message());
 }
 
-net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
-                                                         const client_request& request,
-                                                         exchange_plan& plan,
-                                                         worker_upstreams& upstreams,
-                                                         metrics::shard& metrics, answer& got) {
+net::awaitable<std::optional<request_error>> open_answer(
+    exchange_state& s, const client_request& request, exchange_plan& plan,
+    worker_upstreams& upstreams, metrics::shard& metrics, answer& got, std::size_t first_attempt) {
   attempts a{s, request, plan, upstreams, metrics};
   auto& ctx = s.ctx;
   std::optional<request_error> last_failure;
   bool pause_first = false;  // (moving on after a timeout or a context refusal: at once)
-  for (std::size_t attempt = 0; attempt < plan.upstreams.size();) {
+  for (std::size_t attempt = first_attempt; attempt < plan.upstreams.size();) {
     const auto& settings = *plan.upstreams[attempt];
     if (pause_first) {
       co_await pause_before_fallback(a, attempt, settings, last_failure);

@@ -67,6 +67,9 @@ struct exchange_state final : client_gone_hook {
   request_context& ctx;
   std::unique_ptr<connection> upstream;
   bool finished = false;  // the exchange is over: the watcher must stop
+  // The relay gave the answer up before its first token, nothing of it
+  // sent (timeouts.first_token, stream/relay.hpp): why; the next target's turn.
+  std::optional<request_error> abandoned;
 
   // Close the upstream now, so that the engine stops generating. Not once
   // the exchange is over: the connection may be back in the pool.
@@ -113,11 +116,14 @@ class in_flight {
 // (filled in place: its head's views point into its own bytes) and nothing
 // is returned; else the error to answer the client with. When the client
 // went away meanwhile (ctx.client_gone), neither is to be used.
+// `first_attempt`: the plan's target to begin with (after one whose answer
+// was given up before its first token).
 net::awaitable<std::optional<request_error>> open_answer(exchange_state& s,
                                                          const client_request& request,
                                                          exchange_plan& plan,
                                                          worker_upstreams& upstreams,
-                                                         metrics::shard& metrics, answer& got);
+                                                         metrics::shard& metrics, answer& got,
+                                                         std::size_t first_attempt = 0);
 
 // The error an upstream's failure is to the client: 504 for a timeout,
 // 502 for the rest.

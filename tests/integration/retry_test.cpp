@@ -9,6 +9,8 @@
 #include <boost/json/parse.hpp>
 #include <chrono>
 
+#include "stream/observer.hpp"
+#include "stream/sse_parser.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test::retries {
@@ -163,6 +165,84 @@ TEST(Retries, TheLastTargetsOwnAnswerReachesTheClientWhenRetriesRunOut) {
   auto r = ask(f, R"({"status":503})");
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_EQ(f.engine_stats().requests.load(), 2u);  // the try, and one more
+}
+
+// timeouts.first_token: a target that sends its head at once but no token
+// in time is left for the next, the client none the wiser: one opening,
+// one answer.
+stream::stream_facts observe_stream(const std::string& body, dialect d) {
+  stream::stream_observer o(d, true);
+  stream::sse_parser p;
+  p.feed(body, o);
+  return o.facts();
+}
+
+fixture_options slow_first_token_then_a_quick_one() {
+  config::demo_engine_settings slow;  // its head at once, its first token after 3 s
+  slow.prefill_base = std::chrono::seconds(3);
+  return two_targets(slow, "    timeouts: {first_token: 300ms}\n");
+}
+
+TEST(FirstToken, ASilentTargetIsLeftForTheNextOneBeforeTheClientSeesAByte) {
+  for (std::string path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"}) {
+    proxy_fixture f(slow_first_token_then_a_quick_one());
+    auto start = clock::now();
+    http_client c(f.port());
+    const bool responses = path == "/v1/responses";
+    c.send(post_json(
+        path, std::string(R"({"model":"m","stream":true,)") +
+                  (responses ? R"("max_output_tokens":5,"input":"hi")"
+                             : R"("max_tokens":5,"messages":[{"role":"user","content":"hi"}])") +
+                  "}"));
+    auto r = read_response(c);
+    EXPECT_EQ(r.status, 200) << path << " " << r.body;
+    EXPECT_LT(clock::now() - start, 2s) << path;
+    auto facts = observe_stream(r.body, dialect_for_path(path));
+    EXPECT_TRUE(facts.ended_properly()) << path << " " << r.body;
+    EXPECT_EQ(facts.content_events, 5u) << path;
+    // One opening: the first target's was never sent.
+    const std::string opening = path == "/v1/messages" ? R"("type":"message_start")"
+                                : responses            ? R"("type":"response.created")"
+                                                       : R"("delta":{"role":"assistant")";
+    std::size_t n = 0;
+    for (auto at = r.body.find(opening); at != std::string::npos; at = r.body.find(opening, at + 1))
+      ++n;
+    EXPECT_EQ(n, 1u) << path << ": " << opening << " in " << r.body;
+    EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 1u) << path;
+    EXPECT_EQ(f.engine_stats().requests.load(), 1u) << path;
+  }
+}
+
+TEST(FirstToken, OnTheLastTargetItIsA504WithNothingHalfSent) {
+  config::demo_engine_settings slow;
+  slow.prefill_base = std::chrono::seconds(3);
+  fixture_options o;
+  o.extra_engines = {slow};
+  o.more_upstreams =
+      "  first:\n    base_url: http://127.0.0.1:{engine1}/v1\n    timeouts: {first_token: 300ms}\n";
+  o.top_extra = "routes:\n  - models: [m]\n    targets: [{upstream: first}]\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"m","stream":true,"max_tokens":5,"messages":[]})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("error").at("code").as_string(), "upstream_timeout");
+  EXPECT_NE(r.body.find("sent no token within 300 ms"), std::string::npos) << r.body;
+}
+
+TEST(FirstToken, AQuickStreamIsRelayedAsEver) {
+  fixture_options o;
+  o.upstream_extra = "    timeouts: {first_token: 2s}\n";
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"max_tokens":4,"messages":[]})"));
+  auto r = read_response(c);
+  EXPECT_EQ(r.status, 200);
+  auto facts = observe_stream(r.body, dialect::openai_chat);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.content_events, 4u);
 }
 
 }  // namespace
