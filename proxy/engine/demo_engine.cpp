@@ -44,6 +44,15 @@ struct plan {
   std::chrono::microseconds ttft{0};
   std::chrono::microseconds interval{0};
   long reset_after = -1;
+  // Mid-stream faults: after N tokens the stream goes silent (until the
+  // client leaves), or ends with an error event in its API's shape.
+  long stall_after = -1;
+  long error_after = -1;
+  // A prefill to continue (vLLM's continue_final_message, or an Anthropic
+  // request whose last message is the assistant's): the answer's first
+  // `first_token` tokens are taken as given and the rest generated, so a
+  // continued answer reads exactly as the whole one.
+  std::size_t first_token = 0;
   std::chrono::milliseconds drip{0};  // write the stream one byte at a time, this far apart
   bool garbage = false;               // a 200 event stream whose body is not SSE at all
   // Each OpenAI chat token chunk and Responses delta carries "demo_sent_us":
@@ -99,6 +108,45 @@ std::int64_t json_int(const json::object& o, const char* key, std::int64_t fallb
   return fallback;
 }
 
+// The last message when it is the assistant's, to continue: its text.
+std::optional<std::string> assistant_prefill(const json::object& body) {
+  auto* messages = body.if_contains("messages");
+  if (!messages || !messages->is_array() || messages->get_array().empty()) return std::nullopt;
+  const auto& last = messages->get_array().back();
+  if (!last.is_object()) return std::nullopt;
+  auto* role = last.get_object().if_contains("role");
+  if (!role || !role->is_string() || role->get_string() != "assistant") return std::nullopt;
+  auto* content = last.get_object().if_contains("content");
+  if (content && content->is_string()) return std::string(content->get_string());
+  std::string text;  // (content blocks: their text)
+  if (content && content->is_array())
+    for (const auto& block : content->get_array())
+      if (block.is_object())
+        if (auto* t = block.get_object().if_contains("text"); t && t->is_string())
+          text += t->get_string();
+  return text;
+}
+
+// How many of the answer's tokens a prefill already holds: the demo text
+// is the same for every request, so a prefill of its first k tokens
+// continues at token k (anything else starts afresh). Anthropic continues
+// a final assistant message; OpenAI's API only with vLLM's
+// continue_final_message.
+std::size_t prefilled_tokens(api kind, const json::object& body) {
+  auto* flag = body.if_contains("continue_final_message");
+  const bool asked = kind == api::messages || (flag && flag->is_bool() && flag->get_bool());
+  auto prefill = asked ? assistant_prefill(body) : std::nullopt;
+  if (!prefill) return 0;
+  std::size_t k = 0, at = 0;
+  while (at < prefill->size()) {
+    auto token = demo_token(k);
+    if (prefill->compare(at, token.size(), token) != 0) return 0;
+    at += token.size();
+    ++k;
+  }
+  return k;
+}
+
 plan make_plan(api kind, const json::object& body, const config::demo_engine_settings& settings) {
   plan p;
   p.kind = kind;
@@ -131,7 +179,9 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
     auto v = json_int(body, key, -1);
     if (v >= 0 && (limit < 0 || v < limit)) limit = v;
   }
+  p.first_token = prefilled_tokens(kind, body);
   p.output_tokens = static_cast<std::size_t>(std::max<std::int64_t>(natural, 0));
+  p.output_tokens -= std::min(p.output_tokens, p.first_token);  // (what is left to generate)
   if (limit >= 0 && static_cast<std::size_t>(limit) < p.output_tokens) {
     p.output_tokens = static_cast<std::size_t>(limit);
     p.hit_limit = true;
@@ -146,6 +196,8 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
                            : 1000.0 / settings.decode_tokens_per_second;
   p.interval = std::chrono::microseconds(static_cast<std::int64_t>(1000 * interval_ms));
   p.reset_after = json_int(knobs, "reset_after", -1);
+  p.stall_after = json_int(knobs, "stall_after", -1);
+  p.error_after = json_int(knobs, "error_after", -1);
   p.drip =
       std::chrono::milliseconds(std::clamp<std::int64_t>(json_int(knobs, "drip_ms", 0), 0, 10000));
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
@@ -265,6 +317,16 @@ class generator {
         reset_connection();
         co_return false;
       }
+      if (plan_.stall_after >= 0 && static_cast<long>(i) == plan_.stall_after) {
+        if (!events.empty()) co_await write_chunk(events);
+        co_await sleep(std::chrono::minutes(10));  // (until the client leaves)
+        co_return false;
+      }
+      if (plan_.error_after >= 0 && static_cast<long>(i) == plan_.error_after) {
+        co_await write_chunk(events + error_event());
+        co_await write_raw("0\r\n\r\n");
+        co_return true;
+      }
       events += token_event(i);
       co_await write_chunk(events);
       events.clear();
@@ -280,7 +342,7 @@ class generator {
     const auto last = plan_.output_tokens ? plan_.output_tokens - 1 : 0;
     co_await token_ready(last, plan_.ttft + plan_.interval * last);
     std::string text;
-    for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
+    for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(plan_.first_token + i);
     json::object body;
     if (plan_.kind == api::responses) {
       body = response_object(
@@ -383,7 +445,7 @@ class generator {
   }
 
   std::string token_event(std::size_t i) {
-    auto token = demo_token(i);
+    auto token = demo_token(plan_.first_token + i);
     if (plan_.kind == api::messages && plan_.tool_call)
       return sse("content_block_delta",
                  {{"type", "content_block_delta"},
@@ -415,6 +477,19 @@ class generator {
     return sse("", chunk);
   }
 
+  // An overloaded engine's in-band error, in the API's shape.
+  std::string error_event() {
+    if (plan_.kind == api::messages)
+      return sse("error", {{"type", "error"},
+                           {"error", {{"type", "overloaded_error"}, {"message", "Overloaded"}}}});
+    if (plan_.kind == api::responses)
+      return numbered("error", {{"code", "server_error"}, {"message", "the demo engine failed"}});
+    return sse("", {{"error",
+                     {{"message", "the demo engine failed"},
+                      {"type", "server_error"},
+                      {"code", "server_error"}}}});
+  }
+
   std::string closing_events() {
     auto reason = finish_reason(plan_);
     if (plan_.kind == api::messages)
@@ -425,7 +500,8 @@ class generator {
              sse("message_stop", {{"type", "message_stop"}});
     if (plan_.kind == api::responses) {
       std::string text;
-      for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(i);
+      for (std::size_t i = 0; i < plan_.output_tokens; ++i)
+        text += demo_token(plan_.first_token + i);
       // A stop at max_output_tokens ends with response.incomplete, as OpenAI's does.
       auto item = message_item(text, plan_.hit_limit ? "incomplete" : "completed");
       auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
@@ -853,6 +929,11 @@ std::optional<canned> failure_asked(demo_engine::state& st, const json::object& 
   if (auto* d = body.if_contains("demo"); d && d->is_object()) knobs = d->get_object();
   if (auto c = status_asked(st, knobs, kind)) return c;
   if (auto c = context_refusal(st, body, knobs, kind)) return c;
+  if (auto* p = knobs.if_contains("refuse_prefill");
+      p && p->is_bool() && p->get_bool() && assistant_prefill(body))
+    return error_answer(kind, 400,
+                        "this model does not support assistant message prefill: the final "
+                        "message must be the user's");
   if (auto* p = knobs.if_contains("policy_refusal"); p && p->is_bool() && p->get_bool())
     return error_answer(kind, 400, "the request was refused by the demo content policy",
                         "content_policy_violation");
