@@ -162,10 +162,23 @@ retry_settings read_retry(const reader& r) {
   return s;
 }
 
+resume_settings read_resume(const reader& r) {
+  r.only_keys({"mode", "max_resumes", "buffer_bytes"});
+  resume_settings s;
+  auto mode = r.text("mode", "off");
+  if (mode == "restart")
+    s.mode = resume_mode::restart;
+  else if (mode != "off")
+    r.fail_at(r.node()["mode"], "resume.mode must be off or restart");
+  s.max_resumes = r.integer<int>("max_resumes", s.max_resumes, 0, 10);
+  s.buffer_bytes = r.integer<std::size_t>("buffer_bytes", s.buffer_bytes, 0, 16 * 1024 * 1024);
+  return s;
+}
+
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
-               "max_prompt_tokens", "retries", "retry_backoff", "retry", "budget", "balance",
-               "affinity", "queue"});
+               "max_prompt_tokens", "retries", "retry_backoff", "retry", "resume", "budget",
+               "balance", "affinity", "queue"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -192,6 +205,7 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   rt.retries = r.integer<int>("retries", -1, -1, 100);
   rt.retry_backoff = r.time("retry_backoff", rt.retry_backoff);
   if (r.has("retry")) rt.retry = read_retry(r.child("retry"));
+  if (r.has("resume")) rt.resume = read_resume(r.child("resume"));
   if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
   read_route_fleet(r, rt);
   return rt;

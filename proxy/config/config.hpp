@@ -163,6 +163,16 @@ struct retry_settings {
   bool operator==(const retry_settings&) const = default;
 };
 
+// A stream whose upstream fails after content reached the client, continued
+// from another attempt (docs/configuration.md, "Resuming a stream").
+enum class resume_mode { off, restart };
+struct resume_settings {
+  resume_mode mode = resume_mode::off;
+  int max_resumes = 2;                   // per request
+  std::size_t buffer_bytes = 64 * 1024;  // the most delivered text kept per stream
+  bool operator==(const resume_settings&) const = default;
+};
+
 struct route {
   std::string name;
   std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
@@ -174,6 +184,7 @@ struct route {
   int retries = -1;                   // extra attempts on fallback; -1 = one per other target
   duration retry_backoff{std::chrono::milliseconds(25)};
   retry_settings retry;
+  resume_settings resume;
   budget_limits budget;  // the route's total, every key's requests together
   balance_mode balance = balance_mode::least_loaded;
   std::optional<affinity_settings> affinity;

@@ -53,6 +53,9 @@ struct plan {
   // `first_token` tokens are taken as given and the rest generated, so a
   // continued answer reads exactly as the whole one.
   std::size_t first_token = 0;
+  // demo.vary_text: the text starts at another word for every request, as
+  // a sampled answer differs from one request to the next.
+  std::size_t word_shift = 0;
   std::chrono::milliseconds drip{0};  // write the stream one byte at a time, this far apart
   bool garbage = false;               // a 200 event stream whose body is not SSE at all
   // Each OpenAI chat token chunk and Responses delta carries "demo_sent_us":
@@ -342,7 +345,8 @@ class generator {
     const auto last = plan_.output_tokens ? plan_.output_tokens - 1 : 0;
     co_await token_ready(last, plan_.ttft + plan_.interval * last);
     std::string text;
-    for (std::size_t i = 0; i < plan_.output_tokens; ++i) text += demo_token(plan_.first_token + i);
+    for (std::size_t i = 0; i < plan_.output_tokens; ++i)
+      text += demo_token(plan_.word_shift + plan_.first_token + i);
     json::object body;
     if (plan_.kind == api::responses) {
       body = response_object(
@@ -445,7 +449,7 @@ class generator {
   }
 
   std::string token_event(std::size_t i) {
-    auto token = demo_token(plan_.first_token + i);
+    auto token = demo_token(plan_.word_shift + plan_.first_token + i);
     if (plan_.kind == api::messages && plan_.tool_call)
       return sse("content_block_delta",
                  {{"type", "content_block_delta"},
@@ -501,7 +505,7 @@ class generator {
     if (plan_.kind == api::responses) {
       std::string text;
       for (std::size_t i = 0; i < plan_.output_tokens; ++i)
-        text += demo_token(plan_.first_token + i);
+        text += demo_token(plan_.word_shift + plan_.first_token + i);
       // A stop at max_output_tokens ends with response.incomplete, as OpenAI's does.
       auto item = message_item(text, plan_.hit_limit ? "incomplete" : "completed");
       auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
@@ -878,16 +882,21 @@ canned error_answer(std::optional<api> kind, int status, std::string message,
   return c;
 }
 
-// demo.status with demo.fail_times: only the first N requests that carry
-// the same knobs fail (a transient fault a retry gets past); without it,
-// every one. demo.retry_after sets a 429's Retry-After (-1: none).
+// demo.fail_times: only the first N requests that carry the same knobs
+// meet their fault (a status, or a stream broken after some tokens): a
+// transient fault a retry or a resume gets past. Without it, every one.
+bool fault_applies(demo_engine::state& st, const json::object& knobs) {
+  return !knobs.contains("fail_times") ||
+         ++st.fault_counts[json::serialize(knobs)] <= json_int(knobs, "fail_times", 0);
+}
+
+// demo.status (with fail_times, see fault_applies); demo.retry_after sets
+// a 429's Retry-After (-1: none).
 std::optional<canned> status_asked(demo_engine::state& st, const json::object& knobs,
                                    std::optional<api> kind) {
   auto status = json_int(knobs, "status", 0);
   if (status < 400 || status >= 600) return std::nullopt;
-  if (knobs.contains("fail_times") &&
-      ++st.fault_counts[json::serialize(knobs)] > json_int(knobs, "fail_times", 0))
-    return std::nullopt;
+  if (!fault_applies(st, knobs)) return std::nullopt;
   auto c = error_answer(kind, static_cast<int>(status),
                         "demo engine asked to fail with " + std::to_string(status));
   if (auto after = json_int(knobs, "retry_after", -2); after >= -1)
@@ -1020,6 +1029,13 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     co_return keep;
   }
   auto p = make_plan(*kind, parsed.get_object(), st.settings);
+  if (auto* d = parsed.get_object().if_contains("demo"); d && d->is_object())
+    if (auto* v = d->get_object().if_contains("vary_text"); v && v->is_bool() && v->get_bool())
+      p.word_shift = st.stats->requests.load();
+  if (p.reset_after >= 0 || p.stall_after >= 0 || p.error_after >= 0)
+    if (auto* d = parsed.get_object().if_contains("demo");
+        d && d->is_object() && !fault_applies(st, d->get_object()))
+      p.reset_after = p.stall_after = p.error_after = -1;
   if (st.batch)
     p.sequence =
         st.batch->submit(std::move(p.prompt_blocks), static_cast<long long>(p.prompt_tokens),

@@ -45,8 +45,10 @@ struct request_context {
   std::string route = "none";                            // metric label: the route's name
   std::string model_label =
       "none";  // metric label: the route's pattern that matched (bounded, unlike `model`)
-  bool usage_injected = false;  // we asked for usage: its chunk is not the client's
-  unsigned attempts = 0;        // upstream tries (more than one: fallback)
+  bool usage_injected = false;         // we asked for usage: its chunk is not the client's
+  unsigned attempts = 0;               // upstream tries (more than one: fallback)
+  unsigned resumes = 0;                // a stream continued after its upstream failed mid-answer
+  std::uint64_t resumed_at_token = 0;  // … the first time, after this many token events
   bool forwarded_early =
       false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;

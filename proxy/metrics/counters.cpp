@@ -21,12 +21,25 @@ void error_counts::add(std::string_view side, std::string_view code) {
   ++counts_[std::move(key)];
 }
 
-void retry_counts::add(std::string_view route, std::string_view upstream, std::string_view reason) {
-  std::lock_guard lock(mutex_);
-  ++counts_[{std::string(route), std::string(upstream), std::string(reason)}];
-}
-
 namespace {
+
+// One labelled family: its shards' counts merged, then written.
+template <std::size_t N>
+void write_labelled(std::ostringstream& out, const std::vector<const shard*>& shards,
+                    label_counts<N> shard::*member, const char* name, const char* help,
+                    const std::array<const char*, N>& labels) {
+  std::map<std::array<std::string, N>, std::uint64_t> merged;
+  for (auto* s : shards)
+    (s->*member).each([&](const std::array<std::string, N>& k, std::uint64_t n) {
+      merged[k] += n;
+    });
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
+  for (const auto& [k, n] : merged) {
+    out << name << '{';
+    for (std::size_t i = 0; i < N; ++i) out << (i ? "," : "") << labels[i] << "=\"" << k[i] << '"';
+    out << "} " << n << '\n';
+  }
+}
 
 struct family {
   const char* name;
@@ -144,20 +157,15 @@ std::string render_prometheus(const std::vector<const shard*>& shards) {
       << "internal) and the error's code.\n# TYPE " << err << " counter\n";
   for (const auto& [key, n] : errors)
     out << err << "{side=\"" << key.first << "\",code=\"" << key.second << "\"} " << n << '\n';
-  std::map<std::array<std::string, 3>, std::uint64_t> retries;
-  for (auto* s : shards)
-    s->retries.each([&](const std::string& route, const std::string& upstream,
-                        const std::string& reason, std::uint64_t n) {
-      retries[{route, upstream, reason}] += n;
-    });
-  const char* retry = "tokengate_upstream_retries_total";
-  out << "# HELP " << retry
-      << " Attempts sent again to the same upstream before anything reached the client, by "
-      << "route, upstream and what failed (rate_limited, server_error, reset).\n# TYPE " << retry
-      << " counter\n";
-  for (const auto& [key, n] : retries)
-    out << retry << "{route=\"" << key[0] << "\",upstream=\"" << key[1] << "\",reason=\"" << key[2]
-        << "\"} " << n << '\n';
+  write_labelled(out, shards, &shard::retries, "tokengate_upstream_retries_total",
+                 "Attempts sent again to the same upstream before anything reached the client, "
+                 "by route, upstream and what failed (rate_limited, server_error, reset).",
+                 {"route", "upstream", "reason"});
+  write_labelled(out, shards, &shard::resumes, "tokengate_stream_resumes_total",
+                 "Streams whose upstream failed mid-answer, continued from another attempt, by "
+                 "route, mode, what failed (reset, timeout, error_event, unfinished) and how the "
+                 "continuation ended (completed, diverged, failed).",
+                 {"route", "mode", "reason", "result"});
   return out.str();
 }
 

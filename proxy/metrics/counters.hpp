@@ -47,21 +47,26 @@ class error_counts {
   std::map<std::pair<std::string, std::string>, std::uint64_t, std::less<>> counts_;
 };
 
-// Same-target retries of an upstream (upstream/retry_policy.hpp), by
-// route, upstream and reason: names from the config and a fixed set of
-// words. Per retry, never per event.
-class retry_counts {
+// Counts by a few labels (names from the config, a fixed set of words):
+// same-target retries by route, upstream and reason; stream resumes by
+// route, mode, reason and result. Per retry or resume, never per event.
+template <std::size_t N>
+class label_counts {
  public:
-  void add(std::string_view route, std::string_view upstream, std::string_view reason);
+  using key = std::array<std::string, N>;
+  void add(key k) {
+    std::lock_guard lock(mutex_);
+    ++counts_[std::move(k)];
+  }
   template <typename Visit>
   void each(Visit&& visit) const {
     std::lock_guard lock(mutex_);
-    for (const auto& [key, n] : counts_) visit(key[0], key[1], key[2], n);
+    for (const auto& [k, n] : counts_) visit(k, n);
   }
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::array<std::string, 3>, std::uint64_t> counts_;
+  std::map<key, std::uint64_t> counts_;
 };
 
 struct shard {
@@ -94,7 +99,8 @@ struct shard {
   counter request_body_buffers_kept_bytes;  // kept for the next long bodies (server/body_pool.hpp)
 
   error_counts errors;
-  retry_counts retries;
+  label_counts<3> retries;  // route, upstream, reason (upstream/retry_policy.hpp)
+  label_counts<4> resumes;  // route, mode, reason, result (a stream continued mid-answer)
 
   void count_status(unsigned status);
 };

@@ -40,6 +40,8 @@ void log_access(const request_context& ctx) {
       {"model", ctx.model.size() <= 128 ? ctx.model : ctx.model.substr(0, 128)},
       {"upstream", ctx.upstream},
       {"attempts", ctx.attempts},
+      {"resumes", ctx.resumes},
+      {"resumed_at_token", ctx.resumed_at_token},
       {"status", ctx.status},
       {"streamed", ctx.streamed},
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},

@@ -148,6 +148,7 @@ std::variant<upstream::exchange_plan, request_error> plan_with_policy(
   ctx.output_limit = routed.output_limit;
   plan.retry_backoff = routed.route->retry_backoff;
   plan.retry = routed.route->retry;
+  plan.resume = routed.route->resume;
   if (routed.limit_clamped)
     plan.response_headers.emplace_back("x-tokengate-limit-clamped",
                                        "requested=" + std::to_string(*routed.requested_limit) +

@@ -1,7 +1,10 @@
 #include "server/proxy_exchange.hpp"
 
 #include "http/json_response.hpp"
+#include "io/write_all.hpp"
 #include "server/worker.hpp"
+#include "stream/client_framing.hpp"
+#include "stream/error_event.hpp"
 #include "stream/relay.hpp"
 #include "translate/translation.hpp"
 
@@ -41,6 +44,79 @@ std::unique_ptr<stream::answer_translator> translator_for(const upstream::exchan
                                           plan.usage_asked, ctx.model);
 }
 
+// Whether an answer can continue a client's event stream: a 200 event
+// stream (a 5xx that ended a resume's attempts cannot).
+bool continues_a_stream(const upstream::answer& got) {
+  return got.head.status == 200 &&
+         got.head.value_of(known_field::content_type).starts_with("text/event-stream");
+}
+
+void count_resume(worker& w, const request_context& ctx, const upstream::suspended_stream& why,
+                  std::string_view result) {
+  w.metrics().resumes.add({ctx.route, "restart", std::string(why.reason), std::string(result)});
+}
+
+// A resumed stream no attempt could continue: its end, in the client's
+// dialect, after what it has (its head went long ago).
+net::awaitable<bool> end_resumed_stream(any_stream& client, request_context& ctx,
+                                        request_error why) {
+  ctx.upstream_failed_midstream = true;
+  ctx.error = why;
+  auto tail = stream::make_error_event(ctx.dialect, "upstream_error", why.code, why.message);
+  stream::chunk_line line;
+  auto chunk = stream::as_chunk(tail, line);
+  std::vector<net::const_buffer> pieces(chunk.begin(), chunk.end());
+  pieces.push_back(stream::last_chunk);
+  client.expires_after(std::chrono::seconds(10));
+  auto [ec, n] = co_await write_all(client, pieces);
+  client.expires_never();
+  ctx.bytes_to_client += n;
+  co_return !ec;
+}
+
+// No answer to relay: the error as the client's answer, or, for a stream
+// being resumed (its head long sent), as its last event.
+net::awaitable<bool> answer_failure(worker& w, any_stream& client, request_context& ctx,
+                                    const upstream::exchange_plan& plan,
+                                    const std::optional<upstream::suspended_stream>& resumed,
+                                    request_error failure, bool keep_client) {
+  if (resumed) {
+    count_resume(w, ctx, *resumed, "failed");
+    bool kept = co_await end_resumed_stream(client, ctx, std::move(failure));
+    co_return kept;
+  }
+  // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
+  co_await send_error(client, std::move(failure), keep_client, ctx,
+                      error_extras{plan.response_headers, {}});
+  co_return keep_client;
+}
+
+// After a relay: the attempt to open next, if any. A stream left
+// suspended mid-answer is resumed, the same target first (its retries
+// apply); an answer given up before its first token hands over to the
+// next target. A resumed stream's end is counted.
+std::optional<std::size_t> next_attempt(worker& w, upstream::exchange_state& s,
+                                        const upstream::answer& got,
+                                        std::optional<upstream::suspended_stream>& resumed) {
+  auto& ctx = s.ctx;
+  if (resumed)
+    count_resume(w, ctx, *resumed,
+                 s.suspended                                         ? "failed"
+                 : ctx.error && ctx.error->code == "resume_diverged" ? "diverged"
+                 : ctx.upstream_failed_midstream                     ? "failed"
+                                                                     : "completed");
+  if (s.suspended) {
+    resumed = std::move(s.suspended);
+    s.suspended.reset();
+    --s.resumes_left;
+    ++ctx.resumes;
+    if (ctx.resumed_at_token == 0) ctx.resumed_at_token = ctx.content_events;
+    return got.attempt;
+  }
+  if (s.abandoned) return got.attempt + 1;
+  return std::nullopt;
+}
+
 }  // namespace
 
 net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
@@ -60,31 +136,40 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   // An answer from some upstream relayed, or the last failure written. (In
   // this coroutine, not one of its own: each is a frame per request.) An
   // answer the relay gave up before its first token hands over to the
-  // next target.
+  // next target; a stream left suspended mid-answer is resumed from a new
+  // attempt, the same target first.
   upstream::answer got;
+  s.resumes_left = plan.resume.mode == config::resume_mode::off ? 0 : plan.resume.max_resumes;
+  std::optional<upstream::suspended_stream> resumed;
   for (std::size_t from = 0;;) {
     auto failure =
         co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got, from);
-    if (!ctx.client_gone && failure) {
+    if (!ctx.client_gone && !failure && resumed && !continues_a_stream(got))
+      failure = request_error::upstream(502, "upstream_error",
+                                        "upstream '" + got.settings->name + "' answered " +
+                                            std::to_string(got.head.status) + " to the resume");
+    if (ctx.client_gone) break;
+    if (failure) {
       s.finished = true;
-      // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
-      co_await send_error(client, std::move(*failure), keep_client, ctx,
-                          error_extras{plan.response_headers, {}});
+      keep_client =
+          co_await answer_failure(w, client, ctx, plan, resumed, std::move(*failure), keep_client);
       break;
     }
-    if (ctx.client_gone) break;
     s.abandoned.reset();
     {
       upstream::in_flight streaming(*got.in_flight);
       const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
       auto translator = translator_for(plan, got, ctx);
-      keep_client = co_await stream::relay_response(s, got, plan, env, keep_client,
-                                                    request.head.version, translator.get());
+      keep_client =
+          co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version,
+                                          translator.get(), resumed ? &*resumed : nullptr);
     }
-    if (!s.abandoned || ctx.client_gone) break;
-    from = got.attempt + 1;
+    if (ctx.client_gone) break;
+    auto next = next_attempt(w, s, got, resumed);
+    if (!next) break;
+    from = *next;
     if (from < plan.upstreams.size()) continue;
-    s.finished = true;
+    s.finished = true;  // (given up before its first token, with no target left)
     keep_client = request.head.keep_alive();
     co_await send_error(client, std::move(*s.abandoned), keep_client, ctx,
                         error_extras{plan.response_headers, {}});

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,15 +23,38 @@ class stream_accounting final : public sse_sink {
  public:
   // `observed`: the dialect the upstream streams in (the client's, unless
   // the answer is translated).
+  // `resumable`: the stream may be resumed (resume/): its text is kept
+  // (a recording observer), and an error event is held back from the
+  // client (upstream_error) rather than passed on as the stream's end.
   stream_accounting(request_context& ctx, const sse_parser& parser, std::optional<long long> limit,
-                    metrics::series& series, metrics::route_windows& windows, dialect observed)
+                    metrics::series& series, metrics::route_windows& windows, dialect observed,
+                    bool resumable = false)
       : ctx_(ctx),
         parser_(parser),
         limit_(limit),
         series_(series),
         windows_(windows),
-        observer_(observed) {
+        observer_(observed, resumable),
+        resumable_(resumable) {
     drops_.reserve(4);
+  }
+
+  // A resumed stream: the text the client already has. The upstream's
+  // events are held back until their text has covered it exactly, then
+  // passed on. A stream whose text differs (sampling), falls across its end
+  // mid-event, or ends first has diverged: it is cut where it diverged.
+  void catch_up(std::string delivered) {
+    delivered_ = std::move(delivered);
+    catching_up_ = true;
+  }
+  bool diverged() const { return diverged_; }
+  bool resumable() const { return resumable_; }
+  // An error event came (held back: resumable streams only).
+  bool upstream_error() const { return upstream_error_; }
+  // The text the client has been sent, for a resume: as recorded (choice 0).
+  std::string_view delivered_text() const {
+    const auto& t = observer_.facts().text_by_choice;
+    return t.empty() ? std::string_view() : std::string_view(t.begin()->second);
   }
 
   void begin_chunk(clock::time_point arrived) { arrived_ = arrived; }
@@ -46,10 +71,17 @@ class stream_accounting final : public sse_sink {
 
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
+    if (catching_up_) [[unlikely]]
+      return swallow(event);
     auto reported_before = observer_.facts().output_tokens;
     observer_.on_event(event);
     ++ctx_.sse_events;
     auto kinds = observer_.last_kinds();
+    if (resumable_ && (kinds & kind_error)) [[unlikely]] {
+      upstream_error_ = true;  // (the relay resumes, or ends the stream with its own)
+      drops_.emplace_back(parser_.boundary(), parser_.position());
+      return;
+    }
     if (kinds & content_kinds) {
       if (limit_ && produced() > *limit_) {
         cut_ = true;  // this event is one too many: forward up to its start
@@ -76,6 +108,29 @@ class stream_accounting final : public sse_sink {
   }
 
  private:
+  // While catching up: each event's text must be the next of what the
+  // client has; everything else of the stream's opening is held back.
+  void swallow(const stream::sse_event& event) {
+    auto before = delivered_text().size();
+    observer_.on_event(event);
+    auto kinds = observer_.last_kinds();
+    auto text = delivered_text().substr(std::min(before, delivered_text().size()));
+    const bool in_step = (kinds & ~(kind_text | kind_usage | kind_ignored)) == 0 &&
+                         std::string_view(delivered_).substr(matched_).starts_with(text);
+    if (!in_step) {
+      diverged_ = cut_ = true;
+      cut_at_ = parser_.boundary();
+      return;
+    }
+    matched_ += text.size();
+    drops_.emplace_back(parser_.boundary(), parser_.position());
+    if (matched_ == delivered_.size()) {
+      catching_up_ = false;
+      delivered_.clear();
+      delivered_.shrink_to_fit();
+    }
+  }
+
   // Content events, or the upstream's own live count where it reports one
   // (vLLM's continuous usage), whichever is larger.
   long long produced() const {
@@ -95,6 +150,11 @@ class stream_accounting final : public sse_sink {
   std::uint64_t cut_at_ = 0;
   std::optional<std::int64_t> output_before_cut_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> drops_;
+  bool resumable_ = false;
+  bool upstream_error_ = false;
+  bool catching_up_ = false, diverged_ = false;
+  std::string delivered_;
+  std::size_t matched_ = 0;
 };
 
 }  // namespace tokengate::stream

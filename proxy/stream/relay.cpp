@@ -101,7 +101,8 @@ class response_relay {
  public:
   response_relay(upstream::exchange_state& s, upstream::answer& a,
                  const upstream::exchange_plan& plan, const relay_env& env, bool client_keep_alive,
-                 unsigned client_http_version, answer_translator* translator);
+                 unsigned client_http_version, answer_translator* translator,
+                 const upstream::suspended_stream* resumed);
   response_relay(const response_relay&) = delete;
   response_relay& operator=(const response_relay&) = delete;
 
@@ -166,9 +167,13 @@ class response_relay {
   void settle();
   enum class ending { cut, clean, failed };
   ending how_it_ends() const;
+  // A failed stream the plan may resume: left open, its text kept in the
+  // exchange's state (s.suspended), the upstream closed.
+  bool suspends();
   net::awaitable<bool> finish_cut();
   net::awaitable<bool> finish_clean();
   net::awaitable<bool> finish_failed();
+  net::awaitable<bool> finish_diverged();
 
  private:
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
@@ -235,17 +240,34 @@ class response_relay {
   error_code failure_;
 };
 
+// (A resumed stream's framing is the client's stream's: chunked, its head sent.)
+framing framing_resumed(bool client_keep_alive) {
+  return framing{false, std::nullopt, true, client_keep_alive};
+}
+
+// Whether a stream may be resumed should its upstream fail: the plan asks
+// for it, resumes are left, and it is a chat stream in the client's own
+// API (the one dialect resumed so far).
+bool may_resume(const upstream::exchange_state& s, const upstream::exchange_plan& plan,
+                const response_head& head, const answer_translator* translator) {
+  return plan.resume.mode != config::resume_mode::off && s.resumes_left > 0 && !translator &&
+         s.ctx.dialect == dialect::openai_chat &&
+         head.value_of(known_field::content_type).starts_with("text/event-stream");
+}
+
 response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                                const upstream::exchange_plan& plan, const relay_env& env,
                                bool client_keep_alive, unsigned client_http_version,
-                               answer_translator* translator)
+                               answer_translator* translator,
+                               const upstream::suspended_stream* resumed)
     : s_(s),
       ctx_(s.ctx),
       a_(a),
       plan_(plan),
       env_(env),
       translator_(translator),
-      framing_(framing_for(a.head, client_keep_alive, client_http_version, translator)),
+      framing_(resumed ? framing_resumed(resumed->client_keep_alive)
+                       : framing_for(a.head, client_keep_alive, client_http_version, translator)),
       idle_timeout_(a.settings->timeouts.idle),
       up_buffer_(std::move(a.buffer)),
       series_(env.latency.series_for(ctx_.route, ctx_.model_label, a.settings->name)),
@@ -256,7 +278,8 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                           framing_.chunked
                       ? plan.output_limit
                       : std::nullopt,
-                  series_, windows_, translator ? translator->upstream_dialect() : ctx_.dialect),
+                  series_, windows_, translator ? translator->upstream_dialect() : ctx_.dialect,
+                  may_resume(s, plan, a.head, translator)),
       // The body's framing (chunks, a length, or up to the close) is undone
       // in the read buffer itself: no second buffer, no copy. Read and
       // decoded here rather than through http::async_read_some: Beast's
@@ -276,8 +299,13 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   // brought the upstream's head brought them too (the usual case: one
   // write, as nginx does, where there were two), else on its own before
   // the relay waits for the body.
-  head_text_ = client_head(a.head, plan.response_headers, ctx_, framing_.content_length,
-                           framing_.chunked, framing_.client_keep_alive);
+  if (resumed) {  // (the client has its head: the stream goes on where it stopped)
+    head_pending_ = false;
+    accounting_.catch_up(resumed->delivered);
+  } else {
+    head_text_ = client_head(a.head, plan.response_headers, ctx_, framing_.content_length,
+                             framing_.chunked, framing_.client_keep_alive);
+  }
   // The upstream's head is read no more: its fields go back now rather than
   // at the end of the stream (what is kept of it, its framing and
   // keep-alive, is apart from them).
@@ -297,7 +325,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   s.client.expires_never();
   upstream().expires_never();
   if (ctx_.streamed) env.metrics.stream_active.add();
-  if (ctx_.streamed && a.settings->timeouts.first_token.count() > 0) {
+  if (ctx_.streamed && !resumed && a.settings->timeouts.first_token.count() > 0) {
     holding_ = true;  // (measured as TTFT is: from the request's sending)
     first_token_deadline_ = ctx_.request_sent + a.settings->timeouts.first_token;
   }
@@ -537,8 +565,10 @@ buffers response_relay::forward() {
   // The body ended in this read on an event's end, after events: the last
   // chunk goes with them (one write fewer per stream); the endings would
   // find nothing more to send.
+  // (Not a stream that may yet be resumed: one that did not end properly.)
   bool ends_body = body_.done() && !accounting_.cut() && sse_.boundary() == sse_.fed() &&
-                   sse_.events_dispatched() > 0;
+                   sse_.events_dispatched() > 0 &&
+                   !(accounting_.resumable() && !accounting_.facts().ended_properly());
   return frame(pieces_, ends_body);
 }
 
@@ -600,12 +630,40 @@ void response_relay::settle() {
 
 response_relay::ending response_relay::how_it_ends() const {
   if (accounting_.cut()) return ending::cut;
-  return failure_ ? ending::failed : ending::clean;
+  return failure_ || accounting_.upstream_error() ? ending::failed : ending::clean;
+}
+
+bool response_relay::suspends() {
+  if (ctx_.client_gone || !accounting_.resumable() || s_.resumes_left <= 0) return false;
+  const auto& facts = accounting_.facts();
+  const bool failed = failure_ || accounting_.upstream_error();
+  const bool unfinished = !failed && !accounting_.cut() && !facts.ended_properly();
+  if (!failed && !unfinished) return false;
+  // Text only, one choice, within the buffer, and something sent already.
+  auto delivered = accounting_.delivered_text();
+  if (ctx_.content_events == 0 || facts.tool_call_events > 0 || facts.reasoning_events > 0 ||
+      facts.text_by_choice.size() > 1 || delivered.size() > plan_.resume.buffer_bytes ||
+      !framing_.chunked || aligner_.forwarded() > sse_.boundary())
+    return false;
+  s_.suspended = upstream::suspended_stream{std::string(delivered), framing_.client_keep_alive,
+                                            failure_ == beast::error::timeout ? "timeout"
+                                            : failure_                        ? "reset"
+                                            : accounting_.upstream_error()    ? "error_event"
+                                                                              : "unfinished"};
+  spdlog::info("request {}: upstream {} failed after {} tokens ({}); resuming the stream",
+               ctx_.request_id, a_.settings->name, ctx_.content_events, s_.suspended->reason);
+  upstream().close();
+  s_.upstream.reset();
+  return true;
 }
 
 // The upstream went past the limit: end the stream as the engine should
 // have, and stop the generation.
 net::awaitable<bool> response_relay::finish_cut() {
+  if (accounting_.diverged()) {
+    bool keep = co_await finish_diverged();
+    co_return keep;
+  }
   ctx_.limit_enforced = true;
   env_.metrics.limit_enforced.add();
   upstream().close();
@@ -686,6 +744,25 @@ net::awaitable<bool> response_relay::finish_not_sse() {
   co_return framing_.client_keep_alive;
 }
 
+// A resumed stream whose new text differs from what the client has: ended
+// where it diverged with a clean, retryable error event, never a spliced
+// answer.
+net::awaitable<bool> response_relay::finish_diverged() {
+  ctx_.upstream_failed_midstream = true;
+  env_.metrics.downstream_rq_stream_failed.add();
+  ctx_.error = request_error::upstream(
+      502, "resume_diverged",
+      "the stream's upstream failed, and its answer could not be resumed: the new attempt's "
+      "text differs from what was sent (try the request again)",
+      true);
+  upstream().close();
+  s_.upstream.reset();
+  std::string tail = aligner_.forwarded() > sse_.boundary() ? "\n\n" : "";
+  tail += make_error_event(ctx_.dialect, "upstream_error", ctx_.error->code, ctx_.error->message);
+  if (!co_await write_last_chunks(tail)) co_return false;
+  co_return framing_.client_keep_alive;
+}
+
 // The upstream failed after the answer began: no retry is possible. An SSE
 // client gets an error event in its dialect and a properly ended body,
 // never a clean end that looks like a complete answer.
@@ -696,6 +773,9 @@ net::awaitable<bool> response_relay::finish_failed() {
   if (timeout) env_.metrics.upstream_rq_timeout.add();
   auto reason = upstream::upstream_error_for(failure_, *a_.settings, false);
   reason.code = timeout ? "upstream_timeout" : "upstream_disconnected";
+  if (!failure_)  // (an error event, held back for a resume that could not be)
+    reason = request_error::upstream(
+        502, "upstream_error", "upstream '" + a_.settings->name + "' failed mid-stream", false);
   reason.retryable = false;
   ctx_.error = reason;
   spdlog::warn("request {}: upstream {} failed mid-stream: {}", ctx_.request_id, a_.settings->name,
@@ -719,14 +799,16 @@ net::awaitable<bool> response_relay::finish_failed() {
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
                                     const upstream::exchange_plan& plan, const relay_env& env,
                                     bool client_keep_alive, unsigned client_http_version,
-                                    answer_translator* translator) {
+                                    answer_translator* translator,
+                                    const upstream::suspended_stream* resumed) {
   if (translator &&
       !answer.head.value_of(known_field::content_type).starts_with("text/event-stream")) {
     bool keep =
         co_await relay_whole_translated(s, answer, plan, env, client_keep_alive, *translator);
     co_return keep;
   }
-  response_relay relay(s, answer, plan, env, client_keep_alive, client_http_version, translator);
+  response_relay relay(s, answer, plan, env, client_keep_alive, client_http_version, translator,
+                       resumed);
   while (!relay.body_done()) {
     if (!relay.take_part()) {
       if (relay.head_pending()) {  // the head came without events: it goes now, before the wait
@@ -779,6 +861,7 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
   }
   bool keep_alive = false;
   auto ending = relay.how_it_ends();
+  if (ending != response_relay::ending::cut && relay.suspends()) co_return false;
   if (ending == response_relay::ending::cut)
     keep_alive = co_await relay.finish_cut();
   else if (ending == response_relay::ending::clean)

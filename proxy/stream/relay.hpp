@@ -28,9 +28,16 @@ struct relay_env {
 // connection may carry another request.
 // `translator`: the answer is in the other API than the client's
 // (stream/answer_translator.hpp); null for the client's own.
+// `resumed`: the client's stream this answer continues (its head sent,
+// its body chunked); null for a new one. The continuing relay writes no
+// head, holds the new answer's events back until their text has covered
+// what the client has exactly, and passes on the rest. A stream that
+// fails after content, where the plan allows a resume, is left suspended
+// (s.suspended) instead of ended: the caller continues it.
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
                                     const upstream::exchange_plan& plan, const relay_env& env,
                                     bool client_keep_alive, unsigned client_http_version,
-                                    answer_translator* translator);
+                                    answer_translator* translator,
+                                    const upstream::suspended_stream* resumed = nullptr);
 
 }  // namespace tokengate::stream

@@ -289,7 +289,7 @@ net::awaitable<attempt_outcome> tries_on_target(attempts& a, std::size_t attempt
                                   a.plan.retry_backoff, a.upstreams.rng());
     if (!wait || !a.upstreams.retries().take(settings.name, a.plan.retry, clock::now()))
       co_return outcome;
-    a.metrics.retries.add(ctx.route, settings.name, reason_name(*outcome.kind));
+    a.metrics.retries.add({ctx.route, settings.name, std::string(reason_name(*outcome.kind))});
     spdlog::info("request {}: {} from upstream {}; trying it again in {} ms", ctx.request_id,
                  reason_name(*outcome.kind), settings.name, wait->count());
     if (outcome.holds_answer()) drop_connection(a);

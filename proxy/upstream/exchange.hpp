@@ -51,11 +51,21 @@ struct exchange_plan {
   std::optional<long long> output_limit;                              // enforced on the stream
   std::vector<std::pair<std::string, std::string>> response_headers;  // e.g. the clamp notice
   std::chrono::milliseconds retry_backoff{0};
-  config::retry_settings retry;  // the route's: same-target retries (upstream/retry_policy.hpp)
+  config::retry_settings retry;    // the route's: same-target retries (upstream/retry_policy.hpp)
+  config::resume_settings resume;  // the route's: streams continued after a mid-answer failure
   // The first attempt's connection when the body was forwarded while it
   // arrived (server/early_forward.hpp): it holds all of the request but
   // the body's last byte. Or the failure to connect met then.
   std::optional<acquire_result> first_connection;
+};
+
+// A client's stream whose upstream failed after content reached it, kept
+// open to be continued from another attempt (exchange_plan::resume;
+// stream/relay.hpp): the text the client has, and how the stream ended.
+struct suspended_stream {
+  std::string delivered;
+  bool client_keep_alive = true;
+  std::string_view reason;  // reset, timeout, error_event, unfinished
 };
 
 // What one exchange shares with the client watcher (io/client_watcher.hpp),
@@ -70,6 +80,10 @@ struct exchange_state final : client_gone_hook {
   // The relay gave the answer up before its first token, nothing of it
   // sent (timeouts.first_token, stream/relay.hpp): why; the next target's turn.
   std::optional<request_error> abandoned;
+  // The relay left the client's stream open after its upstream failed
+  // mid-answer, to be resumed (`resumes_left` more times at most).
+  std::optional<suspended_stream> suspended;
+  int resumes_left = 0;
 
   // Close the upstream now, so that the engine stops generating. Not once
   // the exchange is over: the connection may be back in the pool.
