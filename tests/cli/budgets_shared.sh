@@ -122,16 +122,28 @@ for _ in $(seq 30); do
 done
 [[ $status == 503 ]] || fail "deny: status $status with Redis down"
 grep -q budget_store_unavailable "$work/one.body" || fail "deny: body $(cat "$work/one.body")"
-# allow_local: counted alone, carrying on from Redis's last count for this
-# window, which the burst spent: 200 while this instance's share of what
-# was left lasts, then 429 (never 503). (In a new minute: a fresh window.)
-for _ in $(seq 6); do
+# allow_local: counted alone, carrying on from the count Redis last gave
+# this instance for the window (the burst's, less what settled since), not
+# from zero, and /budgets shows it as the local view. It admits at most its
+# share of what was left (two replicas: half), then 429, never 503.
+local_used() {
+  curl -sf "http://127.0.0.1:$b_admin/budgets" > "$work/budgets.json" || fail "no /budgets during the outage"
+  grep -q '"view":"local"' "$work/budgets.json" || fail "/budgets is not the local view: $(cat "$work/budgets.json")"
+  grep -o '"used":[0-9]*' "$work/budgets.json" | head -1 | cut -d: -f2
+}
+before=$(local_used)
+((before > 0)) || fail "allow_local starts from zero: $(cat "$work/budgets.json")"
+for _ in $(seq 80); do
   status=$(one "$b_port")
   [[ $status == 200 || $status == 429 ]] || fail "allow_local: status $status with Redis down"
+  [[ $status == 429 ]] && break
 done
+after=$(local_used)
 if (($(date +%s) / 60 == burst_minute)); then
-  [[ $status == 429 ]] || fail "allow_local: the window the burst spent started again from zero"
+  [[ $status == 429 ]] || fail "allow_local: 80 requests admitted alone from $before of $budget"
   grep -q rate_limit_exceeded "$work/one.body" || fail "allow_local: body $(cat "$work/one.body")"
+  ((after <= before + (budget - before) / 2 + 20)) ||
+    fail "allow_local: $((after - before)) tokens alone from $before, more than half of what was left"
 fi
 admin=$b_admin metrics_match '^tokengate_budget_local_fallbacks_total [1-9]' || fail "no local fallback counted"
 admin=$b_admin metrics_match '^tokengate_budget_store_up 0' || fail "store_up is not 0 with Redis down"
