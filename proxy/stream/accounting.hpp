@@ -23,19 +23,23 @@ class stream_accounting final : public sse_sink {
  public:
   // `observed`: the dialect the upstream streams in (the client's, unless
   // the answer is translated).
-  // `resumable`: the stream may be resumed (resume/): its text is kept
-  // (a recording observer), and an error event is held back from the
-  // client (upstream_error) rather than passed on as the stream's end.
+  // `resume_buffer`: the stream may be resumed (exchange_plan::resume)
+  // while its text stays within this many bytes: its text is kept (a
+  // recording observer), and an error event is held back from the client
+  // (upstream_error) rather than passed on as the stream's end. Past it
+  // the text is let go and the stream is relayed as any other. 0: not
+  // resumable.
   stream_accounting(request_context& ctx, const sse_parser& parser, std::optional<long long> limit,
                     metrics::series& series, metrics::route_windows& windows, dialect observed,
-                    bool resumable = false)
+                    std::size_t resume_buffer = 0)
       : ctx_(ctx),
         parser_(parser),
         limit_(limit),
         series_(series),
         windows_(windows),
-        observer_(observed, resumable),
-        resumable_(resumable) {
+        observer_(observed, resume_buffer > 0),
+        resumable_(resume_buffer > 0),
+        resume_buffer_(resume_buffer) {
     drops_.reserve(4);
   }
 
@@ -77,10 +81,16 @@ class stream_accounting final : public sse_sink {
     observer_.on_event(event);
     ++ctx_.sse_events;
     auto kinds = observer_.last_kinds();
-    if (resumable_ && (kinds & kind_error)) [[unlikely]] {
-      upstream_error_ = true;  // (the relay resumes, or ends the stream with its own)
-      drops_.emplace_back(parser_.boundary(), parser_.position());
-      return;
+    if (resumable_) [[unlikely]] {
+      if (kinds & kind_error) {
+        upstream_error_ = true;  // (the relay resumes, or ends the stream with its own)
+        drops_.emplace_back(parser_.boundary(), parser_.position());
+        return;
+      }
+      if (delivered_text().size() > resume_buffer_) {
+        resumable_ = false;
+        observer_.stop_recording();
+      }
     }
     if (kinds & content_kinds) {
       if (limit_ && produced() > *limit_) {
@@ -151,6 +161,7 @@ class stream_accounting final : public sse_sink {
   std::optional<std::int64_t> output_before_cut_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> drops_;
   bool resumable_ = false;
+  std::size_t resume_buffer_ = 0;
   bool upstream_error_ = false;
   bool catching_up_ = false, diverged_ = false;
   std::string delivered_;

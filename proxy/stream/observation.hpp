@@ -66,6 +66,15 @@ class observation {
   // Recording keeps the decoded content; a dialect's lean reading does not
   // decode it, so a recording observer always reads in full.
   bool recording() const { return record_; }
+  // Recording ends (what was kept is let go): a resumable stream past its
+  // buffer (stream/accounting.hpp).
+  void stop_recording() {
+    record_ = false;
+    std::map<std::int64_t, std::string>().swap(facts_.text_by_choice);
+    std::string().swap(facts_.reasoning_text);
+    std::vector<tool_call>().swap(facts_.tool_calls);
+    std::vector<unsigned>().swap(facts_.kinds);
+  }
 
   // An event begins and ends; between them the dialect's reading says
   // what it carried.

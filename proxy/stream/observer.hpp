@@ -41,6 +41,7 @@ class stream_observer final : public sse_sink {
   unsigned last_kinds() const { return observation_.kinds(); }
   // Events the lean reading answered for (the rest were read in full).
   std::size_t fast_path_events() const { return fast_path_events_; }
+  void stop_recording() { observation_.stop_recording(); }
 
  private:
   void on_json(std::string_view event_type, std::string_view data);

@@ -250,9 +250,18 @@ framing framing_resumed(bool client_keep_alive) {
 // API (the one dialect resumed so far).
 bool may_resume(const upstream::exchange_state& s, const upstream::exchange_plan& plan,
                 const response_head& head, const answer_translator* translator) {
-  return plan.resume.mode != config::resume_mode::off && s.resumes_left > 0 && !translator &&
-         s.ctx.dialect == dialect::openai_chat &&
+  return plan.resume.mode != config::resume_mode::off && s.resumes_left > 0 &&
+         plan.resume.buffer_bytes > 0 && !translator && s.ctx.dialect == dialect::openai_chat &&
          head.value_of(known_field::content_type).starts_with("text/event-stream");
+}
+
+// The text a stream may keep for a resume (0: none). A resumed stream
+// keeps its text whatever is left of its resumes: catching up reads it.
+std::size_t resume_buffer(const upstream::exchange_state& s, const upstream::exchange_plan& plan,
+                          const response_head& head, const answer_translator* translator,
+                          const upstream::suspended_stream* resumed) {
+  if (resumed) return std::max<std::size_t>(plan.resume.buffer_bytes, resumed->delivered.size());
+  return may_resume(s, plan, head, translator) ? plan.resume.buffer_bytes : 0;
 }
 
 response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
@@ -279,7 +288,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                       ? plan.output_limit
                       : std::nullopt,
                   series_, windows_, translator ? translator->upstream_dialect() : ctx_.dialect,
-                  may_resume(s, plan, a.head, translator)),
+                  resume_buffer(s, plan, a.head, translator, resumed)),
       // The body's framing (chunks, a length, or up to the close) is undone
       // in the read buffer itself: no second buffer, no copy. Read and
       // decoded here rather than through http::async_read_some: Beast's

@@ -22,13 +22,15 @@ stream::stream_facts observe(const std::string& body) {
   return o.facts();
 }
 
-fixture_options resuming(const std::string& more_upstream = "") {
+fixture_options resuming(const std::string& more_upstream = "",
+                         const std::string& resume = "{mode: restart, max_resumes: 2}") {
   fixture_options o;
   o.upstream_extra = more_upstream;
   o.top_extra =
       "routes:\n"
       "  - {name: chat, models: [demo], targets: [{upstream: demo}], retry_backoff: 1ms,\n"
-      "     resume: {mode: restart, max_resumes: 2}}\n";
+      "     resume: " +
+      resume + "}\n";
   return o;
 }
 
@@ -123,6 +125,24 @@ TEST(Resume, ResumesAreBoundedThenTheStreamEndsWithAnError) {
   EXPECT_TRUE(facts.error) << r.body;
   EXPECT_EQ(facts.content_events, 5u);
   EXPECT_EQ(f.engine_stats().requests.load(), 3u);  // the first, and two resumes
+}
+
+TEST(Resume, TheLastResumeAllowedStillCatchesUp) {
+  proxy_fixture f(resuming());
+  auto expected = unfailed_text(f);
+  auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":2})");
+  expect_whole_answer(r, expected);
+  EXPECT_EQ(f.engine_stats().requests.load(), 4u);  // the unfailed run, two cut, the last resume
+}
+
+TEST(Resume, AStreamPastItsBufferIsNotResumed) {
+  proxy_fixture f(resuming("", "{mode: restart, buffer_bytes: 10}"));
+  auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1})");
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body);
+  EXPECT_TRUE(facts.error) << r.body;
+  EXPECT_EQ(facts.content_events, 5u);  // ("The quick brown fox jumps": past 10 bytes)
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
 }
 
 TEST(Resume, OffByDefault) {
