@@ -168,9 +168,9 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
     auto next = next_attempt(w, s, got, resumed);
     if (!next) break;
     from = *next;
+    keep_client = request.head.keep_alive();  // (the relay given up said false)
     if (from < plan.upstreams.size()) continue;
     s.finished = true;  // (given up before its first token, with no target left)
-    keep_client = request.head.keep_alive();
     co_await send_error(client, std::move(*s.abandoned), keep_client, ctx,
                         error_extras{plan.response_headers, {}});
     break;

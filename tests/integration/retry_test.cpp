@@ -213,6 +213,20 @@ TEST(FirstToken, ASilentTargetIsLeftForTheNextOneBeforeTheClientSeesAByte) {
   }
 }
 
+TEST(FirstToken, TheClientsConnectionIsKeptForItsNextRequest) {
+  proxy_fixture f(slow_first_token_then_a_quick_one());
+  http_client c(f.port());
+  const auto body = post_json("/v1/chat/completions",
+                              R"({"model":"m","stream":true,"max_tokens":3,"messages":[]})");
+  for (int i = 0; i < 2; ++i) {
+    c.send(body);
+    auto r = read_response(c);
+    EXPECT_EQ(r.status, 200) << i;
+    EXPECT_TRUE(r.complete) << i;
+    c.consume(c.raw().size());
+  }
+}
+
 TEST(FirstToken, OnTheLastTargetItIsA504WithNothingHalfSent) {
   config::demo_engine_settings slow;
   slow.prefill_base = std::chrono::seconds(3);
