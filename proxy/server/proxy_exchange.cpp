@@ -78,7 +78,7 @@ net::awaitable<bool> end_resumed_stream(any_stream& client, request_context& ctx
 // being resumed (its head long sent), as its last event.
 net::awaitable<bool> answer_failure(worker& w, any_stream& client, request_context& ctx,
                                     const upstream::exchange_plan& plan,
-                                    const std::optional<upstream::suspended_stream>& resumed,
+                                    const upstream::suspended_stream* resumed,
                                     request_error failure, bool keep_client) {
   if (resumed) {
     count_resume(w, ctx, *resumed, "failed");
@@ -97,7 +97,7 @@ net::awaitable<bool> answer_failure(worker& w, any_stream& client, request_conte
 // next target. A resumed stream's end is counted.
 std::optional<std::size_t> next_attempt(worker& w, upstream::exchange_state& s,
                                         const upstream::answer& got,
-                                        std::optional<upstream::suspended_stream>& resumed) {
+                                        std::unique_ptr<upstream::suspended_stream>& resumed) {
   auto& ctx = s.ctx;
   if (resumed)
     count_resume(w, ctx, *resumed,
@@ -107,7 +107,6 @@ std::optional<std::size_t> next_attempt(worker& w, upstream::exchange_state& s,
                                                                      : "completed");
   if (s.suspended) {
     resumed = std::move(s.suspended);
-    s.suspended.reset();
     --s.resumes_left;
     ++ctx.resumes;
     if (ctx.resumed_at_token == 0) ctx.resumed_at_token = ctx.content_events;
@@ -140,7 +139,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   // attempt, the same target first.
   upstream::answer got;
   s.resumes_left = plan.resume.mode == config::resume_mode::off ? 0 : plan.resume.max_resumes;
-  std::optional<upstream::suspended_stream> resumed;
+  std::unique_ptr<upstream::suspended_stream> resumed;
   for (std::size_t from = 0;;) {
     auto failure =
         co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got, from);
@@ -151,8 +150,8 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
     if (ctx.client_gone) break;
     if (failure) {
       s.finished = true;
-      keep_client =
-          co_await answer_failure(w, client, ctx, plan, resumed, std::move(*failure), keep_client);
+      keep_client = co_await answer_failure(w, client, ctx, plan, resumed.get(),
+                                            std::move(*failure), keep_client);
       break;
     }
     s.abandoned.reset();
@@ -160,9 +159,8 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
       upstream::in_flight streaming(*got.in_flight);
       const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
       auto translator = translator_for(plan, got, ctx);
-      keep_client =
-          co_await stream::relay_response(s, got, plan, env, keep_client, request.head.version,
-                                          translator.get(), resumed ? &*resumed : nullptr);
+      keep_client = co_await stream::relay_response(
+          s, got, plan, env, keep_client, request.head.version, translator.get(), resumed.get());
     }
     if (ctx.client_gone) break;
     auto next = next_attempt(w, s, got, resumed);

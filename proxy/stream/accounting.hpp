@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,8 +49,7 @@ class stream_accounting final : public sse_sink {
   // passed on. A stream whose text differs (sampling), falls across its end
   // mid-event, or ends first has diverged: it is cut where it diverged.
   void catch_up(std::string delivered) {
-    delivered_ = std::move(delivered);
-    catching_up_ = true;
+    catching_up_ = std::make_unique<catching_up>(std::move(delivered));
   }
   bool diverged() const { return diverged_; }
   bool resumable() const { return resumable_; }
@@ -76,7 +76,7 @@ class stream_accounting final : public sse_sink {
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
     if (catching_up_) [[unlikely]]
-      return swallow(event);
+      return swallow(event, *catching_up_);
     auto reported_before = observer_.facts().output_tokens;
     observer_.on_event(event);
     ++ctx_.sse_events;
@@ -120,25 +120,26 @@ class stream_accounting final : public sse_sink {
  private:
   // While catching up: each event's text must be the next of what the
   // client has; everything else of the stream's opening is held back.
-  void swallow(const stream::sse_event& event) {
+  struct catching_up {
+    explicit catching_up(std::string text) : delivered(std::move(text)) {}
+    std::string delivered;
+    std::size_t matched = 0;
+  };
+  void swallow(const stream::sse_event& event, catching_up& c) {
     auto before = delivered_text().size();
     observer_.on_event(event);
     auto kinds = observer_.last_kinds();
     auto text = delivered_text().substr(std::min(before, delivered_text().size()));
     const bool in_step = (kinds & ~(kind_text | kind_usage | kind_ignored)) == 0 &&
-                         std::string_view(delivered_).substr(matched_).starts_with(text);
+                         std::string_view(c.delivered).substr(c.matched).starts_with(text);
     if (!in_step) {
       diverged_ = cut_ = true;
       cut_at_ = parser_.boundary();
       return;
     }
-    matched_ += text.size();
+    c.matched += text.size();
     drops_.emplace_back(parser_.boundary(), parser_.position());
-    if (matched_ == delivered_.size()) {
-      catching_up_ = false;
-      delivered_.clear();
-      delivered_.shrink_to_fit();
-    }
+    if (c.matched == c.delivered.size()) catching_up_.reset();  // caught up
   }
 
   // Content events, or the upstream's own live count where it reports one
@@ -163,9 +164,8 @@ class stream_accounting final : public sse_sink {
   bool resumable_ = false;
   std::size_t resume_buffer_ = 0;
   bool upstream_error_ = false;
-  bool catching_up_ = false, diverged_ = false;
-  std::string delivered_;
-  std::size_t matched_ = 0;
+  bool diverged_ = false;
+  std::unique_ptr<catching_up> catching_up_;  // (a resumed stream's, until it has caught up)
 };
 
 }  // namespace tokengate::stream

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/write.hpp>
+#include <memory>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -200,8 +201,13 @@ class response_relay {
   bool head_pending_ = true;
   bool holding_ = false;
   clock::time_point first_token_deadline_;
-  std::string held_;
-  std::vector<net::const_buffer> released_;
+  // (Made only for a stream that holds its opening: every stream's relay
+  // lives as long as the stream, and most hold nothing.)
+  struct held_opening {
+    std::string bytes;
+    std::vector<net::const_buffer> released;
+  };
+  std::unique_ptr<held_opening> held_;
   bool last_chunk_sent_ = false;
   std::vector<net::const_buffer> pieces_, framed_, rest_;
   chunk_line chunk_header_;
@@ -209,7 +215,8 @@ class response_relay {
   metrics::series& series_;
   metrics::route_windows& windows_;
   stream_accounting accounting_;
-  whole_usage whole_usage_;  // an answer that is not an event stream: its usage
+  // An answer that is not an event stream: its usage (made for such an answer only).
+  std::unique_ptr<whole_usage> whole_usage_;
   event_aligner aligner_;
   body_decoder body_;
   std::optional<drained_reader> plain_upstream_;  // (TLS reads go through the TLS engine)
@@ -337,6 +344,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   if (ctx_.streamed && !resumed && a.settings->timeouts.first_token.count() > 0) {
     holding_ = true;  // (measured as TTFT is: from the request's sending)
     first_token_deadline_ = ctx_.request_sent + a.settings->timeouts.first_token;
+    held_ = std::make_unique<held_opening>();
   }
   pieces_.reserve(4);
   framed_.reserve(8);
@@ -382,21 +390,21 @@ buffers response_relay::head_alone() {
 // content, or the body's end, they go in front of it, head first.
 buffers response_relay::frame_holding(const std::vector<net::const_buffer>& what, bool ends_body) {
   if (ctx_.content_events == 0 && !ends_body) {
-    for (const auto& b : what) held_.append(static_cast<const char*>(b.data()), b.size());
+    for (const auto& b : what) held_->bytes.append(static_cast<const char*>(b.data()), b.size());
     return {};
   }
   holding_ = false;
-  released_.clear();
-  if (!held_.empty()) released_.emplace_back(held_.data(), held_.size());
-  released_.insert(released_.end(), what.begin(), what.end());
-  return frame(released_, ends_body);
+  auto& released = held_->released;
+  if (!held_->bytes.empty()) released.emplace_back(held_->bytes.data(), held_->bytes.size());
+  released.insert(released.end(), what.begin(), what.end());
+  return frame(released, ends_body);
 }
 
 buffers response_relay::release_held() {
   holding_ = false;
-  released_.clear();
-  if (!held_.empty()) released_.emplace_back(held_.data(), held_.size());
-  return frame(released_);
+  auto& released = held_->released;
+  if (!held_->bytes.empty()) released.emplace_back(held_->bytes.data(), held_->bytes.size());
+  return frame(released);
 }
 
 bool response_relay::abandons() {
@@ -405,15 +413,15 @@ bool response_relay::abandons() {
   const bool another_target = a_.attempt + 1 < plan_.upstreams.size();
   const bool failed = failure_ || accounting_.facts().error;
   if (!silent && !(failed && another_target)) return false;
-  if (silent)
-    s_.abandoned = request_error::upstream(
-        504, "upstream_timeout",
-        "upstream '" + a_.settings->name + "' sent no token within " +
-            std::to_string(a_.settings->timeouts.first_token.count()) + " ms");
-  else
-    s_.abandoned = request_error::upstream(
-        502, "upstream_error", "upstream '" + a_.settings->name + "' failed before its first token",
-        true);
+  auto why = silent
+                 ? request_error::upstream(
+                       504, "upstream_timeout",
+                       "upstream '" + a_.settings->name + "' sent no token within " +
+                           std::to_string(a_.settings->timeouts.first_token.count()) + " ms")
+                 : request_error::upstream(
+                       502, "upstream_error",
+                       "upstream '" + a_.settings->name + "' failed before its first token", true);
+  s_.abandoned = std::make_unique<request_error>(std::move(why));
   spdlog::info("request {}: {}; the next target's turn", ctx_.request_id, s_.abandoned->message);
   upstream().close();
   s_.upstream.reset();
@@ -557,7 +565,8 @@ buffers response_relay::forward() {
   bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin,
                             part_.size);
   if (!ctx_.streamed) {
-    whole_usage_.feed(bytes_);
+    if (!whole_usage_) whole_usage_ = std::make_unique<whole_usage>();
+    whole_usage_->feed(bytes_);
     pieces_.assign(1, net::const_buffer(bytes_.data(), bytes_.size()));
     return frame(pieces_, body_.done());
   }
@@ -628,8 +637,8 @@ void response_relay::settle() {
   if (ctx_.streamed) env_.metrics.stream_active.sub();
   env_.metrics.stream_events_total.add(ctx_.sse_events);
   if (!ctx_.streamed) {
-    ctx_.input_tokens = whole_usage_.input_tokens();
-    ctx_.output_tokens = whole_usage_.output_tokens();
+    ctx_.input_tokens = whole_usage_ ? whole_usage_->input_tokens() : std::nullopt;
+    ctx_.output_tokens = whole_usage_ ? whole_usage_->output_tokens() : std::nullopt;
     return;
   }
   ctx_.input_tokens = accounting_.facts().input_tokens;
@@ -654,11 +663,12 @@ bool response_relay::suspends() {
       facts.text_by_choice.size() > 1 || delivered.size() > plan_.resume.buffer_bytes ||
       !framing_.chunked || aligner_.forwarded() > sse_.boundary())
     return false;
-  s_.suspended = upstream::suspended_stream{std::string(delivered), framing_.client_keep_alive,
-                                            failure_ == beast::error::timeout ? "timeout"
-                                            : failure_                        ? "reset"
-                                            : accounting_.upstream_error()    ? "error_event"
-                                                                              : "unfinished"};
+  std::string_view reason = failure_ == beast::error::timeout ? "timeout"
+                            : failure_                        ? "reset"
+                            : accounting_.upstream_error()    ? "error_event"
+                                                              : "unfinished";
+  s_.suspended = std::make_unique<upstream::suspended_stream>(
+      upstream::suspended_stream{std::string(delivered), framing_.client_keep_alive, reason});
   spdlog::info("request {}: upstream {} failed after {} tokens ({}); resuming the stream",
                ctx_.request_id, a_.settings->name, ctx_.content_events, s_.suspended->reason);
   upstream().close();

@@ -79,10 +79,10 @@ struct exchange_state final : client_gone_hook {
   bool finished = false;  // the exchange is over: the watcher must stop
   // The relay gave the answer up before its first token, nothing of it
   // sent (timeouts.first_token, stream/relay.hpp): why; the next target's turn.
-  std::optional<request_error> abandoned;
+  std::unique_ptr<request_error> abandoned;  // (pointers: set rarely, kept per stream)
   // The relay left the client's stream open after its upstream failed
   // mid-answer, to be resumed (`resumes_left` more times at most).
-  std::optional<suspended_stream> suspended;
+  std::unique_ptr<suspended_stream> suspended;
   int resumes_left = 0;
 
   // Close the upstream now, so that the engine stops generating. Not once
