@@ -6,6 +6,7 @@
 #include "stream/client_framing.hpp"
 #include "stream/error_event.hpp"
 #include "stream/relay.hpp"
+#include "stream/resume_splice.hpp"
 #include "translate/translation.hpp"
 
 namespace tokengate {
@@ -44,11 +45,36 @@ std::unique_ptr<stream::answer_translator> translator_for(const upstream::exchan
                                           plan.usage_asked, ctx.model);
 }
 
+// The dialect an attempt's target answers in.
+dialect answers_in(const upstream::exchange_plan& plan, const upstream::answer& got,
+                   const request_context& ctx) {
+  if (got.attempt >= plan.translations.size() || !plan.translations[got.attempt])
+    return ctx.dialect;
+  return plan.translations[got.attempt]->answers_in;
+}
+
 // Whether an answer can continue a client's event stream: a 200 event
-// stream (a 5xx that ended a resume's attempts cannot).
-bool continues_a_stream(const upstream::answer& got) {
+// stream (a 5xx that ended a resume's attempts cannot), in the dialect
+// the stream was read in so far.
+bool continues_a_stream(const upstream::answer& got, const upstream::exchange_plan& plan,
+                        const request_context& ctx, const stream::answer_translator& kept) {
   return got.head.status == 200 &&
-         got.head.value_of(known_field::content_type).starts_with("text/event-stream");
+         got.head.value_of(known_field::content_type).starts_with("text/event-stream") &&
+         kept.upstream_dialect() == answers_in(plan, got, ctx);
+}
+
+// The translation an attempt's answer goes through. A resumed stream keeps
+// its own (a translator goes on where it was); a stream in the client's
+// API is resumed through a splice that keeps the client's names.
+std::unique_ptr<stream::answer_translator> translator_for_attempt(
+    const upstream::exchange_plan& plan, const upstream::answer& got, const request_context& ctx,
+    upstream::suspended_stream* resumed, std::unique_ptr<stream::answer_translator> kept) {
+  if (!resumed) return translator_for(plan, got, ctx);
+  if (!kept)
+    kept = std::make_unique<stream::resume_splice>(ctx.dialect, std::move(resumed->identity),
+                                                   ctx.usage_injected);
+  kept->on_resumed();
+  return kept;
 }
 
 void count_resume(worker& w, const request_context& ctx, const upstream::suspended_stream& why,
@@ -140,13 +166,18 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
   upstream::answer got;
   s.resumes_left = plan.resume.mode == config::resume_mode::off ? 0 : plan.resume.max_resumes;
   std::unique_ptr<upstream::suspended_stream> resumed;
+  std::unique_ptr<stream::answer_translator> translator;
   for (std::size_t from = 0;;) {
     auto failure =
         co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got, from);
-    if (!ctx.client_gone && !failure && resumed && !continues_a_stream(got))
+    translator = failure
+                     ? nullptr
+                     : translator_for_attempt(plan, got, ctx, resumed.get(), std::move(translator));
+    if (!ctx.client_gone && !failure && resumed && !continues_a_stream(got, plan, ctx, *translator))
       failure = request_error::upstream(502, "upstream_error",
-                                        "upstream '" + got.settings->name + "' answered " +
-                                            std::to_string(got.head.status) + " to the resume");
+                                        "upstream '" + got.settings->name +
+                                            "' could not continue the stream (it answered " +
+                                            std::to_string(got.head.status) + ")");
     if (ctx.client_gone) break;
     if (failure) {
       s.finished = true;
@@ -158,7 +189,6 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
     {
       upstream::in_flight streaming(*got.in_flight);
       const stream::relay_env env{w.config().limits, w.metrics(), w.latency(), w.realtime()};
-      auto translator = translator_for(plan, got, ctx);
       keep_client = co_await stream::relay_response(
           s, got, plan, env, keep_client, request.head.version, translator.get(), resumed.get());
     }

@@ -10,6 +10,7 @@
 #include "http/request_context.hpp"
 #include "metrics/latency.hpp"
 #include "stream/observer.hpp"
+#include "stream/resume_splice.hpp"
 #include "stream/sse_parser.hpp"
 
 namespace tokengate::stream {
@@ -39,9 +40,12 @@ class stream_accounting final : public sse_sink {
         series_(series),
         windows_(windows),
         observer_(observed, resume_buffer > 0),
+        observed_(observed),
         resumable_(resume_buffer > 0),
         resume_buffer_(resume_buffer) {
     drops_.reserve(4);
+    if (resumable_) [[unlikely]]
+      identity_ = std::make_unique<upstream::stream_identity>();
   }
 
   // A resumed stream: the text the client already has. The upstream's
@@ -50,6 +54,14 @@ class stream_accounting final : public sse_sink {
   // mid-event, or ends first has diverged: it is cut where it diverged.
   void catch_up(std::string delivered) {
     catching_up_ = std::make_unique<catching_up>(std::move(delivered));
+    identity_.reset();  // (the client's names are the first attempt's)
+  }
+  // The last event was held back from the client (caught up, or an error
+  // event of a resumable stream): a translation must not pass it on.
+  bool held_back() const { return held_back_; }
+  // The names the client has read the stream under (resumable streams).
+  upstream::stream_identity take_identity() {
+    return identity_ ? std::move(*identity_) : upstream::stream_identity();
   }
   bool diverged() const { return diverged_; }
   bool resumable() const { return resumable_; }
@@ -75,6 +87,7 @@ class stream_accounting final : public sse_sink {
 
   void on_event(const stream::sse_event& event) override {
     if (cut_) return;
+    held_back_ = false;
     if (catching_up_) [[unlikely]]
       return swallow(event, *catching_up_);
     auto reported_before = observer_.facts().output_tokens;
@@ -83,13 +96,16 @@ class stream_accounting final : public sse_sink {
     auto kinds = observer_.last_kinds();
     if (resumable_) [[unlikely]] {
       if (kinds & kind_error) {
-        upstream_error_ = true;  // (the relay resumes, or ends the stream with its own)
+        upstream_error_ = held_back_ =
+            true;  // (the relay resumes, or ends the stream with its own)
         drops_.emplace_back(parser_.boundary(), parser_.position());
         return;
       }
+      if (identity_) learn_identity(observed_, event, *identity_);
       if (delivered_text().size() > resume_buffer_) {
         resumable_ = false;
         observer_.stop_recording();
+        identity_.reset();
       }
     }
     if (kinds & content_kinds) {
@@ -138,6 +154,7 @@ class stream_accounting final : public sse_sink {
       return;
     }
     c.matched += text.size();
+    held_back_ = true;
     drops_.emplace_back(parser_.boundary(), parser_.position());
     if (c.matched == c.delivered.size()) catching_up_.reset();  // caught up
   }
@@ -156,6 +173,7 @@ class stream_accounting final : public sse_sink {
   metrics::series& series_;
   metrics::route_windows& windows_;
   stream_observer observer_;
+  dialect observed_;
   clock::time_point arrived_;
   bool cut_ = false;
   std::uint64_t cut_at_ = 0;
@@ -165,6 +183,8 @@ class stream_accounting final : public sse_sink {
   std::size_t resume_buffer_ = 0;
   bool upstream_error_ = false;
   bool diverged_ = false;
+  bool held_back_ = false;
+  std::unique_ptr<upstream::stream_identity> identity_;  // (resumable streams)
   std::unique_ptr<catching_up> catching_up_;  // (a resumed stream's, until it has caught up)
 };
 

@@ -30,6 +30,12 @@ class answer_translator {
   virtual void on_cut(long long limit, std::string& out) = 0;
   // The upstream failed mid-stream: the client's error event.
   virtual void on_failure(const request_error& why, std::string& out) = 0;
+  // A resumed stream (stream/resume_splice.hpp) goes on from a new
+  // attempt: the translation goes on where it was, and the new attempt's
+  // events that repeat what the client has are only shown to it
+  // (on_held_back), never translated.
+  virtual void on_resumed() {}
+  virtual void on_held_back(const sse_event&) {}
   // A whole answer (a completion that was not streamed, or an error): the
   // client's status and body in place of the upstream's.
   virtual void whole(unsigned& status, std::string& body) = 0;

@@ -53,7 +53,10 @@ class translating_sink final : public sse_sink {
       : accounting_(accounting), translator_(translator), out_(out) {}
   void on_event(const sse_event& event) override {
     accounting_.on_event(event);
-    if (!accounting_.cut()) translator_.on_event(event, out_);
+    if (accounting_.held_back())
+      translator_.on_held_back(event);
+    else if (!accounting_.cut())
+      translator_.on_event(event, out_);
   }
 
  private:
@@ -253,22 +256,24 @@ framing framing_resumed(bool client_keep_alive) {
 }
 
 // Whether a stream may be resumed should its upstream fail: the plan asks
-// for it, resumes are left, and it is a chat stream in the client's own
-// API (the one dialect resumed so far).
+// for it, resumes are left, and the client streams chat completions,
+// Anthropic messages or Responses (translated or not).
 bool may_resume(const upstream::exchange_state& s, const upstream::exchange_plan& plan,
-                const response_head& head, const answer_translator* translator) {
+                const response_head& head) {
+  const auto d = s.ctx.dialect;
   return plan.resume.mode != config::resume_mode::off && s.resumes_left > 0 &&
-         plan.resume.buffer_bytes > 0 && !translator && s.ctx.dialect == dialect::openai_chat &&
+         plan.resume.buffer_bytes > 0 &&
+         (d == dialect::openai_chat || d == dialect::anthropic_messages ||
+          d == dialect::openai_responses) &&
          head.value_of(known_field::content_type).starts_with("text/event-stream");
 }
 
 // The text a stream may keep for a resume (0: none). A resumed stream
 // keeps its text whatever is left of its resumes: catching up reads it.
 std::size_t resume_buffer(const upstream::exchange_state& s, const upstream::exchange_plan& plan,
-                          const response_head& head, const answer_translator* translator,
-                          const upstream::suspended_stream* resumed) {
+                          const response_head& head, const upstream::suspended_stream* resumed) {
   if (resumed) return std::max<std::size_t>(plan.resume.buffer_bytes, resumed->delivered.size());
-  return may_resume(s, plan, head, translator) ? plan.resume.buffer_bytes : 0;
+  return may_resume(s, plan, head) ? plan.resume.buffer_bytes : 0;
 }
 
 response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
@@ -295,7 +300,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
                       ? plan.output_limit
                       : std::nullopt,
                   series_, windows_, translator ? translator->upstream_dialect() : ctx_.dialect,
-                  resume_buffer(s, plan, a.head, translator, resumed)),
+                  resume_buffer(s, plan, a.head, resumed)),
       // The body's framing (chunks, a length, or up to the close) is undone
       // in the read buffer itself: no second buffer, no copy. Read and
       // decoded here rather than through http::async_read_some: Beast's
@@ -601,7 +606,8 @@ buffers response_relay::forward_translated() {
   accounting_.drops().clear();  // (the translation says usage only where the client asked)
   note_relay_delay();
   bool ends_body = body_.done() && !accounting_.cut() && sse_.boundary() == sse_.fed() &&
-                   sse_.events_dispatched() > 0;
+                   sse_.events_dispatched() > 0 &&
+                   !(accounting_.resumable() && !accounting_.facts().ended_properly());
   if (ends_body) translator_->on_end(translated_);
   pieces_.clear();
   if (!translated_.empty()) pieces_.emplace_back(translated_.data(), translated_.size());
@@ -667,8 +673,8 @@ bool response_relay::suspends() {
                             : failure_                        ? "reset"
                             : accounting_.upstream_error()    ? "error_event"
                                                               : "unfinished";
-  s_.suspended = std::make_unique<upstream::suspended_stream>(
-      upstream::suspended_stream{std::string(delivered), framing_.client_keep_alive, reason});
+  s_.suspended = std::make_unique<upstream::suspended_stream>(upstream::suspended_stream{
+      std::string(delivered), framing_.client_keep_alive, reason, accounting_.take_identity()});
   spdlog::info("request {}: upstream {} failed after {} tokens ({}); resuming the stream",
                ctx_.request_id, a_.settings->name, ctx_.content_events, s_.suspended->reason);
   upstream().close();

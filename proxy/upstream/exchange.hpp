@@ -7,6 +7,8 @@
 // with the error to answer the client with.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,10 +64,20 @@ struct exchange_plan {
 // A client's stream whose upstream failed after content reached it, kept
 // open to be continued from another attempt (exchange_plan::resume;
 // stream/relay.hpp): the text the client has, and how the stream ended.
+// What names a stream to its client: a new attempt's own ids are
+// replaced by these, so that the client reads one stream
+// (stream/resume_splice.hpp).
+struct stream_identity {
+  std::string id;  // the chunk id (chat), the response's (Responses), the message's (Anthropic)
+  std::map<std::int64_t, std::string> item_ids;  // Responses: each output item's, by output_index
+  std::optional<std::int64_t> last_sequence;     // Responses: the last sequence_number sent
+};
+
 struct suspended_stream {
   std::string delivered;
   bool client_keep_alive = true;
   std::string_view reason;  // reset, timeout, error_event, unfinished
+  stream_identity identity;
 };
 
 // What one exchange shares with the client watcher (io/client_watcher.hpp),
