@@ -14,7 +14,7 @@ set(layer_lines
   "upstream"
   "stream"
   "routing"
-  "budget fleet translate trace"
+  "budget fleet translate trace resume"
   "server"
   "engine bench"
   "cli")

@@ -168,8 +168,10 @@ resume_settings read_resume(const reader& r) {
   auto mode = r.text("mode", "off");
   if (mode == "restart")
     s.mode = resume_mode::restart;
+  else if (mode == "prefill")
+    s.mode = resume_mode::prefill;
   else if (mode != "off")
-    r.fail_at(r.node()["mode"], "resume.mode must be off or restart");
+    r.fail_at(r.node()["mode"], "resume.mode must be off, restart or prefill");
   s.max_resumes = r.integer<int>("max_resumes", s.max_resumes, 0, 10);
   s.buffer_bytes = r.integer<std::size_t>("buffer_bytes", s.buffer_bytes, 0, 16 * 1024 * 1024);
   return s;

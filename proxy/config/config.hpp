@@ -165,7 +165,11 @@ struct retry_settings {
 
 // A stream whose upstream fails after content reached the client, continued
 // from another attempt (docs/configuration.md, "Resuming a stream").
-enum class resume_mode { off, restart };
+// restart: the request again, its output held back until it has caught up
+// with what the client has. prefill: the request with what the client has
+// as a final assistant message, to be continued (restart where the target
+// refuses it, or its API has no such message).
+enum class resume_mode { off, restart, prefill };
 struct resume_settings {
   resume_mode mode = resume_mode::off;
   int max_resumes = 2;                   // per request

@@ -49,6 +49,7 @@ struct request_context {
   unsigned attempts = 0;               // upstream tries (more than one: fallback)
   unsigned resumes = 0;                // a stream continued after its upstream failed mid-answer
   std::uint64_t resumed_at_token = 0;  // … the first time, after this many token events
+  std::string_view resume_mode;        // … the last time: "restart" or "prefill"
   bool forwarded_early =
       false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;

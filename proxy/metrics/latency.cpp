@@ -104,6 +104,10 @@ const histogram_family histogram_families[] = {
      "Time the newest bytes of each upstream read spent in tokengate: arrival in the kernel to the "
      "write to the client.",
      &series::relay_delay, relay_delay_bounds},
+    {"tokengate_stream_time_to_resume_seconds",
+     "A stream resumed mid-answer: its upstream's failure seen to the next content written to the "
+     "client.",
+     &series::time_to_resume, ttft_bounds},
 };
 
 }  // namespace

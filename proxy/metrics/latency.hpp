@@ -37,6 +37,9 @@ struct series {
   // event spends in the proxy, waits for its turn included. Plain-TCP
   // upstreams (a TLS read's bytes come through the TLS engine).
   fixed_histogram relay_delay{relay_delay_bounds};
+  // A stream resumed mid-answer: its upstream's failure seen to the next
+  // content written to the client (by the upstream that resumed it).
+  fixed_histogram time_to_resume{ttft_bounds};
   std::array<std::atomic<std::uint64_t>, outcome_names.size()> requests{};
   std::atomic<std::uint64_t> input_tokens{0}, output_tokens{0};
 };

@@ -42,6 +42,8 @@ void log_access(const request_context& ctx) {
       {"attempts", ctx.attempts},
       {"resumes", ctx.resumes},
       {"resumed_at_token", ctx.resumed_at_token},
+      {"resume_mode",
+       ctx.resume_mode.empty() ? boost::json::value(nullptr) : boost::json::value(ctx.resume_mode)},
       {"status", ctx.status},
       {"streamed", ctx.streamed},
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},

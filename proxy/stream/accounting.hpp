@@ -56,6 +56,20 @@ class stream_accounting final : public sse_sink {
     catching_up_ = std::make_unique<catching_up>(std::move(delivered));
     identity_.reset();  // (the client's names are the first attempt's)
   }
+  // resume: prefill. A stream continued by the upstream from what the
+  // client has (`delivered`, `tokens` content events): the new attempt's
+  // opening is held back up to its first content, which is passed on; the
+  // output limit counts the tokens sent before.
+  void continue_after(std::string delivered, std::size_t tokens) {
+    prefilled_ = std::make_unique<prefilled>(std::move(delivered), tokens);
+    identity_.reset();
+  }
+  // The text the client has been sent, for a resume: as recorded (choice
+  // 0), after what a prefill attempt continued from.
+  std::string client_text() const {
+    auto text = prefilled_ ? prefilled_->text : std::string();
+    return text.append(delivered_text());
+  }
   // The last event was held back from the client (caught up, or an error
   // event of a resumable stream): a translation must not pass it on.
   bool held_back() const { return held_back_; }
@@ -82,7 +96,9 @@ class stream_accounting final : public sse_sink {
   // The output tokens the upstream reported for what was forwarded: at a
   // cut, as reported before the event cut off.
   std::optional<std::int64_t> output_tokens() const {
-    return cut_ ? output_before_cut_ : observer_.facts().output_tokens;
+    auto reported = cut_ ? output_before_cut_ : observer_.facts().output_tokens;
+    if (reported && prefilled_) *reported += static_cast<std::int64_t>(prefilled_->tokens);
+    return reported;
   }
 
   void on_event(const stream::sse_event& event) override {
@@ -94,6 +110,10 @@ class stream_accounting final : public sse_sink {
     observer_.on_event(event);
     ++ctx_.sse_events;
     auto kinds = observer_.last_kinds();
+    if (prefilled_ && prefilled_->opening) [[unlikely]] {
+      if (!(kinds & content_kinds)) return hold_back();
+      prefilled_->opening = false;
+    }
     if (resumable_) [[unlikely]] {
       if (kinds & kind_error) {
         upstream_error_ = held_back_ =
@@ -102,7 +122,7 @@ class stream_accounting final : public sse_sink {
         return;
       }
       if (identity_) learn_identity(observed_, event, *identity_);
-      if (delivered_text().size() > resume_buffer_) {
+      if (delivered_text().size() + (prefilled_ ? prefilled_->text.size() : 0) > resume_buffer_) {
         resumable_ = false;
         observer_.stop_recording();
         identity_.reset();
@@ -134,6 +154,17 @@ class stream_accounting final : public sse_sink {
   }
 
  private:
+  void hold_back() {
+    held_back_ = true;
+    drops_.emplace_back(parser_.boundary(), parser_.position());
+  }
+  struct prefilled {
+    prefilled(std::string t, std::size_t n) : text(std::move(t)), tokens(n) {}
+    std::string text;
+    std::size_t tokens;
+    bool opening = true;
+  };
+
   // While catching up: each event's text must be the next of what the
   // client has; everything else of the stream's opening is held back.
   struct catching_up {
@@ -164,7 +195,8 @@ class stream_accounting final : public sse_sink {
   long long produced() const {
     auto events = static_cast<long long>(observer_.facts().content_events);
     long long reported = observer_.facts().output_tokens.value_or(0);
-    return std::max(events, reported);
+    long long before = prefilled_ ? static_cast<long long>(prefilled_->tokens) : 0;
+    return before + std::max(events, reported);
   }
 
   request_context& ctx_;
@@ -185,7 +217,9 @@ class stream_accounting final : public sse_sink {
   bool diverged_ = false;
   bool held_back_ = false;
   std::unique_ptr<upstream::stream_identity> identity_;  // (resumable streams)
-  std::unique_ptr<catching_up> catching_up_;  // (a resumed stream's, until it has caught up)
+  std::unique_ptr<catching_up> catching_up_;
+  std::unique_ptr<prefilled> prefilled_;  // (a stream resumed by a prefill)  // (a resumed
+                                          // stream's, until it has caught up)
 };
 
 }  // namespace tokengate::stream

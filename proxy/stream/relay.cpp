@@ -185,6 +185,7 @@ class response_relay {
   buffers forward_translated();
   std::span<char> in_hand();
   void note_relay_delay();
+  void note_resumed();
   net::awaitable<bool> write_client(buffers out);
   net::awaitable<bool> write_last_chunks(std::string_view tail);
 
@@ -195,8 +196,9 @@ class response_relay {
   upstream::answer& a_;
   const upstream::exchange_plan& plan_;
   const relay_env& env_;
-  answer_translator* translator_;  // null: the answer is in the client's dialect
-  std::string translated_;         // the client's events for the turn's upstream events
+  answer_translator* translator_;              // null: the answer is in the client's dialect
+  const upstream::suspended_stream* resumed_;  // until its first new content is written
+  std::string translated_;                     // the client's events for the turn's upstream events
   const framing framing_;
   const config::duration idle_timeout_;
   beast::flat_buffer up_buffer_;
@@ -287,6 +289,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
       plan_(plan),
       env_(env),
       translator_(translator),
+      resumed_(resumed),
       framing_(resumed ? framing_resumed(resumed->client_keep_alive)
                        : framing_for(a.head, client_keep_alive, client_http_version, translator)),
       idle_timeout_(a.settings->timeouts.idle),
@@ -322,7 +325,10 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   // the relay waits for the body.
   if (resumed) {  // (the client has its head: the stream goes on where it stopped)
     head_pending_ = false;
-    accounting_.catch_up(resumed->delivered);
+    if (s.prefills(a.attempt))
+      accounting_.continue_after(resumed->delivered, resumed->delivered_tokens);
+    else
+      accounting_.catch_up(resumed->delivered);
   } else {
     head_text_ = client_head(a.head, plan.response_headers, ctx_, framing_.content_length,
                              framing_.chunked, framing_.client_keep_alive);
@@ -617,6 +623,8 @@ buffers response_relay::forward_translated() {
 bool response_relay::after_forward() {
   if (!ctx_.streamed || ctx_.client_gone) return false;
   if (!had_token_ && ctx_.content_events > 0) ctx_.first_token_written = clock::now();
+  if (resumed_ && ctx_.content_events > resumed_->delivered_tokens) [[unlikely]]
+    note_resumed();
   if (accounting_.cut() || translator_) return false;
   aligner_.keep_rest(bytes_, chunk_at_);
   // One huge event (vLLM once sent the whole prompt's token ids): forward
@@ -627,6 +635,14 @@ bool response_relay::after_forward() {
 buffers response_relay::forward_held() {
   aligner_.plan(bytes_, chunk_at_, chunk_at_ + bytes_.size(), accounting_.drops(), pieces_);
   return frame(pieces_);
+}
+
+// The stream's first new content since its upstream failed has reached the client.
+void response_relay::note_resumed() {
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - resumed_->failed_at);
+  series_.time_to_resume.record_micros(static_cast<std::uint64_t>(micros.count()));
+  resumed_ = nullptr;
 }
 
 void response_relay::held_forwarded() {
@@ -664,7 +680,7 @@ bool response_relay::suspends() {
   const bool unfinished = !failed && !accounting_.cut() && !facts.ended_properly();
   if (!failed && !unfinished) return false;
   // Text only, one choice, within the buffer, and something sent already.
-  auto delivered = accounting_.delivered_text();
+  auto delivered = accounting_.client_text();
   if (ctx_.content_events == 0 || facts.tool_call_events > 0 || facts.reasoning_events > 0 ||
       facts.text_by_choice.size() > 1 || delivered.size() > plan_.resume.buffer_bytes ||
       !framing_.chunked || aligner_.forwarded() > sse_.boundary())
@@ -673,8 +689,9 @@ bool response_relay::suspends() {
                             : failure_                        ? "reset"
                             : accounting_.upstream_error()    ? "error_event"
                                                               : "unfinished";
-  s_.suspended = std::make_unique<upstream::suspended_stream>(upstream::suspended_stream{
-      std::string(delivered), framing_.client_keep_alive, reason, accounting_.take_identity()});
+  s_.suspended = std::make_unique<upstream::suspended_stream>(
+      upstream::suspended_stream{std::move(delivered), framing_.client_keep_alive, reason,
+                                 accounting_.take_identity(), ctx_.content_events, clock::now()});
   spdlog::info("request {}: upstream {} failed after {} tokens ({}); resuming the stream",
                ctx_.request_id, a_.settings->name, ctx_.content_events, s_.suspended->reason);
   upstream().close();

@@ -1,5 +1,6 @@
 #include "stream/resume_splice.hpp"
 
+#include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <charconv>
@@ -64,6 +65,18 @@ void learn_responses(const sse_event& event, upstream::stream_identity& into) {
     into.item_ids.emplace(index->get_int64(), string_at(*added, "id"));
 }
 
+// The whole number after `key` in `text` moved by `delta` (never below 0).
+void add_to_number(std::string& text, std::string_view key, std::int64_t delta) {
+  auto at = text.find(key);
+  if (at == std::string::npos) return;
+  auto from = at + key.size();
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data() + from, text.data() + text.size(), n);
+  if (ec != std::errc()) return;
+  text.replace(from, static_cast<std::size_t>(end - text.data()) - from,
+               std::to_string(std::max<std::int64_t>(0, n + delta)));
+}
+
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
   if (from.empty() || from == to) return;
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
@@ -113,6 +126,12 @@ std::string resume_splice::renamed(std::string_view data) {
       replace_all(text, id, was->second);
   if (auto n = sequence_number(text); n.begin != std::string::npos)
     text.replace(n.begin, n.end - n.begin, std::to_string(next_sequence_++));
+  if (prefilled_tokens_ > 0) {  // (the prefill was sent as prompt, and generated before)
+    add_to_number(text, "\"completion_tokens\":", prefilled_tokens_);
+    add_to_number(text, "\"output_tokens\":", prefilled_tokens_);
+    add_to_number(text, "\"prompt_tokens\":", -prefilled_tokens_);
+    add_to_number(text, "\"input_tokens\":", -prefilled_tokens_);
+  }
   return text;
 }
 

@@ -28,7 +28,13 @@ class resume_splice final : public answer_translator {
   resume_splice(dialect d, upstream::stream_identity client, bool usage_injected);
 
   dialect upstream_dialect() const override { return dialect_; }
-  void on_resumed() override { attempt_ = {}; }
+  void on_resumed() override {
+    attempt_ = {};
+    prefilled_tokens_ = 0;
+  }
+  // This attempt continues a prefill of `tokens` tokens (resume: prefill):
+  // its usage counts them as the completion's, not the prompt's.
+  void prefilled(std::size_t tokens) { prefilled_tokens_ = static_cast<std::int64_t>(tokens); }
   void on_held_back(const sse_event& event) override { learn_identity(dialect_, event, attempt_); }
   void on_event(const sse_event& event, std::string& out) override;
   void on_end(std::string&) override {}
@@ -43,6 +49,7 @@ class resume_splice final : public answer_translator {
   upstream::stream_identity client_;
   upstream::stream_identity attempt_;  // the new attempt's own names
   std::int64_t next_sequence_ = 0;
+  std::int64_t prefilled_tokens_ = 0;
   bool usage_injected_;
 };
 

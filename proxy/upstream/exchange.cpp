@@ -213,8 +213,10 @@ net::awaitable<attempt_outcome> attempt_upstream(attempts& a, std::size_t attemp
     if (!acquired.conn) co_return connect_error(a, settings, acquired);
     use_connection(a, std::move(acquired.conn), early, got);
     if (!early && up_pieces.empty())
-      up_pieces = upstream_request(a.request, pool, settings, ctx, a.plan.edits[attempt],
-                                   target_of(a.plan, attempt), up_head);
+      up_pieces =
+          upstream_request(a.request, pool, settings, ctx,
+                           a.s.prefills(attempt) ? a.s.prefill->edits : a.plan.edits[attempt],
+                           target_of(a.plan, attempt), up_head);
     std::span<const net::const_buffer> to_send = up_pieces;
     if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
     auto& up_stream = a.s.upstream->stream;

@@ -78,6 +78,16 @@ struct suspended_stream {
   bool client_keep_alive = true;
   std::string_view reason;  // reset, timeout, error_event, unfinished
   stream_identity identity;
+  std::size_t delivered_tokens = 0;                 // the content events the client has
+  std::chrono::steady_clock::time_point failed_at;  // (the time to resume is measured from here)
+};
+
+// resume: prefill. The attempt that continues a suspended stream from
+// what its client has, and its body (resume/prefill_request.hpp) in
+// place of the plan's edits for that attempt.
+struct prefill_attempt {
+  std::size_t attempt = 0;
+  std::vector<splice> edits;
 };
 
 // What one exchange shares with the client watcher (io/client_watcher.hpp),
@@ -96,6 +106,8 @@ struct exchange_state final : client_gone_hook {
   // mid-answer, to be resumed (`resumes_left` more times at most).
   std::unique_ptr<suspended_stream> suspended;
   int resumes_left = 0;
+  std::unique_ptr<prefill_attempt> prefill;  // (a resume of mode prefill under way)
+  bool prefills(std::size_t attempt) const { return prefill && prefill->attempt == attempt; }
 
   // Close the upstream now, so that the engine stops generating. Not once
   // the exchange is over: the connection may be back in the pool.

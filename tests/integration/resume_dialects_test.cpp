@@ -93,8 +93,7 @@ const std::string chat_body(const std::string& model) {
          R"(","stream":true,"stream_options":{"include_usage":true},)"
          R"("messages":[{"role":"user","content":"hi"}]})";
 }
-const std::string responses_body =
-    R"({"model":"local","stream":true,"input":"hi"})";
+const std::string responses_body = R"({"model":"local","stream":true,"input":"hi"})";
 
 // One Anthropic message: one start, one block opened and closed, the
 // text, one stop; the usage one answer's.
@@ -114,9 +113,8 @@ void expect_one_message(const http_response& r, const std::string& expected) {
 
 TEST(ResumeDialects, AnAnthropicStreamCutMidAnswerIsOneMessage) {
   proxy_fixture f(two_kinds());
-  auto expected =
-      text_of(observe(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
-                      dialect::anthropic_messages));
+  auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
+                                  dialect::anthropic_messages));
   ASSERT_FALSE(expected.empty());
   expect_one_message(ask(f, "/v1/messages", messages_body("claude"), cut_once), expected);
   expect_one_message(ask(f, "/v1/messages", messages_body("claude"), error_once), expected);
@@ -165,8 +163,8 @@ TEST(ResumeDialects, AChatStreamKeepsOneChunkId) {
 // client's stream is one whatever the attempts.
 TEST(ResumeDialects, AChatClientOnAnAnthropicUpstreamIsResumed) {
   proxy_fixture f(two_kinds());
-  auto expected = text_of(observe(ask(f, "/v1/chat/completions", chat_body("claude"), unfailed).body,
-                                  dialect::openai_chat));
+  auto expected = text_of(observe(
+      ask(f, "/v1/chat/completions", chat_body("claude"), unfailed).body, dialect::openai_chat));
   auto r = ask(f, "/v1/chat/completions", chat_body("claude"), cut_once);
   ASSERT_TRUE(r.complete);
   auto facts = observe(r.body, dialect::openai_chat);
@@ -181,6 +179,96 @@ TEST(ResumeDialects, AnAnthropicClientOnAChatUpstreamIsResumed) {
   auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("local"), unfailed).body,
                                   dialect::anthropic_messages));
   expect_one_message(ask(f, "/v1/messages", messages_body("local"), error_once), expected);
+}
+
+}  // namespace
+}  // namespace tokengate::test::resume_dialects
+
+namespace tokengate::test::resume_dialects {
+namespace {
+
+// resume: prefill. The new attempt continues from what the client has
+// (the demo engine continues a final assistant message, in chat with
+// continue_final_message), so it generates only the rest.
+fixture_options prefilling() {
+  auto o = two_kinds();
+  o.top_extra =
+      "routes:\n"
+      "  - {name: claude, models: [claude], targets: [{upstream: as_anthropic}],\n"
+      "     retry_backoff: 1ms, resume: {mode: prefill}}\n"
+      "  - {name: local, models: [local], targets: [{upstream: as_openai}],\n"
+      "     retry_backoff: 1ms, resume: {mode: prefill}}\n";
+  return o;
+}
+
+std::uint64_t resumes_counted(proxy_fixture& f, const std::string& labels) {
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  auto at = page.find("tokengate_stream_resumes_total{" + labels + "} ");
+  return at == std::string::npos ? 0 : std::stoull(page.substr(page.find("} ", at) + 2));
+}
+
+TEST(ResumePrefill, AChatStreamIsContinuedFromWhatTheClientHas) {
+  proxy_fixture f(prefilling());
+  auto expected = text_of(observe(ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body,
+                                  dialect::openai_chat));
+  auto r = ask(f, "/v1/chat/completions", chat_body("local"), cut_once);
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body, dialect::openai_chat);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(text_of(facts), expected) << r.body;
+  EXPECT_EQ(facts.content_events, 12u);
+  EXPECT_EQ(facts.output_tokens, 12) << "the completion the client received, once";
+  // The resume asked for the rest only: an assistant message to continue.
+  auto sent = f.engine_last_request();
+  auto body = json::parse(std::string(sent.at("body").as_string())).as_object();
+  EXPECT_EQ(body.at("continue_final_message"), json::value(true));
+  const auto& last = body.at("messages").as_array().back().as_object();
+  EXPECT_EQ(last.at("role"), json::value("assistant"));
+  EXPECT_TRUE(expected.starts_with(std::string(last.at("content").as_string())));
+  EXPECT_EQ(resumes_counted(f, R"(route="local",mode="prefill",reason="reset",result="completed")"),
+            1u);
+  std::set<std::string> ids;
+  for (const auto& e : events_of(r.body)) ids.insert(std::string(e.data.at("id").as_string()));
+  EXPECT_EQ(ids.size(), 1u) << r.body;
+}
+
+TEST(ResumePrefill, AnAnthropicStreamIsContinuedAsOneMessage) {
+  proxy_fixture f(prefilling());
+  auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
+                                  dialect::anthropic_messages));
+  expect_one_message(ask(f, "/v1/messages", messages_body("claude"), error_once), expected);
+  EXPECT_EQ(resumes_counted(
+                f, R"(route="claude",mode="prefill",reason="error_event",result="completed")"),
+            1u);
+}
+
+TEST(ResumePrefill, ATargetThatRefusesThePrefillIsRestarted) {
+  proxy_fixture f(prefilling());
+  auto expected = text_of(observe(ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body,
+                                  dialect::openai_chat));
+  auto r = ask(f, "/v1/chat/completions", chat_body("local"),
+               R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1,)"
+               R"("refuse_prefill":true})");
+  ASSERT_TRUE(r.complete);
+  auto facts = observe(r.body, dialect::openai_chat);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(text_of(facts), expected) << r.body;
+  EXPECT_EQ(r.body.find("prefill"), std::string::npos) << "the refusal never reaches the client";
+  EXPECT_EQ(
+      resumes_counted(f, R"(route="local",mode="prefill",reason="reset",result="prefill_refused")"),
+      1u);
+  EXPECT_EQ(resumes_counted(f, R"(route="local",mode="restart",reason="reset",result="completed")"),
+            1u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 4u);  // unfailed, cut, refused prefill, restart
+}
+
+TEST(ResumePrefill, TheTimeToResumeIsMeasured) {
+  proxy_fixture f(prefilling());
+  ask(f, "/v1/chat/completions", chat_body("local"), cut_once);
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  auto at = page.find("tokengate_stream_time_to_resume_seconds_count{route=\"local\"");
+  ASSERT_NE(at, std::string::npos) << page;
+  EXPECT_EQ(page.substr(page.find("} ", at) + 2, 2), "1\n");
 }
 
 }  // namespace
