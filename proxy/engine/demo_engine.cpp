@@ -340,8 +340,34 @@ class generator {
     co_return true;
   }
 
+  // A whole answer's faults, met where token `at` would be generated: a
+  // reset (the connection cut before any answer), a stall (no answer at
+  // all), an engine error (a 500 in the API's shape). False: the answer
+  // ends here.
+  net::awaitable<bool> whole_fault() {
+    auto at = [](long n) { return n >= 0 ? static_cast<std::size_t>(n) : SIZE_MAX; };
+    auto first = std::min({at(plan_.reset_after), at(plan_.stall_after), at(plan_.error_after)});
+    if (first == SIZE_MAX || first >= plan_.output_tokens) co_return true;
+    co_await token_ready(first, plan_.ttft + plan_.interval * first);
+    if (first == at(plan_.reset_after)) {
+      reset_connection();
+    } else if (first == at(plan_.stall_after)) {
+      co_await sleep(std::chrono::minutes(10));  // (until the client leaves)
+    } else {
+      auto event = error_event();
+      auto json = event.substr(event.find("data: ") + 6);
+      json.erase(json.find_last_not_of('\n') + 1);
+      co_await write_raw(
+          "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+          std::to_string(json.size()) + "\r\n\r\n" + json);
+    }
+    co_return false;
+  }
+
   // Waits as long as the whole answer would take, then sends it at once.
-  net::awaitable<void> respond_whole() {
+  net::awaitable<bool> respond_whole() {
+    if (!co_await whole_fault()) co_return false;
     const auto last = plan_.output_tokens ? plan_.output_tokens - 1 : 0;
     co_await token_ready(last, plan_.ttft + plan_.interval * last);
     std::string text;
@@ -386,6 +412,7 @@ class generator {
     auto text_body = json::serialize(body);
     co_await write_raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                        std::to_string(text_body.size()) + "\r\n\r\n" + text_body);
+    co_return true;
   }
 
  private:
@@ -806,8 +833,7 @@ net::awaitable<bool> generate(tcp::socket& socket, demo_engine::state& st, const
   try {
     auto produce = [&]() -> net::awaitable<bool> {
       if (p.stream) co_return co_await gen.stream();
-      co_await gen.respond_whole();
-      co_return true;
+      co_return co_await gen.respond_whole();
     };
     auto result = co_await (produce() || wait_for_close(socket));
     if (result.index() == 0) {

@@ -7,6 +7,7 @@
 #include "stream/client_framing.hpp"
 #include "stream/error_event.hpp"
 #include "stream/relay.hpp"
+#include "translate/errors.hpp"
 
 namespace tokengate {
 namespace {
@@ -52,6 +53,17 @@ net::awaitable<bool> end_resumed_stream(any_stream& client, request_context& ctx
   co_return !ec;
 }
 
+// An error of tokengate's own, as the client's API shapes it: Anthropic's
+// body for /v1/messages (its SDK maps the type to its error classes), with
+// the plan's headers (a budgeted key's x-ratelimit-* too).
+error_extras extras_for(const request_context& ctx, const upstream::exchange_plan& plan,
+                        const request_error& e) {
+  error_extras extras{plan.response_headers, {}};
+  if (ctx.dialect == dialect::anthropic_messages)
+    extras.anthropic_type = translate::anthropic_type_for_status(e.status);
+  return extras;
+}
+
 // No answer to relay: the error as the client's answer, or, for a stream
 // being resumed (its head long sent), as its last event.
 net::awaitable<bool> answer_failure(any_stream& client, request_context& ctx,
@@ -62,9 +74,8 @@ net::awaitable<bool> answer_failure(any_stream& client, request_context& ctx,
     bool kept = co_await end_resumed_stream(client, ctx, std::move(failure));
     co_return kept;
   }
-  // (with the plan's own headers: a budgeted key's x-ratelimit-* too)
-  co_await send_error(client, std::move(failure), keep_client, ctx,
-                      error_extras{plan.response_headers, {}});
+  auto extras = extras_for(ctx, plan, failure);
+  co_await send_error(client, std::move(failure), keep_client, ctx, extras);
   co_return keep_client;
 }
 
@@ -123,8 +134,8 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
     keep_client = request.head.keep_alive();  // (the relay given up said false)
     if (from < plan.upstreams.size()) continue;
     s.finished = true;  // (given up before its first token, with no target left)
-    co_await send_error(client, std::move(*s.abandoned), keep_client, ctx,
-                        error_extras{plan.response_headers, {}});
+    auto extras = extras_for(ctx, plan, *s.abandoned);
+    co_await send_error(client, std::move(*s.abandoned), keep_client, ctx, extras);
     break;
   }
   end.close();

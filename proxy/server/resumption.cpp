@@ -54,11 +54,11 @@ bool resumption::prefill_refused(const upstream::answer& got) {
 stream::answer_translator* resumption::translator_for(const upstream::answer& got) {
   auto& ctx = s_.ctx;
   if (!resumed_) {
-    translator_ =
-        translated(plan_, got.attempt)
-            ? translate::answer_translator_for(ctx.dialect, plan_.translations[got.attempt]->answers_in,
-                                               plan_.usage_asked, ctx.model)
-            : nullptr;
+    translator_ = translated(plan_, got.attempt)
+                      ? translate::answer_translator_for(
+                            ctx.dialect, plan_.translations[got.attempt]->answers_in,
+                            plan_.usage_asked, ctx.model)
+                      : nullptr;
     return translator_.get();
   }
   if (!translator_)  // (a stream in the client's API: its names kept across attempts)
@@ -82,10 +82,10 @@ bool resumption::continues(const upstream::answer& got) const {
 std::optional<std::size_t> resumption::next_attempt(const upstream::answer& got) {
   auto& ctx = s_.ctx;
   if (resumed_)
-    count(s_.suspended                                           ? "failed"
-          : ctx.error && ctx.error->code == "resume_diverged"    ? "diverged"
-          : ctx.upstream_failed_midstream                        ? "failed"
-                                                                 : "completed");
+    count(s_.suspended                                        ? "failed"
+          : ctx.error && ctx.error->code == "resume_diverged" ? "diverged"
+          : ctx.upstream_failed_midstream                     ? "failed"
+                                                              : "completed");
   if (s_.suspended) {
     resumed_ = std::move(s_.suspended);
     --s_.resumes_left;
@@ -108,8 +108,8 @@ std::string_view resumption::mode_of(const upstream::answer& got) const {
 void resumption::count(std::string_view result) {
   if (!resumed_) return;
   auto mode = mode_.empty() ? (s_.prefill ? "prefill" : "restart") : mode_;
-  w_.metrics().resumes.add({s_.ctx.route, std::string(mode), std::string(resumed_->reason),
-                            std::string(result)});
+  w_.metrics().resumes.add(
+      {s_.ctx.route, std::string(mode), std::string(resumed_->reason), std::string(result)});
 }
 
 }  // namespace tokengate
