@@ -66,7 +66,8 @@ const listenerLine = (tls) =>
 // certificate. kind: the demo upstream's `kind` (the API it is taken to
 // speak; translated requests follow from it). The proxy is the last of
 // the processes started.
-export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls, kind } = {}) {
+// upstreamYaml: lines added under the demo upstream (4-space indent).
+export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls, kind, upstreamYaml = [] } = {}) {
   const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
   const children = [engine];
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
@@ -81,7 +82,7 @@ export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTl
     }
     port = await startServe(join(dir, "tokengate.yaml"), ["listeners:", listenerLine(tls), "upstreams:", "  demo:",
       ...upstreamLines, upstreamKeyEnv ? `    api_key: \${${upstreamKeyEnv}}` : "", kind ? `    kind: ${kind}` : "",
-      ...topYaml], children);
+      ...upstreamYaml, ...topYaml], children);
   } catch (e) {
     // (A proxy that never started: the others must not outlive the test run.)
     for (const child of children) child.kill("SIGKILL");
