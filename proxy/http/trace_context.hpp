@@ -33,6 +33,11 @@ struct attempt_span {
   std::chrono::steady_clock::time_point start, end;
   unsigned status = 0;          // its answer's status; 0: none
   std::string_view error_code;  // why it failed, when it did
+  // An attempt that resumed a stream: how, why the one before failed,
+  // when, and after how many tokens sent.
+  std::string_view resume_mode, resumed_after;
+  std::chrono::steady_clock::time_point failed_at;
+  std::uint64_t resumed_at_token = 0;
 };
 
 // A `traceparent` value (version 00, or a later one read as 00 says):

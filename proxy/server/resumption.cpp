@@ -67,6 +67,13 @@ stream::answer_translator* resumption::translator_for(const upstream::answer& go
   translator_->on_resumed();
   mode_ = mode_of(got);
   ctx.resume_mode = mode_;
+  if (ctx.trace.active && !ctx.attempt_spans.empty()) {
+    auto& span = ctx.attempt_spans.back();
+    span.resume_mode = mode_;
+    span.resumed_after = resumed_->reason;
+    span.failed_at = resumed_->failed_at;
+    span.resumed_at_token = resumed_->delivered_tokens;
+  }
   if (auto* splice = dynamic_cast<stream::resume_splice*>(translator_.get());
       splice && s_.prefills(got.attempt))
     splice->prefilled(resumed_->delivered_tokens);

@@ -93,6 +93,35 @@ void set_status(span& s, const request_context& ctx) {
   }
 }
 
+span_event retry_event(const attempt_span& failed, const attempt_span& next, const unix_time& t) {
+  span_event e{"tokengate.retry", t.ns(set(failed.end) ? failed.end : next.start), {}};
+  e.attributes.push_back({"tokengate.upstream", failed.upstream});
+  if (failed.status)
+    e.attributes.push_back({"http.response.status_code", std::int64_t{failed.status}});
+  if (!failed.error_code.empty())
+    e.attributes.push_back({"error.type", std::string(failed.error_code)});
+  e.attributes.push_back({"tokengate.next_upstream", next.upstream});
+  return e;
+}
+
+// An event per attempt after the first: a retry (the attempt before
+// failed before any content) or a resume (its stream failed mid-answer).
+void add_retry_and_resume_events(span& s, const request_context& ctx, const unix_time& t) {
+  for (std::size_t i = 1; i < ctx.attempt_spans.size(); ++i) {
+    const auto& before = ctx.attempt_spans[i - 1];
+    const auto& a = ctx.attempt_spans[i];
+    if (!a.resume_mode.empty())
+      s.events.push_back({"tokengate.resume",
+                          t.ns(a.failed_at),
+                          {{"tokengate.resume.mode", std::string(a.resume_mode)},
+                           {"tokengate.resume.reason", std::string(a.resumed_after)},
+                           {"tokengate.resume.at_token", std::int64_t(a.resumed_at_token)},
+                           {"tokengate.upstream", a.upstream}}});
+    else
+      s.events.push_back(retry_event(before, a, t));
+  }
+}
+
 span server_span(const request_context& ctx, const std::string& provider, const unix_time& t) {
   span s;
   s.trace = ctx.trace.trace;
@@ -111,6 +140,7 @@ span server_span(const request_context& ctx, const std::string& provider, const 
                         {{"tokengate.ttft_ms", std::chrono::duration<double, std::milli>(
                                                    ctx.first_token_written - ctx.request_read)
                                                    .count()}}});
+  add_retry_and_resume_events(s, ctx, t);
   if (ctx.limit_enforced && ctx.output_limit)
     s.events.push_back({"tokengate.limit_cut",
                         t.ns(set(ctx.last_token) ? ctx.last_token : ctx.finished),

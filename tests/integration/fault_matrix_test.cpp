@@ -71,13 +71,12 @@ fixture_options matrix_fixture() {
   fixture_options o;
   o.extra_engines = {small_context};
   const std::string timeouts = "timeouts: {first_byte: 1s, first_token: 400ms, idle: 1s}";
-  o.more_upstreams =
-      "  a: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts + "}\n" +
-      "  b: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts + "}\n" +
-      "  small: {base_url: \"http://127.0.0.1:{engine1}/v1\", " + timeouts +
-      ", capacity: {max_context_tokens: 4000}}\n" +
-      "  large: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts +
-      ", capacity: {max_context_tokens: 100000}}\n";
+  o.more_upstreams = "  a: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts + "}\n" +
+                     "  b: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts + "}\n" +
+                     "  small: {base_url: \"http://127.0.0.1:{engine1}/v1\", " + timeouts +
+                     ", capacity: {max_context_tokens: 4000}}\n" +
+                     "  large: {base_url: \"http://127.0.0.1:{engine}/v1\", " + timeouts +
+                     ", capacity: {max_context_tokens: 100000}}\n";
   o.top_extra =
       "routes:\n"
       "  - {name: restart, models: [demo], targets: [{upstream: a}, {upstream: b}],\n"
@@ -135,7 +134,9 @@ void expect_one_clean_error(const http_response& r, api a, bool streamed) {
   if (r.status != 200) {
     auto body = json::parse(r.body).as_object();
     ASSERT_TRUE(body.contains("error")) << r.body;
-    if (a == api::messages) EXPECT_EQ(body["type"], json::value("error")) << r.body;
+    if (a == api::messages) {
+      EXPECT_EQ(body["type"], json::value("error")) << r.body;
+    }
     return;
   }
   ASSERT_TRUE(streamed) << "a whole answer's error has its own status: " << r.body;

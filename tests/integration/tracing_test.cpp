@@ -146,6 +146,54 @@ TEST(Tracing, ALimitCutIsAnEventAndAnAttribute) {
   EXPECT_FALSE(server->contains("parentSpanId"));
 }
 
+// Each retry and each resume is an event on the request's span (and each
+// attempt its own client span).
+std::vector<json::object> server_events(fake_collector& collector, std::size_t nth) {
+  std::vector<json::object> spans;
+  auto servers = [&] {
+    spans.clear();
+    for (const auto& s : collector.spans())
+      if (s.at("kind").to_number<int>() == 2) spans.push_back(s);
+    return spans.size() > nth;
+  };
+  EXPECT_TRUE(wait_until(servers, 3s, "the request's span"));
+  std::vector<json::object> events;
+  if (spans.size() > nth)
+    for (const auto& e : spans[nth].at("events").as_array())
+      if (e.at("name") != "gen_ai.first_token") events.push_back(e.as_object());
+  return events;
+}
+
+TEST(Tracing, RetriesAndResumesAreEvents) {
+  fake_collector collector;
+  auto o = traced(collector.port());
+  o.top_extra.replace(o.top_extra.find("mode: clamp}}"), 13,
+                      "mode: clamp}, retry_backoff: 1ms, resume: {mode: restart}}");
+  proxy_fixture f(o);
+  auto ask = [&](const std::string& fault) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":30,)"
+                     R"("messages":[{"role":"user","content":"hi"}],)"
+                     R"("demo":{"ttft_ms":0,"interval_ms":1,"tokens":12,"fail_times":1,)" +
+                         fault + "}}"));
+    ASSERT_TRUE(read_response(c).complete);
+  };
+  ask(R"("status":500)");
+  auto retried = server_events(collector, 0);
+  ASSERT_EQ(retried.size(), 1u);
+  EXPECT_EQ(retried[0].at("name"), "tokengate.retry");
+  EXPECT_EQ(attr(retried[0], "http.response.status_code"), "500");
+
+  ask(R"("reset_after":5)");
+  auto resumed = server_events(collector, 1);
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_EQ(resumed[0].at("name"), "tokengate.resume");
+  EXPECT_EQ(attr(resumed[0], "tokengate.resume.reason"), "reset");
+  EXPECT_EQ(attr(resumed[0], "tokengate.resume.mode"), "restart");
+  EXPECT_EQ(attr(resumed[0], "tokengate.resume.at_token"), "5");
+}
+
 TEST(Tracing, AnUnsampledTraceIsPassedOnAndNotExported) {
   fake_collector collector;
   proxy_fixture f(traced(collector.port(), "  sampling_ratio: 0\n"));
