@@ -50,6 +50,11 @@ struct request_context {
   unsigned resumes = 0;                // a stream continued after its upstream failed mid-answer
   std::uint64_t resumed_at_token = 0;  // … the first time, after this many token events
   std::string_view resume_mode;        // … the last time: "restart" or "prefill"
+  // What a resumed stream's failed attempts cost upstream beyond the
+  // answer's own usage (the client's usage is one answer's; a budget
+  // settles both): each sent the prompt again, and generated this much.
+  unsigned failed_attempts = 0;
+  std::uint64_t failed_attempts_output = 0;
   bool forwarded_early =
       false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;

@@ -74,6 +74,9 @@ budget::usage usage_of(const request_context& ctx, const budget::demand& d) {
   else
     u.output_tokens =
         ctx.streamed ? static_cast<long long>(ctx.content_events) : d.estimate.output_tokens;
+  // A resumed stream: what its failed attempts cost upstream too.
+  u.input_tokens += static_cast<long long>(ctx.failed_attempts) * u.input_tokens;
+  u.output_tokens += static_cast<long long>(ctx.failed_attempts_output);
   return u;
 }
 

@@ -692,6 +692,9 @@ bool response_relay::suspends() {
   s_.suspended = std::make_unique<upstream::suspended_stream>(
       upstream::suspended_stream{std::move(delivered), framing_.client_keep_alive, reason,
                                  accounting_.take_identity(), ctx_.content_events, clock::now()});
+  ++ctx_.failed_attempts;  // (what it generated, text caught up with included)
+  ctx_.failed_attempts_output += std::max<std::uint64_t>(
+      facts.content_events, static_cast<std::uint64_t>(facts.output_tokens.value_or(0)));
   spdlog::info("request {}: upstream {} failed after {} tokens ({}); resuming the stream",
                ctx_.request_id, a_.settings->name, ctx_.content_events, s_.suspended->reason);
   upstream().close();

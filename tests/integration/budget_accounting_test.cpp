@@ -135,6 +135,38 @@ TEST(BudgetAccounting, AWholeAnswerIsBilledAtItsUsageInEveryApiAndTranslated) {
   EXPECT_EQ(tokens_metric(f, "input"), input);
 }
 
+// A resumed stream: the client is told one answer's usage; the budget
+// settles what every attempt cost upstream (the cut one sent the prompt
+// and generated 5 tokens before its reset).
+TEST(BudgetAccounting, AResumedStreamSettlesWhatEachAttemptCost) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n"
+      "  - {name: demo, models: [demo], targets: [{upstream: demo}], retry_backoff: 1ms,\n"
+      "     resume: {mode: restart}}\n" +
+      key_with("{tokens_per_minute: 100000}");
+  proxy_fixture f(o);
+  inside_one_minute(10);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions",
+                   R"({"model":"demo","stream":true,"stream_options":{"include_usage":true},)"
+                   R"("max_tokens":1000,"messages":[{"role":"user","content":"hi"}]})",
+                   auth + R"(x-demo: {"tokens":12,"ttft_ms":0,"interval_ms":1,"reset_after":5,)"
+                          R"("fail_times":1})"
+                          "\r\n"));
+  auto r = read_response(c);
+  ASSERT_TRUE(r.complete);
+  auto at = r.body.rfind("\"usage\":");
+  ASSERT_NE(at, std::string::npos) << r.body;
+  auto usage = json::parse(r.body.substr(at + 8, r.body.find('}', at) - at - 7)).as_object();
+  EXPECT_EQ(usage.at("completion_tokens").to_number<long long>(), 12);
+  auto prompt = usage.at("prompt_tokens").to_number<long long>();
+  EXPECT_TRUE(wait_until(
+      [&] { return used_of(budgets_page(f), "tokens_per_minute") == double(2 * prompt + 12 + 5); },
+      2s, "the budget to show both attempts"))
+      << used_of(budgets_page(f), "tokens_per_minute");
+}
+
 TEST(BudgetAccounting, ABudgetRefusalOnAFullFleetIsA429AtOnceNotAQueuePlace) {
   fixture_options o;
   o.upstream_extra = "    capacity: {max_streams: 1}\n";
