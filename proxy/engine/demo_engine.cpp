@@ -341,17 +341,15 @@ class generator {
   }
 
   // A whole answer's faults, met where token `at` would be generated: a
-  // reset (the connection cut before any answer), a stall (no answer at
-  // all), an engine error (a 500 in the API's shape). False: the answer
-  // ends here.
+  // stall (no answer at all) or an engine error (a 500 in the API's
+  // shape). False: the answer ends here. (A reset cuts the answer itself:
+  // respond_whole.)
   net::awaitable<bool> whole_fault() {
     auto at = [](long n) { return n >= 0 ? static_cast<std::size_t>(n) : SIZE_MAX; };
-    auto first = std::min({at(plan_.reset_after), at(plan_.stall_after), at(plan_.error_after)});
+    auto first = std::min(at(plan_.stall_after), at(plan_.error_after));
     if (first == SIZE_MAX || first >= plan_.output_tokens) co_return true;
     co_await token_ready(first, plan_.ttft + plan_.interval * first);
-    if (first == at(plan_.reset_after)) {
-      reset_connection();
-    } else if (first == at(plan_.stall_after)) {
+    if (first == at(plan_.stall_after)) {
       co_await sleep(std::chrono::minutes(10));  // (until the client leaves)
     } else {
       auto event = error_event();
@@ -365,11 +363,28 @@ class generator {
     co_return false;
   }
 
-  // Waits as long as the whole answer would take, then sends it at once.
+  // Waits as long as the whole answer would take, then sends it at once;
+  // with reset_after, its head and the part of its body that many tokens
+  // in, then a reset (a truncated answer).
   net::awaitable<bool> respond_whole() {
     if (!co_await whole_fault()) co_return false;
     const auto last = plan_.output_tokens ? plan_.output_tokens - 1 : 0;
     co_await token_ready(last, plan_.ttft + plan_.interval * last);
+    auto text_body = json::serialize(whole_body());
+    auto answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(text_body.size()) + "\r\n\r\n";
+    if (plan_.reset_after >= 0 &&
+        static_cast<std::size_t>(plan_.reset_after) < plan_.output_tokens) {
+      co_await write_raw(
+          answer + text_body.substr(0, text_body.size() * plan_.reset_after / plan_.output_tokens));
+      reset_connection();
+      co_return false;
+    }
+    co_await write_raw(answer + text_body);
+    co_return true;
+  }
+
+  json::object whole_body() {
     std::string text;
     for (std::size_t i = 0; i < plan_.output_tokens; ++i)
       text += demo_token(plan_.word_shift + plan_.first_token + i);
@@ -409,10 +424,7 @@ class generator {
                                         {"finish_reason", finish_reason(plan_)}}}},
               {"usage", openai_usage(plan_, plan_.output_tokens)}};
     }
-    auto text_body = json::serialize(body);
-    co_await write_raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                       std::to_string(text_body.size()) + "\r\n\r\n" + text_body);
-    co_return true;
+    return body;
   }
 
  private:

@@ -100,7 +100,7 @@ std::optional<std::size_t> resumption::next_attempt(const upstream::answer& got)
     if (ctx.resumed_at_token == 0) ctx.resumed_at_token = ctx.content_events;
     return got.attempt;
   }
-  if (s_.abandoned) return got.attempt + 1;
+  if (s_.abandoned) return got.attempt + (std::exchange(s_.retry_same_target, false) ? 0 : 1);
   return std::nullopt;
 }
 

@@ -156,6 +156,7 @@ class response_relay {
   // event, and another target is left): the upstream closed, the reason
   // left in the exchange's state for the next attempt.
   bool abandons();
+  bool abandons_whole();
   // What was held, with the head, for a stream that ended (or failed on
   // the last target) before any content.
   buffers release_held();
@@ -251,6 +252,16 @@ class response_relay {
   bool cut_mid_event_ = false;
   error_code failure_;
 };
+
+// A whole answer (2xx, not translated: a translated one is read whole
+// already) is held until its body's end, so that one cut mid-body
+// reaches the client as nothing at all and is tried again. Engines send a
+// whole answer at once; one longer than this goes on as it comes.
+constexpr std::size_t max_whole_held = 256 * 1024;
+bool holds_whole(const request_context& ctx, const response_head& head,
+                 const answer_translator* translator) {
+  return !ctx.streamed && !translator && head.has_body() && head.status >= 200 && head.status < 300;
+}
 
 // (A resumed stream's framing is the client's stream's: chunked, its head sent.)
 framing framing_resumed(bool client_keep_alive) {
@@ -356,6 +367,10 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
     holding_ = true;  // (measured as TTFT is: from the request's sending)
     first_token_deadline_ = ctx_.request_sent + a.settings->timeouts.first_token;
     held_ = std::make_unique<held_opening>();
+  } else if (holds_whole(ctx_, a.head, translator)) {
+    holding_ = true;  // (until the body's end: no first token to wait for)
+    first_token_deadline_ = clock::time_point::max();
+    held_ = std::make_unique<held_opening>();
   }
   pieces_.reserve(4);
   framed_.reserve(8);
@@ -400,7 +415,8 @@ buffers response_relay::head_alone() {
 // the read buffer's bytes are gone by the next turn); with the first
 // content, or the body's end, they go in front of it, head first.
 buffers response_relay::frame_holding(const std::vector<net::const_buffer>& what, bool ends_body) {
-  if (ctx_.content_events == 0 && !ends_body) {
+  const bool too_long = !ctx_.streamed && held_->bytes.size() > max_whole_held;
+  if (ctx_.content_events == 0 && !ends_body && !too_long) {
     for (const auto& b : what) held_->bytes.append(static_cast<const char*>(b.data()), b.size());
     return {};
   }
@@ -420,6 +436,7 @@ buffers response_relay::release_held() {
 
 bool response_relay::abandons() {
   if (!holding_ || ctx_.client_gone) return false;
+  if (!ctx_.streamed) return abandons_whole();
   const bool silent = failure_ == beast::error::timeout;
   const bool another_target = a_.attempt + 1 < plan_.upstreams.size();
   const bool failed = failure_ || accounting_.facts().error;
@@ -434,6 +451,23 @@ bool response_relay::abandons() {
                        "upstream '" + a_.settings->name + "' failed before its first token", true);
   s_.abandoned = std::make_unique<request_error>(std::move(why));
   spdlog::info("request {}: {}; the next target's turn", ctx_.request_id, s_.abandoned->message);
+  upstream().close();
+  s_.upstream.reset();
+  return true;
+}
+
+// A whole answer cut mid-body, nothing of it sent: the same target once
+// more (a truncated answer is a transient fault), else the next target;
+// with none left, a 502 rather than half a body. A timeout moves on at once.
+bool response_relay::abandons_whole() {
+  if (!failure_) return false;
+  const bool silent = failure_ == beast::error::timeout;
+  s_.retry_same_target = !silent && !s_.whole_retried;
+  s_.whole_retried = s_.whole_retried || s_.retry_same_target;
+  s_.abandoned = std::make_unique<request_error>(request_error::upstream(
+      silent ? 504 : 502, silent ? "upstream_timeout" : "upstream_disconnected",
+      "upstream '" + a_.settings->name + "' cut its answer short", true));
+  spdlog::info("request {}: {}; tried again", ctx_.request_id, s_.abandoned->message);
   upstream().close();
   s_.upstream.reset();
   return true;

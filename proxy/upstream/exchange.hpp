@@ -102,6 +102,9 @@ struct exchange_state final : client_gone_hook {
   // The relay gave the answer up before its first token, nothing of it
   // sent (timeouts.first_token, stream/relay.hpp): why; the next target's turn.
   std::unique_ptr<request_error> abandoned;  // (pointers: set rarely, kept per stream)
+  // … and the same target is asked again (a whole answer cut mid-body,
+  // once per request), not the next.
+  bool retry_same_target = false, whole_retried = false;
   // The relay left the client's stream open after its upstream failed
   // mid-answer, to be resumed (`resumes_left` more times at most).
   std::unique_ptr<suspended_stream> suspended;

@@ -69,6 +69,35 @@ TEST(Retries, ATransient500IsTriedAgainOnTheSameTarget) {
   EXPECT_EQ(retries_counted(f, "server_error"), 1u);
 }
 
+// A whole answer is held until its body's end: one cut mid-body reaches
+// the client as nothing, and is asked again of the same target once, then
+// of the next; with no target left the client gets a 502, never half a body.
+TEST(Retries, AWholeAnswerCutMidBodyIsAskedAgain) {
+  proxy_fixture f(two_targets({}));
+  auto r = ask(f, R"({"tokens":12,"reset_after":1,"fail_times":1})", R"(,"stream":false)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto body = json::parse(r.body).as_object();
+  EXPECT_EQ(body.at("usage").at("completion_tokens"), 3);  // (max_tokens: 3)
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 2u) << "the same target again";
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);
+
+  // Cut every time: the same target once more, then the next (cut too).
+  auto cut_always = ask(f, R"({"tokens":12,"reset_after":1})", R"(,"stream":false)");
+  EXPECT_EQ(cut_always.status, 502) << cut_always.body;
+  EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 4u);
+  EXPECT_EQ(f.engine_stats().requests.load(), 1u);
+}
+
+TEST(Retries, AWholeAnswerCutOnEveryTargetIsA502NotHalfABody) {
+  fixture_options o;
+  o.top_extra = "routes:\n  - {models: [m], targets: [{upstream: demo}], retry_backoff: 1ms}\n";
+  proxy_fixture f(o);
+  auto r = ask(f, R"({"tokens":12,"reset_after":6,"ignore_limit":true})", R"(,"stream":false)");
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(error_code_of(r), "upstream_disconnected");
+  EXPECT_EQ(f.engine_stats().requests.load(), 2u) << "tried twice on its one target";
+}
+
 TEST(Retries, A429WaitsForItsRetryAfterThenTriesTheSameTarget) {
   proxy_fixture f(two_targets({}));
   auto start = clock::now();
