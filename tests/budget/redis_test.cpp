@@ -47,6 +47,17 @@ demand tokens_demand(const std::string& scope, long long limit, long long each) 
   return d;
 }
 
+// A test that counts in one minute's window must not straddle two: wait
+// out a minute's last `seconds` first (a slow sanitizer build takes a few).
+void inside_one_minute(int seconds) {
+  while (std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+                 .count() %
+             60 >
+         59 - seconds)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+
 // One instance: its process-wide budgets and one worker's gate.
 struct instance {
   explicit instance(const config::redis_settings& s) : shared(s), gate(io.get_executor(), shared) {}
@@ -128,6 +139,7 @@ TEST(RedisBudget, TwoInstancesShareOneBudget) {
 }
 
 TEST(RedisBudget, AStoreThatIsDownIsDeniedOrCountedLocallyUntilItIsBack) {
+  inside_one_minute(10);
   test::redis_server redis;
   instance deny(settings_for(redis.port(), config::store_failure_mode::deny));
   auto local_settings = settings_for(redis.port(), config::store_failure_mode::allow_local);
