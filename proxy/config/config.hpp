@@ -62,6 +62,7 @@ struct upstream_timeouts {
 struct upstream_capacity {
   int max_streams = 0;               // requests at once (the engine's slots); 0 = no bound
   long long max_context_tokens = 0;  // one request's prompt + output; 0 = no bound
+  long long kv_tokens = 0;           // its KV cache (balance: fastest's index); 0 = 2M
   bool operator==(const upstream_capacity&) const = default;
 };
 // Active health checks: a GET every `interval`; `unhealthy_after` failures
@@ -131,6 +132,7 @@ struct route_target {
 enum class balance_mode {
   least_loaded,     // power of two choices by in-flight tokens per weight
   weighted_random,  // by weight alone
+  fastest,          // the least predicted time to first token (fleet/ttft_model.hpp)
 };
 // Prefix affinity: a conversation's start picks its target by rendezvous
 // hashing, so its KV cache is reused, unless that target carries more than

@@ -22,10 +22,11 @@ duration positive_time(const reader& r, const char* key, duration fallback) {
 }  // namespace
 
 upstream_capacity read_capacity(const reader& r) {
-  r.only_keys({"max_streams", "max_context_tokens"});
+  r.only_keys({"max_streams", "max_context_tokens", "kv_tokens"});
   upstream_capacity c;  // (0 is refused: an engine with no slot holds nothing)
   c.max_streams = r.integer<int>("max_streams", 0, 1, 1'000'000);
   c.max_context_tokens = r.integer<long long>("max_context_tokens", 0, 1, 100'000'000);
+  c.kv_tokens = r.integer<long long>("kv_tokens", 0, 1, 1'000'000'000);
   return c;
 }
 
@@ -56,8 +57,10 @@ void read_route_fleet(const reader& r, route& rt) {
     rt.balance = balance_mode::least_loaded;
   else if (balance == "weighted_random")
     rt.balance = balance_mode::weighted_random;
+  else if (balance == "fastest")
+    rt.balance = balance_mode::fastest;
   else
-    r.fail_at(r.node()["balance"], "balance must be least_loaded or weighted_random");
+    r.fail_at(r.node()["balance"], "balance must be least_loaded, weighted_random or fastest");
   if (r.has("affinity")) {
     auto a = r.child("affinity");
     a.only_keys({"prefix_bytes", "max_load_ratio", "hold"});

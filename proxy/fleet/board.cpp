@@ -130,6 +130,9 @@ void board::give_back(upstream_load& load, long long tokens, bool bounded) {
     load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
     return;
   }
+  const int max = load.max_streams.load(std::memory_order_relaxed);
+  if (max > 0 && load.streams.load(std::memory_order_relaxed) >= max)
+    load.ttft.observe_end(steady::now());  // (a slot of a full replica: how fast a queue moves)
   std::lock_guard lock(queue_lock_);
   recent_frees_.push_back(steady::now());
   if (recent_frees_.size() > drain_window) recent_frees_.pop_front();
@@ -266,6 +269,59 @@ net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_r
                     retry_after(queued)};
 }
 
+void board::note_prediction_error(double predicted_s, double actual_s) {
+  if (actual_s <= 0) return;
+  const double error = std::abs(predicted_s - actual_s) / actual_s;
+  std::size_t b = 0;
+  while (b < error_bounds.size() && error > error_bounds[b]) ++b;
+  error_buckets_[b].fetch_add(1, std::memory_order_relaxed);
+  error_count_.fetch_add(1, std::memory_order_relaxed);
+  error_sum_millis_.fetch_add(static_cast<std::uint64_t>(error * 1000), std::memory_order_relaxed);
+}
+
+// balance: fastest: what each replica's model has learned, its index's
+// size, and how far the predictions were off.
+std::string board::prediction_prometheus() const {
+  std::string out;
+  const auto per_upstream = [&](const char* name, const char* help, auto value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (const auto& [upstream, l] : loads_)
+      if (l->max_streams.load() > 0 || l->index.size() > 0)
+        out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
+  };
+  per_upstream("tokengate_fleet_prefill_tokens_per_second",
+               "The replica's learned prefill rate (balance: fastest).",
+               [](const upstream_load& l) { return l.ttft.prefill_tokens_per_second(); });
+  per_upstream("tokengate_fleet_slots_per_second",
+               "How fast the replica's slots came free while it was full.",
+               [](const upstream_load& l) { return l.ttft.slots_per_second(); });
+  per_upstream("tokengate_fleet_prefix_index_blocks",
+               "Prompt blocks the replica is taken to hold (64 tokens each).",
+               [](const upstream_load& l) { return l.index.size(); });
+  per_upstream("tokengate_fleet_prefix_index_bytes", "Memory the replica's prefix index takes.",
+               [](const upstream_load& l) { return l.index.bytes(); });
+  out +=
+      "# HELP tokengate_fleet_ttft_prediction_error |predicted - actual| / actual time to first "
+      "token of the requests that found a slot free.\n"
+      "# TYPE tokengate_fleet_ttft_prediction_error histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b <= error_bounds.size(); ++b) {
+    cumulative += error_buckets_[b].load();
+    auto le = b < error_bounds.size() ? std::to_string(error_bounds[b]) : std::string("+Inf");
+    if (b < error_bounds.size()) {
+      le.erase(le.find_last_not_of('0') + 1);
+      if (le.back() == '.') le.pop_back();
+    }
+    out += "tokengate_fleet_ttft_prediction_error_bucket{le=\"" + le + "\"} " +
+           std::to_string(cumulative) + "\n";
+  }
+  out += "tokengate_fleet_ttft_prediction_error_sum " +
+         std::to_string(static_cast<double>(error_sum_millis_.load()) / 1000) + "\n";
+  out +=
+      "tokengate_fleet_ttft_prediction_error_count " + std::to_string(error_count_.load()) + "\n";
+  return out;
+}
+
 std::string board::prometheus() const {
   std::string out;
   const auto gauge = [&](const char* name, const char* help) {
@@ -296,6 +352,7 @@ std::string board::prometheus() const {
       out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"waiting\"} " +
              std::to_string(std::max(0, l->engine_waiting.load())) + "\n";
     }
+    out += prediction_prometheus();
   }
   std::lock_guard lock(queue_lock_);
   if (routes_.empty()) return out;

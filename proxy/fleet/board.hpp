@@ -13,6 +13,8 @@
 // affinity.hold): its history is cached there. Without a queue, or when it is
 // full, or when the wait passes `timeout`, the request is refused with a
 // Retry-After worked out from how fast slots have been coming free.
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -57,6 +59,11 @@ struct candidate {
   upstream_load* load = nullptr;
   int max_streams = 0;  // 0 = no bound
   bool healthy = true;
+  // balance: fastest: the prompt tokens its cache is predicted to hold and
+  // not, the requests ahead of this one for a slot, and the predicted TTFT.
+  long long matched_tokens = 0, uncached_tokens = 0;
+  int ahead = 0;
+  double predicted_s = 0;
 };
 
 struct admission_request {
@@ -68,6 +75,9 @@ struct admission_request {
   // The first candidate is the conversation's replica: while it is full,
   // wait this long for a slot there before taking one elsewhere.
   std::chrono::milliseconds home_hold{0};
+  // balance: fastest: the prompt's blocks (fleet/prefix_index.hpp), for
+  // the index of the replica that takes it.
+  std::shared_ptr<const std::vector<std::uint64_t>> blocks;
 };
 
 struct admitted {
@@ -101,6 +111,10 @@ class board {
   // A pick made by the conversation's key (or that would have been, had
   // its target not been overloaded): counted for /metrics.
   void note_pick(const std::string& route, bool by_affinity, bool spilled);
+  // balance: fastest: a prediction of a time to first token, and the time
+  // it took (tokengate_fleet_ttft_prediction_error, |predicted − actual| ÷
+  // actual).
+  void note_prediction_error(double predicted_s, double actual_s);
 
   // tokengate_upstream_*, tokengate_admission_* and tokengate_affinity_*.
   std::string prometheus() const;
@@ -125,6 +139,11 @@ class board {
   std::uint64_t arrivals_ = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_frees_;  // the drain rate
   std::map<std::string, std::unique_ptr<route_counters>> routes_;
+
+  static constexpr std::array<double, 7> error_bounds{0.05, 0.1, 0.25, 0.5, 1, 2, 5};
+  std::array<std::atomic<std::uint64_t>, error_bounds.size() + 1> error_buckets_{};
+  std::atomic<std::uint64_t> error_count_{0}, error_sum_millis_{0};
+  std::string prediction_prometheus() const;  // (under loads_lock_)
 };
 
 }  // namespace tokengate::fleet

@@ -92,7 +92,14 @@ pick pick_order(const config::route& route, std::span<const target_state> target
   std::vector<std::size_t> healthy, ejected;
   for (std::size_t i = 0; i < targets.size(); ++i)
     (targets[i].healthy ? healthy : ejected).push_back(i);
-  if (!healthy.empty()) {
+  if (!healthy.empty() && route.balance == config::balance_mode::fastest) {
+    // (Ties, e.g. an idle fleet that holds none of the prompt, go to any.)
+    std::shuffle(healthy.begin(), healthy.end(), rng);
+    std::stable_sort(healthy.begin(), healthy.end(), [&](auto a, auto b) {
+      return targets[a].predicted_s < targets[b].predicted_s;
+    });
+    p.order = healthy;
+  } else if (!healthy.empty()) {
     std::optional<std::size_t> first;
     if (route.affinity && conversation)
       first = by_affinity(targets, healthy, *conversation, route.affinity->max_load_ratio,

@@ -5,7 +5,9 @@
 //   least_loaded: two targets drawn by weight, the one with fewer
 //     in-flight tokens per unit of weight (power of two choices: close to
 //     the least loaded without every instance herding onto the same one);
-//   weighted_random: one drawn by weight.
+//   weighted_random: one drawn by weight;
+//   fastest: every healthy target by its predicted time to first token
+//     (fleet/ttft_model.hpp), the fastest first.
 // With `affinity`, a conversation's key (prefix_key.hpp) picks first by
 // rendezvous hashing: every instance ranks the targets the same way for
 // the same conversation, and a target that leaves moves only its own
@@ -32,6 +34,7 @@ struct target_state {
   long long tokens = 0;         // tokens in flight
   int max_streams = 0;          // capacity; 0 = no bound
   std::uint64_t name_hash = 0;  // of the upstream's name, for rendezvous hashing
+  double predicted_s = 0;       // balance: fastest: its predicted time to first token
 };
 
 struct pick {

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "fleet/prefix_index.hpp"
+#include "fleet/ttft_model.hpp"
+
 namespace tokengate::fleet {
 
 struct upstream_load {
@@ -20,6 +23,11 @@ struct upstream_load {
   std::atomic<int> engine_running{-1};
   std::atomic<int> engine_waiting{-1};
   std::atomic<std::uint64_t> finished{0};  // requests that ended here
+  // balance: fastest. The prompt blocks sent there, and its learned time
+  // to first token (each with its own lock).
+  prefix_index index;
+  ttft_model ttft;
+  std::atomic<int> max_streams{0};  // as last declared (capacity.max_streams)
 
   // The streams the balancer weighs: ours, or the engine's running and
   // waiting when it reports more (other proxies, other clients share it).

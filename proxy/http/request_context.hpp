@@ -53,6 +53,12 @@ struct request_context {
   // What a resumed stream's failed attempts cost upstream beyond the
   // answer's own usage (the client's usage is one answer's; a budget
   // settles both): each sent the prompt again, and generated this much.
+  // balance: fastest: the chosen replica's predicted time to first token
+  // (ms; negative: none), the prompt tokens its cache was predicted to
+  // hold, and why it was chosen: "cache", "load" or "only_one_free".
+  double fleet_predicted_ms = -1;
+  long long fleet_matched_tokens = 0;
+  std::string_view fleet_reason;
   unsigned failed_attempts = 0;
   std::uint64_t failed_attempts_output = 0;
   bool forwarded_early =

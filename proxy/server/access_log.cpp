@@ -44,6 +44,12 @@ void log_access(const request_context& ctx) {
       {"resumed_at_token", ctx.resumed_at_token},
       {"resume_mode",
        ctx.resume_mode.empty() ? boost::json::value(nullptr) : boost::json::value(ctx.resume_mode)},
+      {"fleet_predicted_ttft_ms", ctx.fleet_predicted_ms < 0
+                                      ? boost::json::value(nullptr)
+                                      : boost::json::value(std::round(ctx.fleet_predicted_ms))},
+      {"fleet_matched_tokens", ctx.fleet_matched_tokens},
+      {"fleet_reason", ctx.fleet_reason.empty() ? boost::json::value(nullptr)
+                                                : boost::json::value(ctx.fleet_reason)},
       {"status", ctx.status},
       {"streamed", ctx.streamed},
       {"ttft_us", us_between(ctx.request_read, ctx.first_token_written)},

@@ -61,6 +61,28 @@ net::awaitable<void> refuse_by_fleet(any_stream& client, const fleet::refusal& r
   co_await send_error(client, refusal_error(r), keep_alive, ctx, extras);
 }
 
+// balance: fastest. The replica that took the request holds its prompt
+// from now on; the choice is recorded (the access log, the span).
+void note_prediction(const std::vector<std::uint64_t>& blocks, const fleet::candidate& c,
+                     const fleet::admitted& taken, request_context& ctx) {
+  c.load->index.insert(blocks);
+  ctx.fleet_predicted_ms = 1000 * c.predicted_s;
+  ctx.fleet_matched_tokens = c.matched_tokens;
+  ctx.fleet_reason = taken.index > 0 ? "only_one_free" : c.matched_tokens > 0 ? "cache" : "load";
+}
+
+// … and its answer teaches the replica's model: the time to the first
+// token of a request that found a slot free at once, against the prompt
+// tokens it was predicted not to hold.
+void learn_from_answer(worker& w, const fleet::candidate& c, const fleet::admitted& taken,
+                       const request_context& ctx) {
+  const bool answered = ctx.first_token != clock::time_point{} && ctx.resumes == 0;
+  if (!answered || c.ahead > 0 || taken.waited.count() > 0) return;
+  const double seconds = std::chrono::duration<double>(ctx.first_token - ctx.request_sent).count();
+  c.load->ttft.observe_prefill(static_cast<double>(c.uncached_tokens), seconds);
+  w.fleet().note_prediction_error(c.predicted_s, seconds);
+}
+
 }  // namespace
 
 budget::usage usage_of(const request_context& ctx, const budget::demand& d) {
@@ -100,6 +122,9 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
 
   // A slot on the upstream, held to the end of the exchange (waiting for
   // one when the route's targets are full and it has a queue).
+  // (balance: fastest: what the choice predicted, for what comes after)
+  const auto blocks = slot.blocks;
+  const auto candidates = blocks ? slot.candidates : std::vector<fleet::candidate>();
   auto admitted = co_await w.fleet().admit(std::move(slot));
   if (auto* refused = std::get_if<fleet::refusal>(&admitted)) {
     end_of_reservation.refused_before_upstream();
@@ -107,8 +132,11 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
     co_return keep_alive;
   }
   ctx.admitted = clock::now();
-  put_first(plan, std::get<fleet::admitted>(admitted).index);
+  const auto& taken = std::get<fleet::admitted>(admitted);
+  put_first(plan, taken.index);
+  if (blocks) note_prediction(*blocks, candidates[taken.index], taken, ctx);
   bool keep = co_await proxy_exchange(client, watcher, request, w, plan, ctx);
+  if (blocks) learn_from_answer(w, candidates[taken.index], taken, ctx);
   co_return keep&& keep_alive;
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "fleet/picker.hpp"
+#include "fleet/prefix_index.hpp"
 #include "fleet/prefix_key.hpp"
 #include "server/worker.hpp"
 
@@ -23,6 +24,26 @@ request_error context_too_long(const config::config& cfg, const config::route& r
           "targets of route '" +
           route.name + "' is " + std::to_string(largest) +
           " tokens: shorten the prompt or lower max_tokens");
+}
+
+// balance: fastest. Each target's predicted time to first token: the
+// requests ahead of this one for its slots, and the prompt tokens its
+// cache is not predicted to hold, at its learned rates.
+void predict(fleet::target_state& state, fleet::candidate& c, const config::upstream& u,
+             std::span<const std::uint64_t> blocks, long long prompt_tokens) {
+  auto& load = *c.load;
+  constexpr long long default_kv_tokens = 2'000'000;
+  load.index.set_capacity(
+      static_cast<std::size_t>((u.capacity.kv_tokens ? u.capacity.kv_tokens : default_kv_tokens) /
+                               static_cast<long long>(fleet::prefix_block_tokens)));
+  load.max_streams.store(u.capacity.max_streams, std::memory_order_relaxed);
+  const auto held = static_cast<long long>(load.index.longest_match(blocks));
+  c.matched_tokens =
+      std::min(prompt_tokens, held * static_cast<long long>(fleet::prefix_block_tokens));
+  c.uncached_tokens = prompt_tokens - c.matched_tokens;
+  c.ahead = c.max_streams > 0 ? std::max(0, state.busy - c.max_streams + 1) : 0;
+  c.predicted_s = load.ttft.predict(static_cast<double>(c.uncached_tokens), c.ahead);
+  state.predicted_s = c.predicted_s;
 }
 
 }  // namespace
@@ -49,12 +70,34 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
     candidates.push_back({&load, u.capacity.max_streams, healthy});
   }
   if (states.empty()) return context_too_long(cfg, route, choice.tokens);
+  if (route.balance == config::balance_mode::fastest) {
+    auto blocks =
+        std::make_shared<std::vector<std::uint64_t>>(fleet::prompt_blocks(body, routed.scan));
+    const auto prompt_tokens = routing::prompt_tokens_estimate(std::max(body_bytes, body.size()));
+    for (std::size_t i = 0; i < states.size(); ++i)
+      predict(states[i], candidates[i], cfg.upstreams.at(states[i].target->upstream), *blocks,
+              prompt_tokens);
+    choice.blocks = std::move(blocks);
+  }
   std::optional<std::uint64_t> conversation;
   if (route.affinity)
     conversation = fleet::conversation_key(body, routed.scan, route.affinity->prefix_bytes);
   const bool hold = route.affinity && route.queue && route.affinity->hold.count() > 0;
   auto pick = fleet::pick_order(route, states, conversation, w.upstreams().rng(), hold);
   choice.first_is_home = hold && pick.by_affinity;
+  if (hold)
+    choice.home_hold = std::chrono::duration_cast<std::chrono::milliseconds>(route.affinity->hold);
+  if (route.balance == config::balance_mode::fastest && route.queue && !pick.order.empty()) {
+    // The fastest may be a full replica worth waiting for (it holds the
+    // prompt): for as long as its predicted wait, then anywhere.
+    const auto& first = candidates[pick.order.front()];
+    if (first.ahead > 0) {
+      choice.first_is_home = true;
+      const double wait =
+          first.predicted_s - first.load->ttft.predict(double(first.uncached_tokens), 0);
+      choice.home_hold = std::chrono::milliseconds(static_cast<long long>(1000 * wait) + 1);
+    }
+  }
   if (route.affinity) w.fleet().note_pick(route.name, pick.by_affinity, pick.spilled);
   choice.order.reserve(pick.order.size());
   for (auto i : pick.order) choice.order.push_back({states[i].target, candidates[i]});
@@ -68,9 +111,8 @@ fleet::admission_request admission_for(const routing::routed_request& routed,
   r.tokens = choice.tokens;
   r.priority = routed.key ? routed.key->priority : 1;
   r.queue = routed.route->queue;
-  if (choice.first_is_home)
-    r.home_hold =
-        std::chrono::duration_cast<std::chrono::milliseconds>(routed.route->affinity->hold);
+  if (choice.first_is_home) r.home_hold = choice.home_hold;
+  r.blocks = choice.blocks;
   r.candidates.reserve(choice.order.size());
   for (const auto& o : choice.order) r.candidates.push_back(o.admission);
   return r;

@@ -28,6 +28,8 @@ struct fleet_choice {
   std::vector<ordered_target> order;
   long long tokens = 0;        // the request's estimate: prompt bytes / 4 + output limit
   bool first_is_home = false;  // chosen by the conversation, and worth waiting for
+  std::chrono::milliseconds home_hold{0};                    // … for this long
+  std::shared_ptr<const std::vector<std::uint64_t>> blocks;  // balance: fastest
 };
 
 // `body` may be only the body's start (a decision made while it arrives):

@@ -79,6 +79,11 @@ std::vector<attribute> server_attributes(const request_context& ctx, const std::
     a.push_back(
         {"tokengate.queue_wait_ms",
          std::chrono::duration<double, std::milli>(ctx.admitted - ctx.request_read).count()});
+  if (ctx.fleet_predicted_ms >= 0) {  // balance: fastest's choice, and why
+    a.push_back({"tokengate.fleet.predicted_ttft_ms", ctx.fleet_predicted_ms});
+    a.push_back({"tokengate.fleet.matched_tokens", std::int64_t{ctx.fleet_matched_tokens}});
+    a.push_back({"tokengate.fleet.reason", std::string(ctx.fleet_reason)});
+  }
   if (ctx.error) a.push_back({"error.type", std::string(ctx.error->code)});
   return a;
 }

@@ -247,7 +247,8 @@ TEST(Config, FleetSettingsThatCannotHoldAreRefused) {
   EXPECT_NE(error_of(with_capacity(routed, "{max_streams: 4}") + "    queue: {timeout: 0s}\n")
                 .find("must be more than 0"),
             std::string::npos);
-  EXPECT_NE(error_of(routed + "    balance: round_robin\n").find("least_loaded or weighted_random"),
+  EXPECT_NE(error_of(routed + "    balance: round_robin\n")
+                .find("least_loaded, weighted_random or fastest"),
             std::string::npos);
   EXPECT_NE(error_of(routed + "    affinity: {max_load_ratio: 0.5}\n").find("between 1"),
             std::string::npos);

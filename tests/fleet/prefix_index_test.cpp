@@ -1,0 +1,104 @@
+// The prefix index (fleet/prefix_index.hpp): prompts that begin alike
+// share blocks, whatever conversation or tenant they come from; the
+// longest match runs from the first block; the least recently used go
+// first, a prompt's end before its beginning; an eviction the engine
+// reported drops the blocks past what it held; memory stays bounded.
+#include "fleet/prefix_index.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tokengate::fleet {
+namespace {
+
+std::vector<std::uint64_t> blocks_of(const std::string& body) {
+  routing::scan_error error;
+  auto scan = routing::scan_object(body, error);
+  EXPECT_TRUE(scan) << error.message;
+  return prompt_blocks(body, *scan);
+}
+
+// A chat request: a system prompt holding `document`, then `question`.
+std::string ask(const std::string& document, const std::string& question,
+                const std::string& model = "m") {
+  return R"({"model":")" + model + R"(","messages":[{"role":"system","content":")" + document +
+         R"("},{"role":"user","content":")" + question + R"("}]})";
+}
+
+const std::string document_a(4000, 'a'), document_b(4000, 'b');
+
+TEST(PrefixIndex, TwoUsersOfOneDocumentShareItsBlocks) {
+  auto alice = blocks_of(ask(document_a, "What is the first clause?"));
+  auto bob = blocks_of(ask(document_a, "Summarise it.", "another-model"));
+  ASSERT_GE(alice.size(), 15u);  // 4 KB of document: 16 blocks of 256 bytes, and more
+  prefix_index index(1000);
+  index.insert(alice);
+  // Bob's request shares every block but the ones with his question.
+  EXPECT_GE(index.longest_match(bob), 15u);
+  EXPECT_LT(index.longest_match(bob), bob.size());
+  EXPECT_EQ(index.longest_match(alice), alice.size());
+  EXPECT_EQ(index.longest_match(blocks_of(ask(document_b, "Summarise it."))), 0u);
+}
+
+TEST(PrefixIndex, AConversationsNextTurnMatchesItsHistory) {
+  const std::string turn1 = R"({"model":"m","messages":[{"role":"user","content":")" +
+                            document_a + R"("}]})";
+  const std::string turn2 = R"({"model":"m","messages":[{"role":"user","content":")" +
+                            document_a +
+                            R"("},{"role":"assistant","content":"Yes."},{"role":"user","content":"Why?"}]})";
+  prefix_index index(1000);
+  auto first = blocks_of(turn1);
+  index.insert(first);
+  // All of turn 1 but its last, partial block (which held the array's end).
+  EXPECT_EQ(index.longest_match(blocks_of(turn2)), first.size() - 1);
+}
+
+TEST(PrefixIndex, TheLeastRecentlyUsedGoFirstAPromptsEndBeforeItsBeginning) {
+  auto a = blocks_of(ask(document_a, "q"));
+  auto b = blocks_of(ask(document_b, "q"));
+  prefix_index index(a.size() + b.size() / 2);
+  index.insert(a);
+  index.insert(b);  // a's end makes room for b
+  EXPECT_EQ(index.longest_match(b), b.size());
+  const auto kept = index.longest_match(a);
+  EXPECT_GT(kept, 0u) << "a's beginning stays";
+  EXPECT_LT(kept, a.size()) << "a's end went";
+  EXPECT_EQ(index.size(), a.size() + b.size() / 2);
+  index.insert(a);  // used again: the most recent
+  EXPECT_EQ(index.longest_match(a), a.size());
+}
+
+TEST(PrefixIndex, AnEvictionTheEngineReportedDropsWhatFollows) {
+  auto a = blocks_of(ask(document_a, "q"));
+  prefix_index index(1000);
+  index.insert(a);
+  index.evicted_past(a, 3);
+  EXPECT_EQ(index.longest_match(a), 3u);
+  EXPECT_EQ(index.size(), 3u);
+}
+
+TEST(PrefixIndex, MemoryIsBoundedByTheCapacity) {
+  prefix_index index(64);
+  for (int tenant = 0; tenant < 50; ++tenant)
+    index.insert(blocks_of(ask(std::string(2000, char('a' + tenant % 26)) + std::to_string(tenant), "q")));
+  EXPECT_EQ(index.size(), 64u);
+  EXPECT_LT(index.bytes(), 64u * 128);
+  index.set_capacity(10);
+  EXPECT_EQ(index.size(), 10u);
+  index.set_capacity(0);
+  index.insert(blocks_of(ask(document_a, "q")));
+  EXPECT_EQ(index.size(), 0u);
+}
+
+TEST(PrefixIndex, TheMembersOfThePromptAreReadInAFixedOrder) {
+  // The same prompt with its members in another order, and other members
+  // around it, is the same prompt.
+  auto one = blocks_of(R"({"model":"m","system":"be brief","max_tokens":5,"messages":[]})");
+  auto two = blocks_of(R"({"messages":[],"stream":true,"system":"be brief","model":"x"})");
+  EXPECT_EQ(one, two);
+  EXPECT_TRUE(blocks_of(R"({"model":"m"})").empty());
+}
+
+}  // namespace
+}  // namespace tokengate::fleet
