@@ -57,7 +57,7 @@ class prefix_index {
  private:
   void drop_least_recent();
 
-  mutable std::mutex lock_;  // (every worker reads and writes it)
+  mutable std::mutex lock_;          // (every worker reads and writes it)
   std::list<std::uint64_t> recent_;  // most recently used first
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where_;
   std::size_t capacity_;

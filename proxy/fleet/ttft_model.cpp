@@ -5,9 +5,9 @@
 namespace tokengate::fleet {
 namespace {
 
-constexpr double prior_base = 0.05;               // seconds
-constexpr double prior_per_token = 1.0 / 5000;   // seconds a prompt token
-constexpr double prior_weight = 3;                // observations the prior is worth
+constexpr double prior_base = 0.05;             // seconds
+constexpr double prior_per_token = 1.0 / 5000;  // seconds a prompt token
+constexpr double prior_weight = 3;              // observations the prior is worth
 
 }  // namespace
 

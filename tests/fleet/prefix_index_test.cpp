@@ -42,11 +42,11 @@ TEST(PrefixIndex, TwoUsersOfOneDocumentShareItsBlocks) {
 }
 
 TEST(PrefixIndex, AConversationsNextTurnMatchesItsHistory) {
-  const std::string turn1 = R"({"model":"m","messages":[{"role":"user","content":")" +
-                            document_a + R"("}]})";
-  const std::string turn2 = R"({"model":"m","messages":[{"role":"user","content":")" +
-                            document_a +
-                            R"("},{"role":"assistant","content":"Yes."},{"role":"user","content":"Why?"}]})";
+  const std::string turn1 =
+      R"({"model":"m","messages":[{"role":"user","content":")" + document_a + R"("}]})";
+  const std::string turn2 =
+      R"({"model":"m","messages":[{"role":"user","content":")" + document_a +
+      R"("},{"role":"assistant","content":"Yes."},{"role":"user","content":"Why?"}]})";
   prefix_index index(1000);
   auto first = blocks_of(turn1);
   index.insert(first);
@@ -81,7 +81,8 @@ TEST(PrefixIndex, AnEvictionTheEngineReportedDropsWhatFollows) {
 TEST(PrefixIndex, MemoryIsBoundedByTheCapacity) {
   prefix_index index(64);
   for (int tenant = 0; tenant < 50; ++tenant)
-    index.insert(blocks_of(ask(std::string(2000, char('a' + tenant % 26)) + std::to_string(tenant), "q")));
+    index.insert(
+        blocks_of(ask(std::string(2000, char('a' + tenant % 26)) + std::to_string(tenant), "q")));
   EXPECT_EQ(index.size(), 64u);
   EXPECT_LT(index.bytes(), 64u * 128);
   index.set_capacity(10);
