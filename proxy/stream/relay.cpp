@@ -253,14 +253,17 @@ class response_relay {
   error_code failure_;
 };
 
-// A whole answer (2xx, not translated: a translated one is read whole
-// already) is held until its body's end, so that one cut mid-body
+// A whole JSON answer (2xx, not translated: a translated one is read
+// whole already) is held until its body's end, so that one cut mid-body
 // reaches the client as nothing at all and is tried again. Engines send a
-// whole answer at once; one longer than this goes on as it comes.
+// whole answer at once; one longer than this goes on as it comes. Other
+// bodies are not held: Ollama's NDJSON, say, is a stream.
 constexpr std::size_t max_whole_held = 256 * 1024;
 bool holds_whole(const request_context& ctx, const response_head& head,
                  const answer_translator* translator) {
-  return !ctx.streamed && !translator && head.has_body() && head.status >= 200 && head.status < 300;
+  return !ctx.streamed && !translator && head.has_body() && head.status >= 200 &&
+         head.status < 300 &&
+         head.value_of(known_field::content_type).starts_with("application/json");
 }
 
 // (A resumed stream's framing is the client's stream's: chunked, its head sent.)
@@ -329,6 +332,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
   keep_small(up_buffer_);
   ctx_.upstream_headers = clock::now();
   ctx_.streamed = a.head.value_of(known_field::content_type).starts_with("text/event-stream");
+  const bool hold_whole = holds_whole(ctx_, a.head, translator);  // (before its fields go)
   ctx_.status = a.head.status;
   // The client's head leaves with the first events when the read that
   // brought the upstream's head brought them too (the usual case: one
@@ -367,7 +371,7 @@ response_relay::response_relay(upstream::exchange_state& s, upstream::answer& a,
     holding_ = true;  // (measured as TTFT is: from the request's sending)
     first_token_deadline_ = ctx_.request_sent + a.settings->timeouts.first_token;
     held_ = std::make_unique<held_opening>();
-  } else if (holds_whole(ctx_, a.head, translator)) {
+  } else if (hold_whole) {
     holding_ = true;  // (until the body's end: no first token to wait for)
     first_token_deadline_ = clock::time_point::max();
     held_ = std::make_unique<held_opening>();

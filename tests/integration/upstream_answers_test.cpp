@@ -127,6 +127,51 @@ TEST(InterimAnswers, ArePassedOverWhenTheyComeInOneReadWithTheAnswer) {
   expect_own_answers(upstream);
 }
 
+// A whole JSON answer is held to its end (one cut mid-body is asked
+// again); a body of another kind is not: Ollama's NDJSON is a stream, and
+// its first line reaches the client before the upstream sends the next.
+TEST(NdjsonStreams, ArePassedOnAsTheyComeNotHeld) {
+  hand_upstream upstream([](int listener) {
+    int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    char buf[4096];
+    ::recv(fd, buf, sizeof buf, 0);
+    auto send = [&](const std::string& bytes) {
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    };
+    const std::string first = R"({"message":{"content":"Hi"},"done":false})"
+                              "\n";
+    const std::string last = R"({"message":{"content":"!"},"done":true})"
+                             "\n";
+    send(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n");
+    auto chunk = [](const std::string& line) {
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", line.size());
+      return size + line + "\r\n";
+    };
+    send(chunk(first));
+    std::this_thread::sleep_for(600ms);
+    send(chunk(last) + "0\r\n\r\n");
+    std::this_thread::sleep_for(100ms);
+    ::close(fd);
+  });
+  fixture_options o;
+  o.base_url = upstream.base_url();
+  proxy_fixture f(o);
+  http_client c(f.port());
+  c.send(post_json("/v1/chat/completions", R"({"model":"demo","messages":[]})"));
+  const auto start = std::chrono::steady_clock::now();
+  while (c.raw().find("\"Hi\"") == std::string::npos && c.read_some(1s)) {
+  }
+  EXPECT_NE(c.raw().find("\"Hi\""), std::string::npos) << c.raw();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms)
+      << "the first line waited for the last";
+  auto r = read_response(c, 5s);
+  EXPECT_TRUE(r.complete);
+}
+
 TEST(BytesPastTheAnswer, CloseTheUpstreamConnection) {
   // A second answer smuggled after the first, in the same read: it must
   // not answer the next request, nor be dropped unseen with the connection
