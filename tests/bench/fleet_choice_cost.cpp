@@ -55,10 +55,12 @@ int main() {
         indexes[best]->insert(b);
         sink += fastest;
       }
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                      .count() / rounds;
-      std::printf("%2d replicas, prompt held by %-4s %7.1f us per request (%zu blocks)%s\n", replicas,
-                  everywhere ? "all" : "one", us, blocks.size(), sink < 0 ? "!" : "");
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count() /
+          rounds;
+      std::printf("%2d replicas, prompt held by %-4s %7.1f us per request (%zu blocks)%s\n",
+                  replicas, everywhere ? "all" : "one", us, blocks.size(), sink < 0 ? "!" : "");
     }
   }
 }
