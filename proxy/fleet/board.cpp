@@ -301,6 +301,17 @@ std::string board::prediction_prometheus() const {
   per_upstream("tokengate_fleet_prefix_index_bytes", "Memory the replica's prefix index takes.",
                [](const upstream_load& l) { return l.index.bytes(); });
   out +=
+      "# HELP tokengate_fleet_cached_prompt_tokens_total Prompt tokens of the answers that "
+      "reported their cache: predicted cached by the index, and reported cached by the engine.\n"
+      "# TYPE tokengate_fleet_cached_prompt_tokens_total counter\n";
+  for (const auto& [upstream, l] : loads_) {
+    if (l->max_streams.load() == 0 && l->index.size() == 0) continue;
+    out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
+           "\",source=\"predicted\"} " + std::to_string(l->predicted_cached_tokens.load()) + "\n";
+    out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
+           "\",source=\"reported\"} " + std::to_string(l->reported_cached_tokens.load()) + "\n";
+  }
+  out +=
       "# HELP tokengate_fleet_ttft_prediction_error |predicted - actual| / actual time to first "
       "token of the requests that found a slot free.\n"
       "# TYPE tokengate_fleet_ttft_prediction_error histogram\n";

@@ -120,6 +120,15 @@ void prefix_index::evicted_past(std::span<const std::uint64_t> blocks, std::size
     }
 }
 
+void prefix_index::correct(std::span<const std::uint64_t> blocks, long long predicted_tokens,
+                           long long reported_tokens) {
+  if (predicted_tokens <= 0 || reported_tokens * 2 >= predicted_tokens) return;
+  const auto matched = static_cast<std::size_t>(predicted_tokens) / prefix_block_tokens;
+  evicted_past(blocks, std::min(blocks.size(), matched) *
+                           static_cast<std::size_t>(reported_tokens) /
+                           static_cast<std::size_t>(predicted_tokens));
+}
+
 std::size_t prefix_index::size() const {
   std::lock_guard guard(lock_);
   return where_.size();

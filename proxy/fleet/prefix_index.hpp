@@ -49,6 +49,12 @@ class prefix_index {
   // The engine said it held only the first `held` of `blocks`: the rest
   // were evicted there, and go here too.
   void evicted_past(std::span<const std::uint64_t> blocks, std::size_t held);
+  // What the engine reported cached of a prompt whose first
+  // `predicted_tokens` the index said it held: well under that (under
+  // half: the engine counts its own tokens, the index 4 bytes a token),
+  // its cache let the rest go, and so does the index.
+  void correct(std::span<const std::uint64_t> blocks, long long predicted_tokens,
+               long long reported_tokens);
 
   std::size_t size() const;
   // What the index takes in memory, about (its nodes).

@@ -28,6 +28,9 @@ struct upstream_load {
   prefix_index index;
   ttft_model ttft;
   std::atomic<int> max_streams{0};  // as last declared (capacity.max_streams)
+  // The prompt tokens predicted cached there, and those the engine then
+  // reported cached, over the answers that reported them.
+  std::atomic<long long> predicted_cached_tokens{0}, reported_cached_tokens{0};
 
   // The streams the balancer weighs: ours, or the engine's running and
   // waiting when it reports more (other proxies, other clients share it).

@@ -56,6 +56,8 @@ struct request_context {
   // balance: fastest: the chosen replica's predicted time to first token
   // (ms; negative: none), the prompt tokens its cache was predicted to
   // hold, and why it was chosen: "cache", "load" or "only_one_free".
+  bool wants_cached_tokens = false;           // … whose answer's cached tokens are read
+  std::optional<std::int64_t> cached_tokens;  // … the prompt tokens the engine had cached
   double fleet_predicted_ms = -1;
   long long fleet_matched_tokens = 0;
   std::string_view fleet_reason;

@@ -66,16 +66,24 @@ net::awaitable<void> refuse_by_fleet(any_stream& client, const fleet::refusal& r
 void note_prediction(const std::vector<std::uint64_t>& blocks, const fleet::candidate& c,
                      const fleet::admitted& taken, request_context& ctx) {
   c.load->index.insert(blocks);
+  ctx.wants_cached_tokens = true;
   ctx.fleet_predicted_ms = 1000 * c.predicted_s;
   ctx.fleet_matched_tokens = c.matched_tokens;
   ctx.fleet_reason = taken.index > 0 ? "only_one_free" : c.matched_tokens > 0 ? "cache" : "load";
 }
 
-// … and its answer teaches the replica's model: the time to the first
-// token of a request that found a slot free at once, against the prompt
-// tokens it was predicted not to hold.
-void learn_from_answer(worker& w, const fleet::candidate& c, const fleet::admitted& taken,
+// … and its answer teaches the replica's index what the engine reported
+// cached (an eviction there drops blocks here), and its model the time to
+// the first token of a request that found a slot free at once, against
+// the prompt tokens it was predicted not to hold.
+void learn_from_answer(worker& w, const std::vector<std::uint64_t>& blocks,
+                       const fleet::candidate& c, const fleet::admitted& taken,
                        const request_context& ctx) {
+  if (ctx.cached_tokens) {  // what the engine held, against what was predicted
+    c.load->predicted_cached_tokens.fetch_add(c.matched_tokens, std::memory_order_relaxed);
+    c.load->reported_cached_tokens.fetch_add(*ctx.cached_tokens, std::memory_order_relaxed);
+    c.load->index.correct(blocks, c.matched_tokens, *ctx.cached_tokens);
+  }
   const bool answered = ctx.first_token != clock::time_point{} && ctx.resumes == 0;
   if (!answered || c.ahead > 0 || taken.waited.count() > 0) return;
   const double seconds = std::chrono::duration<double>(ctx.first_token - ctx.request_sent).count();
@@ -136,7 +144,7 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
   put_first(plan, taken.index);
   if (blocks) note_prediction(*blocks, candidates[taken.index], taken, ctx);
   bool keep = co_await proxy_exchange(client, watcher, request, w, plan, ctx);
-  if (blocks) learn_from_answer(w, candidates[taken.index], taken, ctx);
+  if (blocks) learn_from_answer(w, *blocks, candidates[taken.index], taken, ctx);
   co_return keep&& keep_alive;
 }
 

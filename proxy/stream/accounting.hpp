@@ -9,6 +9,7 @@
 
 #include "http/request_context.hpp"
 #include "metrics/latency.hpp"
+#include "stream/cached_tokens.hpp"
 #include "stream/observer.hpp"
 #include "stream/resume_splice.hpp"
 #include "stream/sse_parser.hpp"
@@ -148,6 +149,8 @@ class stream_accounting final : public sse_sink {
       }
       ctx_.last_token = arrived_;
     }
+    if (ctx_.wants_cached_tokens && (kinds & kind_usage)) [[unlikely]]
+      if (auto cached = cached_tokens_in(event.data)) ctx_.cached_tokens = cached;
     // The usage-only chunk (choices: []) the client did not ask for.
     if (ctx_.usage_injected && kinds == kind_usage)
       drops_.emplace_back(parser_.boundary(), parser_.position());

@@ -699,6 +699,8 @@ void response_relay::settle() {
   if (!ctx_.streamed) {
     ctx_.input_tokens = whole_usage_ ? whole_usage_->input_tokens() : std::nullopt;
     ctx_.output_tokens = whole_usage_ ? whole_usage_->output_tokens() : std::nullopt;
+    if (whole_usage_ && ctx_.wants_cached_tokens)
+      ctx_.cached_tokens = whole_usage_->cached_tokens();
     return;
   }
   ctx_.input_tokens = accounting_.facts().input_tokens;

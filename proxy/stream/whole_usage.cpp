@@ -132,6 +132,10 @@ void whole_usage::read_captured() {
   };
   input_ = either("input_tokens", "prompt_tokens");
   output_ = either("output_tokens", "completion_tokens");
+  const auto* details = json_fields::obj(usage, "prompt_tokens_details");
+  if (!details) details = json_fields::obj(usage, "input_tokens_details");
+  cached_ = details ? json_fields::integer(details, "cached_tokens")
+                    : json_fields::integer(&usage, "cache_read_input_tokens");
 }
 
 }  // namespace tokengate::stream

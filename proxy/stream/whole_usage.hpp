@@ -27,6 +27,10 @@ class whole_usage {
   // not an object of counts).
   std::optional<std::int64_t> input_tokens() const { return input_; }
   std::optional<std::int64_t> output_tokens() const { return output_; }
+  // The prompt tokens the engine found in its cache: OpenAI's, vLLM's and
+  // SGLang's prompt_tokens_details.cached_tokens, the Responses API's
+  // input_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens.
+  std::optional<std::int64_t> cached_tokens() const { return cached_; }
   bool found() const { return state_ == state::done && (input_ || output_); }
 
   // The most of a `usage` value kept: real ones are a few hundred bytes.
@@ -43,6 +47,7 @@ class whole_usage {
   int depth_ = 0;  // objects and arrays open
   bool in_string_ = false;
   bool escape_owed_ = false;  // the last byte in a string was an unpaired backslash
+  std::optional<std::int64_t> cached_;
   // A top-level member's name, as far as it can still be "usage".
   std::string key_;
   bool key_may_match_ = false;

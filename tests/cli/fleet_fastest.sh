@@ -65,6 +65,8 @@ metrics_match '^tokengate_fleet_ttft_prediction_error_count [1-9]' ||
   fail "no prediction was checked against its answer"
 metrics_match '^tokengate_fleet_prefill_tokens_per_second{upstream="e[123]"}' ||
   fail "no learned prefill rate"
+metrics_match '^tokengate_fleet_cached_prompt_tokens_total{upstream="e[123]",source="reported"} [1-9]' ||
+  fail "no engine's report of its cache was read"
 
 stop_server
 echo "cli_fleet_fastest: 9 of 9 follow-up questions found their tenant's document cached"

@@ -78,6 +78,22 @@ TEST(PrefixIndex, AnEvictionTheEngineReportedDropsWhatFollows) {
   EXPECT_EQ(index.size(), 3u);
 }
 
+TEST(PrefixIndex, WhatTheEngineReportedCachedCorrectsIt) {
+  auto a = blocks_of(ask(document_a, "q"));
+  ASSERT_GE(a.size(), 16u);
+  prefix_index index(1000);
+  index.insert(a);
+  const long long predicted = 16 * prefix_block_tokens;
+  // Close to the prediction (the engine counts its own tokens): kept.
+  index.correct(a, predicted, predicted * 3 / 4);
+  EXPECT_EQ(index.longest_match(a), a.size());
+  // A quarter of it: the engine let the rest go.
+  index.correct(a, predicted, predicted / 4);
+  EXPECT_EQ(index.longest_match(a), 4u);
+  index.correct(a, 4 * prefix_block_tokens, 0);
+  EXPECT_EQ(index.longest_match(a), 0u);
+}
+
 TEST(PrefixIndex, MemoryIsBoundedByTheCapacity) {
   prefix_index index(64);
   for (int tenant = 0; tenant < 50; ++tenant)

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "stream/cached_tokens.hpp"
+
 namespace tokengate::stream {
 namespace {
 
@@ -42,6 +44,33 @@ TEST(WholeUsage, ChatCompletion) {
       R"("finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,)"
       R"("total_tokens":17,"prompt_tokens_details":{"cached_tokens":0}},"system_fingerprint":null})",
       {12, 5});
+}
+
+// The prompt tokens the engine found cached, in each API's spelling.
+TEST(WholeUsage, CachedTokensInEachSpelling) {
+  auto cached = [](std::string_view body) {
+    whole_usage u;
+    u.feed(body);
+    return u.cached_tokens();
+  };
+  EXPECT_EQ(cached(R"({"usage":{"prompt_tokens":12,"completion_tokens":5,)"
+                   R"("prompt_tokens_details":{"cached_tokens":8}}})"),
+            8);
+  EXPECT_EQ(cached(R"({"usage":{"input_tokens":12,"output_tokens":5,)"
+                   R"("input_tokens_details":{"cached_tokens":6}}})"),
+            6);
+  EXPECT_EQ(
+      cached(R"({"usage":{"input_tokens":25,"cache_read_input_tokens":20,"output_tokens":7}})"),
+      20);
+  EXPECT_EQ(cached(R"({"usage":{"prompt_tokens":12,"completion_tokens":5}})"), std::nullopt);
+  // And in one event of a stream, without a parse.
+  EXPECT_EQ(cached_tokens_in(R"({"choices":[],"usage":{"prompt_tokens":9,)"
+                             R"("prompt_tokens_details":{"cached_tokens": 64}}})"),
+            64);
+  EXPECT_EQ(cached_tokens_in(R"({"type":"message_start","message":{"usage":{)"
+                             R"("input_tokens":9,"cache_read_input_tokens":3}}})"),
+            3);
+  EXPECT_EQ(cached_tokens_in(R"({"usage":{"prompt_tokens":9}})"), std::nullopt);
 }
 
 TEST(WholeUsage, AnthropicMessage) {
