@@ -5,6 +5,8 @@
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 #include <cmath>
 
 namespace tokengate::fleet {
@@ -331,6 +333,24 @@ std::string board::prediction_prometheus() const {
   out +=
       "tokengate_fleet_ttft_prediction_error_count " + std::to_string(error_count_.load()) + "\n";
   return out;
+}
+
+std::string board::replicas_json() const {
+  boost::json::object out;
+  std::shared_lock read(loads_lock_);
+  for (const auto& [upstream, l] : loads_) {
+    if (l->max_streams.load() == 0 && l->index.size() == 0) continue;
+    out[upstream] = boost::json::object{
+        {"in_flight_streams", l->streams.load()},
+        {"prefill_tokens_per_second", std::round(l->ttft.prefill_tokens_per_second())},
+        {"base_ms", std::round(1000 * l->ttft.base_seconds() * 10) / 10},
+        {"slots_per_second", std::round(l->ttft.slots_per_second() * 100) / 100},
+        {"prefix_index_blocks", l->index.size()},
+        {"prefix_index_bytes", l->index.bytes()},
+        {"cached_prompt_tokens_predicted", l->predicted_cached_tokens.load()},
+        {"cached_prompt_tokens_reported", l->reported_cached_tokens.load()}};
+  }
+  return boost::json::serialize(out);
 }
 
 std::string board::prometheus() const {

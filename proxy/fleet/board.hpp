@@ -118,6 +118,9 @@ class board {
 
   // tokengate_upstream_*, tokengate_admission_* and tokengate_affinity_*.
   std::string prometheus() const;
+  // /stats' "replicas": what balance: fastest has learned of each replica
+  // (a JSON object by upstream name; empty without such a route).
+  std::string replicas_json() const;
 
  private:
   friend class slot;

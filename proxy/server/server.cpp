@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <future>
 #include <latch>
 
@@ -177,7 +179,9 @@ std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
 std::string server::stats_json() const {
   std::vector<const metrics::latency_shard*> latency;
   for (const auto& w : workers_) latency.push_back(&w->latency());
-  return metrics::render_stats_json(latency);
+  auto stats = boost::json::parse(metrics::render_stats_json(latency)).as_object();
+  stats["replicas"] = boost::json::parse(fleet_->replicas_json());
+  return boost::json::serialize(stats);
 }
 
 std::vector<std::string> server::reload(std::shared_ptr<const config::config> next) {
