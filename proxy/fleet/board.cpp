@@ -24,6 +24,21 @@ std::string label(const char* name, const std::string& value) {
   return std::string("{") + name + "=\"" + value + "\"}";
 }
 
+// A histogram bucket's `le`: its bound as written shortest ("0.05", "1"),
+// or +Inf past the last.
+template <std::size_t N>
+std::string bucket_bound(const std::array<double, N>& bounds, std::size_t b) {
+  if (b >= bounds.size()) return "+Inf";
+  auto le = std::to_string(bounds[b]);
+  le.erase(le.find_last_not_of('0') + 1);
+  if (le.back() == '.') le.pop_back();
+  return le;
+}
+
+// Whether balance: fastest has anything to say of the upstream (a
+// declared capacity, or prompts sent there).
+bool learned(const upstream_load& l) { return l.max_streams.load() > 0 || l.index.size() > 0; }
+
 }  // namespace
 
 struct board::waiter {
@@ -288,7 +303,7 @@ std::string board::prediction_prometheus() const {
   const auto per_upstream = [&](const char* name, const char* help, auto value) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
     for (const auto& [upstream, l] : loads_)
-      if (l->max_streams.load() > 0 || l->index.size() > 0)
+      if (learned(*l))
         out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
   };
   per_upstream("tokengate_fleet_prefill_tokens_per_second",
@@ -307,7 +322,7 @@ std::string board::prediction_prometheus() const {
       "reported their cache: predicted cached by the index, and reported cached by the engine.\n"
       "# TYPE tokengate_fleet_cached_prompt_tokens_total counter\n";
   for (const auto& [upstream, l] : loads_) {
-    if (l->max_streams.load() == 0 && l->index.size() == 0) continue;
+    if (!learned(*l)) continue;
     out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
            "\",source=\"predicted\"} " + std::to_string(l->predicted_cached_tokens.load()) + "\n";
     out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
@@ -320,13 +335,8 @@ std::string board::prediction_prometheus() const {
   std::uint64_t cumulative = 0;
   for (std::size_t b = 0; b <= error_bounds.size(); ++b) {
     cumulative += error_buckets_[b].load();
-    auto le = b < error_bounds.size() ? std::to_string(error_bounds[b]) : std::string("+Inf");
-    if (b < error_bounds.size()) {
-      le.erase(le.find_last_not_of('0') + 1);
-      if (le.back() == '.') le.pop_back();
-    }
-    out += "tokengate_fleet_ttft_prediction_error_bucket{le=\"" + le + "\"} " +
-           std::to_string(cumulative) + "\n";
+    out += "tokengate_fleet_ttft_prediction_error_bucket{le=\"" + bucket_bound(error_bounds, b) +
+           "\"} " + std::to_string(cumulative) + "\n";
   }
   out += "tokengate_fleet_ttft_prediction_error_sum " +
          std::to_string(static_cast<double>(error_sum_millis_.load()) / 1000) + "\n";
@@ -339,7 +349,7 @@ std::string board::replicas_json() const {
   boost::json::object out;
   std::shared_lock read(loads_lock_);
   for (const auto& [upstream, l] : loads_) {
-    if (l->max_streams.load() == 0 && l->index.size() == 0) continue;
+    if (!learned(*l)) continue;
     out[upstream] = boost::json::object{
         {"in_flight_streams", l->streams.load()},
         {"prefill_tokens_per_second", std::round(l->ttft.prefill_tokens_per_second())},
@@ -398,13 +408,8 @@ std::string board::prometheus() const {
     std::uint64_t cumulative = 0;
     for (std::size_t b = 0; b <= wait_bounds.size(); ++b) {
       cumulative += c->wait_buckets[b].load();
-      auto le = b < wait_bounds.size() ? std::to_string(wait_bounds[b]) : std::string("+Inf");
-      if (b < wait_bounds.size()) {
-        le.erase(le.find_last_not_of('0') + 1);
-        if (le.back() == '.') le.pop_back();
-      }
-      out += "tokengate_admission_wait_seconds_bucket{route=\"" + route + "\",le=\"" + le + "\"} " +
-             std::to_string(cumulative) + "\n";
+      out += "tokengate_admission_wait_seconds_bucket{route=\"" + route + "\",le=\"" +
+             bucket_bound(wait_bounds, b) + "\"} " + std::to_string(cumulative) + "\n";
     }
     out += "tokengate_admission_wait_seconds_sum" + label("route", route) + " " +
            std::to_string(static_cast<double>(c->wait_sum_us.load()) / 1e6) + "\n";

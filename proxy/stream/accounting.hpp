@@ -117,10 +117,8 @@ class stream_accounting final : public sse_sink {
     }
     if (resumable_) [[unlikely]] {
       if (kinds & kind_error) {
-        upstream_error_ = held_back_ =
-            true;  // (the relay resumes, or ends the stream with its own)
-        drops_.emplace_back(parser_.boundary(), parser_.position());
-        return;
+        upstream_error_ = true;  // (the relay resumes, or ends the stream with its own)
+        return hold_back();
       }
       if (identity_) learn_identity(observed_, event, *identity_);
       if (delivered_text().size() + (prefilled_ ? prefilled_->text.size() : 0) > resume_buffer_) {
@@ -188,8 +186,7 @@ class stream_accounting final : public sse_sink {
       return;
     }
     c.matched += text.size();
-    held_back_ = true;
-    drops_.emplace_back(parser_.boundary(), parser_.position());
+    hold_back();
     if (c.matched == c.delivered.size()) catching_up_.reset();  // caught up
   }
 
@@ -220,9 +217,8 @@ class stream_accounting final : public sse_sink {
   bool diverged_ = false;
   bool held_back_ = false;
   std::unique_ptr<upstream::stream_identity> identity_;  // (resumable streams)
-  std::unique_ptr<catching_up> catching_up_;
-  std::unique_ptr<prefilled> prefilled_;  // (a stream resumed by a prefill)  // (a resumed
-                                          // stream's, until it has caught up)
+  std::unique_ptr<catching_up> catching_up_;  // (a resumed stream's, until it has caught up)
+  std::unique_ptr<prefilled> prefilled_;      // (a stream resumed by a prefill)
 };
 
 }  // namespace tokengate::stream

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <charconv>
 
 #include "stream/error_event.hpp"
 #include "stream/final_event.hpp"
+#include "stream/integer_after.hpp"
 
 namespace tokengate::stream {
 namespace {
@@ -31,27 +31,8 @@ const json::object* object_at(const json::object& o, std::string_view key) {
   return v ? v->if_object() : nullptr;
 }
 
-// The number after `"sequence_number":` (no space: as every engine and
-// OpenAI write it), and where it lies in `data`.
-struct number_at {
-  std::size_t begin = std::string_view::npos, end = 0;
-  std::int64_t value = 0;
-};
-number_at sequence_number(std::string_view data) {
-  number_at n;
-  auto at = data.find(sequence_key);
-  if (at == std::string_view::npos) return n;
-  auto from = at + sequence_key.size();
-  auto [end, ec] = std::from_chars(data.data() + from, data.data() + data.size(), n.value);
-  if (ec != std::errc()) return n;
-  n.begin = from;
-  n.end = static_cast<std::size_t>(end - data.data());
-  return n;
-}
-
 void learn_responses(const sse_event& event, upstream::stream_identity& into) {
-  if (auto n = sequence_number(event.data); n.begin != std::string_view::npos)
-    into.last_sequence = n.value;
+  if (auto n = integer_after(event.data, sequence_key)) into.last_sequence = n->value;
   const bool created = event.type == "response.created";
   const bool item = event.type == "response.output_item.added";
   if (!created && !item) return;
@@ -67,14 +48,9 @@ void learn_responses(const sse_event& event, upstream::stream_identity& into) {
 
 // The whole number after `key` in `text` moved by `delta` (never below 0).
 void add_to_number(std::string& text, std::string_view key, std::int64_t delta) {
-  auto at = text.find(key);
-  if (at == std::string::npos) return;
-  auto from = at + key.size();
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data() + from, text.data() + text.size(), n);
-  if (ec != std::errc()) return;
-  text.replace(from, static_cast<std::size_t>(end - text.data()) - from,
-               std::to_string(std::max<std::int64_t>(0, n + delta)));
+  if (auto n = integer_after(text, key))
+    text.replace(n->begin, n->end - n->begin,
+                 std::to_string(std::max<std::int64_t>(0, n->value + delta)));
 }
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
@@ -124,8 +100,8 @@ std::string resume_splice::renamed(std::string_view data) {
   for (const auto& [index, id] : attempt_.item_ids)
     if (auto was = client_.item_ids.find(index); was != client_.item_ids.end())
       replace_all(text, id, was->second);
-  if (auto n = sequence_number(text); n.begin != std::string::npos)
-    text.replace(n.begin, n.end - n.begin, std::to_string(next_sequence_++));
+  if (auto n = integer_after(text, sequence_key))
+    text.replace(n->begin, n->end - n->begin, std::to_string(next_sequence_++));
   if (prefilled_tokens_ > 0) {  // (the prefill was sent as prompt, and generated before)
     add_to_number(text, "\"completion_tokens\":", prefilled_tokens_);
     add_to_number(text, "\"output_tokens\":", prefilled_tokens_);

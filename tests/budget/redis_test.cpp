@@ -11,6 +11,7 @@
 
 #include "budget/gate.hpp"
 #include "support/hand_upstream.hpp"
+#include "support/minute_window.hpp"
 #include "support/redis_server.hpp"
 
 namespace tokengate::budget {
@@ -45,17 +46,6 @@ demand tokens_demand(const std::string& scope, long long limit, long long each) 
   d.counters.push_back({scope, limit_kind::tokens_per_minute, limit, each});
   d.counters.push_back({scope, limit_kind::usd_per_month, 1'000'000'000, 0});
   return d;
-}
-
-// A test that counts in one minute's window must not straddle two: wait
-// out a minute's last `seconds` first (a slow sanitizer build takes a few).
-void inside_one_minute(int seconds) {
-  while (std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-                 .count() %
-             60 >
-         59 - seconds)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 // One instance: its process-wide budgets and one worker's gate.
@@ -139,7 +129,7 @@ TEST(RedisBudget, TwoInstancesShareOneBudget) {
 }
 
 TEST(RedisBudget, AStoreThatIsDownIsDeniedOrCountedLocallyUntilItIsBack) {
-  inside_one_minute(10);
+  test::inside_one_minute(10);  // (a few seconds, more under ASan: never two windows)
   test::redis_server redis;
   instance deny(settings_for(redis.port(), config::store_failure_mode::deny));
   auto local_settings = settings_for(redis.port(), config::store_failure_mode::allow_local);

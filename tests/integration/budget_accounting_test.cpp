@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "routing/policy.hpp"
+#include "support/minute_window.hpp"
 #include "support/proxy_fixture.hpp"
 #include "support/redis_server.hpp"
 
@@ -28,16 +29,6 @@ std::string key_with(const std::string& budget) {
          "  - name: team\n"
          "    sha256: " +
          routing::sha256_hex(budget_key) + "\n    budget: " + budget + "\n";
-}
-
-// A minute's window must hold the whole test: wait out a minute's last seconds.
-void inside_one_minute(int seconds_needed) {
-  while (std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-                 .count() %
-             60 >
-         59 - seconds_needed)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 json::object budgets_page(const proxy_fixture& f) {

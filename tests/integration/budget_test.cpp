@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "routing/policy.hpp"
+#include "support/minute_window.hpp"
 #include "support/proxy_fixture.hpp"
 #include "support/redis_server.hpp"
 
@@ -29,16 +30,6 @@ fixture_options budgeted_options(const std::string& budget, const std::string& m
       "    sha256: " +
       routing::sha256_hex(budget_key) + "\n    budget: " + budget + "\n" + more;
   return o;
-}
-
-// A minute's window must hold the whole burst: wait out a minute's last seconds.
-void budget_inside_one_minute() {
-  while (std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-                 .count() %
-             60 >
-         50)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 // `clients` requests at once; the statuses they got.
@@ -61,7 +52,7 @@ const std::string budget_chat =
 
 TEST(Budgets, ManyClientsAtOnceNeverPassAProcesssLimit) {
   proxy_fixture f(budgeted_options("{requests_per_minute: 12}"));
-  budget_inside_one_minute();
+  inside_one_minute(9);  // (the whole burst in one window)
   auto statuses = budget_burst(f, 32, budget_chat);
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 12);
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), 20);
@@ -72,7 +63,7 @@ TEST(Budgets, ManyClientsAtOnceNeverPassALimitKeptInRedis) {
   redis_server redis;
   proxy_fixture f(budgeted_options("{requests_per_minute: 12, tokens_per_minute: 100000}",
                                    "redis: {url: \"" + redis.url() + "\", timeout: 500ms}\n"));
-  budget_inside_one_minute();
+  inside_one_minute(9);  // (the whole burst in one window)
   auto statuses = budget_burst(f, 32, budget_chat);
   auto admitted = std::count(statuses.begin(), statuses.end(), 200);
   EXPECT_LE(admitted, 12);

@@ -111,6 +111,19 @@ std::uint64_t metric(const proxy_fixture& f, const std::string& name) {
   return std::stoull(text.substr(at + name.size() + 2));
 }
 
+std::uint64_t metric_once_counted(const proxy_fixture& f, const std::string& name) {
+  std::uint64_t n = 0;
+  (void)wait_until(
+      [&] {
+        auto text = http_get(f.admin_port(), "/metrics").body;
+        auto at = text.find("\n" + name + " ");
+        n = at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size() + 2));
+        return n > 0;
+      },
+      std::chrono::seconds(2), name);
+  return n;
+}
+
 demo_tokens demo_tokens_in(std::string_view stream) {
   demo_tokens out;
   std::size_t at = 0;

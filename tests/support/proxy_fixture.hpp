@@ -71,6 +71,9 @@ http_response http_get(std::uint16_t port, const std::string& path);
 // The number a counter or gauge without labels reads on the proxy's
 // /metrics; throws when the page has no such line.
 std::uint64_t metric(const proxy_fixture& f, const std::string& name);
+// The same for a counter bumped when an exchange ends, a moment after the
+// client has read its answer: waited for (up to 2 s) while absent or 0.
+std::uint64_t metric_once_counted(const proxy_fixture& f, const std::string& name);
 
 // The demo engine's content tokens in a chat stream's `data:` lines (the
 // body, or the raw bytes of a chunked one: each event is whole inside one
