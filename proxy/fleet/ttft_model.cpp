@@ -54,8 +54,12 @@ ttft_model::fit ttft_model::line() const {
 double ttft_model::predict(double uncached_tokens, int ahead) const {
   std::lock_guard guard(lock_);
   auto [base, per_token] = line();
-  const double wait = ahead > 0 ? ahead * gap_seconds_ : 0;
-  return wait + base + per_token * std::max(0.0, uncached_tokens);
+  return waited(ahead) + base + per_token * std::max(0.0, uncached_tokens);
+}
+
+double ttft_model::wait_seconds(int ahead) const {
+  std::lock_guard guard(lock_);
+  return waited(ahead);
 }
 
 double ttft_model::prefill_tokens_per_second() const {

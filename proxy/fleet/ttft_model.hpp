@@ -28,6 +28,8 @@ class ttft_model {
   // Seconds, for a prompt of `uncached_tokens` behind `ahead` requests
   // waiting for a slot there.
   double predict(double uncached_tokens, int ahead) const;
+  // Its first part: the wait for a slot behind `ahead` requests.
+  double wait_seconds(int ahead) const;
 
   double prefill_tokens_per_second() const;
   double slots_per_second() const;
@@ -38,6 +40,7 @@ class ttft_model {
     double base, per_token;
   };
   fit line() const;  // (under the lock)
+  double waited(int ahead) const { return ahead > 0 ? ahead * gap_seconds_ : 0; }  // (the same)
 
   static constexpr double keep = 0.95;  // each observation's weight after the next
   mutable std::mutex lock_;

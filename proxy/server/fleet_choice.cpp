@@ -93,8 +93,7 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
     const auto& first = candidates[pick.order.front()];
     if (first.ahead > 0) {
       choice.first_is_home = true;
-      const double wait =
-          first.predicted_s - first.load->ttft.predict(double(first.uncached_tokens), 0);
+      const double wait = first.load->ttft.wait_seconds(first.ahead);
       choice.home_hold = std::chrono::milliseconds(static_cast<long long>(1000 * wait) + 1);
     }
   }

@@ -43,7 +43,8 @@ TEST(TtftModel, TheWaitIsTheRequestsAheadAtTheRateSlotsComeFree) {
   auto t = ttft_model::clock::now();
   for (int i = 0; i < 200; ++i) m.observe_end(t += std::chrono::milliseconds(250));
   EXPECT_NEAR(m.slots_per_second(), 4, 0.1);
-  EXPECT_NEAR(m.predict(0, 3) - m.predict(0, 0), 0.75, 0.02);
+  EXPECT_NEAR(m.wait_seconds(3), 0.75, 0.02);
+  EXPECT_NEAR(m.predict(0, 3) - m.predict(0, 0), m.wait_seconds(3), 1e-9);
 }
 
 TEST(TtftModel, ThePriorHoldsBeforeAnyData) {
