@@ -36,8 +36,9 @@ constexpr const char* usage =
     "without KEY)\n"
     "  demo-engine [--address A] [--port N] [--decode-tps X] [--prefill-ms-per-1k X]\n"
     "              [--output-tokens N]       run the simulated LLM on its own; with\n"
-    "              [--slots N [--kv-tokens N] [--step-ms-per-sequence X]]  an engine's\n"
-    "                                        batching, KV budget, queue and prefix cache\n"
+    "              [--slots N [--kv-tokens N] [--step-ms-per-sequence X]\n"
+    "              [--chunked-prefill-tokens N]]  an engine's batching, KV budget,\n"
+    "                                        queue, prefix cache and chunked prefill\n"
     "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests "
     "N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
@@ -282,7 +283,8 @@ int demo_engine_command(const options& o) {
     if (k == "address")
       settings.address = v;
     else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens" &&
-             k != "slots" && k != "kv-tokens" && k != "step-ms-per-sequence")
+             k != "slots" && k != "kv-tokens" && k != "step-ms-per-sequence" &&
+             k != "chunked-prefill-tokens")
       throw std::runtime_error("unknown option --" + k);
   }
   settings.port = static_cast<std::uint16_t>(number_option(o, "port", settings.port));
@@ -297,6 +299,8 @@ int demo_engine_command(const options& o) {
       number_option(o, "kv-tokens", static_cast<double>(settings.kv_tokens)));
   settings.step_ms_per_sequence =
       number_option(o, "step-ms-per-sequence", settings.step_ms_per_sequence);
+  settings.chunked_prefill_tokens = static_cast<long long>(number_option(
+      o, "chunked-prefill-tokens", static_cast<double>(settings.chunked_prefill_tokens)));
   engine::demo_engine demo(settings);
   demo.start();
   spdlog::info("demo engine listening on http://{}:{}/v1", settings.address, demo.port());

@@ -238,7 +238,8 @@ client_key read_key(const reader& r) {
 demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
                "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status",
-               "fail_retry_after", "context_tokens", "slots", "kv_tokens", "step_ms_per_sequence"});
+               "fail_retry_after", "context_tokens", "slots", "kv_tokens", "step_ms_per_sequence",
+               "chunked_prefill_tokens"});
   demo_engine_settings d;
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
   d.fail_retry_after = r.integer<int>("fail_retry_after", 1, -1, 86'400);
@@ -260,6 +261,8 @@ demo_engine_settings read_demo_engine(const reader& r) {
   d.slots = r.integer<int>("slots", d.slots, 0, 4096);
   d.kv_tokens = r.integer<long long>("kv_tokens", d.kv_tokens, 16, 1LL << 32);
   d.step_ms_per_sequence = r.number("step_ms_per_sequence", d.step_ms_per_sequence, 0, 1000);
+  d.chunked_prefill_tokens =
+      r.integer<long long>("chunked_prefill_tokens", d.chunked_prefill_tokens, 0, 1LL << 32);
   return d;
 }
 

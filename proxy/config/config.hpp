@@ -63,6 +63,11 @@ struct upstream_capacity {
   int max_streams = 0;               // requests at once (the engine's slots); 0 = no bound
   long long max_context_tokens = 0;  // one request's prompt + output; 0 = no bound
   long long kv_tokens = 0;           // its KV cache (balance: fastest's index); 0 = 2M
+  // Prompt tokens in prefill at once: sent there, first token not back
+  // (the uncached share under balance: fastest); 0 = no bound.
+  long long max_prefill_tokens = 0;
+  // Whether a request may have to wait for room there.
+  bool bounds_admission() const { return max_streams > 0 || max_prefill_tokens > 0; }
   bool operator==(const upstream_capacity&) const = default;
 };
 // Active health checks: a GET every `interval`; `unhealthy_after` failures
@@ -300,6 +305,10 @@ struct demo_engine_settings {
   int slots = 0;
   long long kv_tokens = 65536;
   double step_ms_per_sequence = 0.4;
+  // > 0: each step decodes the running sequences and prefills up to this
+  // many prompt tokens beside them (vLLM's chunked prefill); 0: a prefill
+  // holds every decode until it is done.
+  long long chunked_prefill_tokens = 0;
   bool operator==(const demo_engine_settings&) const = default;
 };
 

@@ -22,11 +22,12 @@ duration positive_time(const reader& r, const char* key, duration fallback) {
 }  // namespace
 
 upstream_capacity read_capacity(const reader& r) {
-  r.only_keys({"max_streams", "max_context_tokens", "kv_tokens"});
+  r.only_keys({"max_streams", "max_context_tokens", "kv_tokens", "max_prefill_tokens"});
   upstream_capacity c;  // (0 is refused: an engine with no slot holds nothing)
   c.max_streams = r.integer<int>("max_streams", 0, 1, 1'000'000);
   c.max_context_tokens = r.integer<long long>("max_context_tokens", 0, 1, 100'000'000);
   c.kv_tokens = r.integer<long long>("kv_tokens", 0, 1, 1'000'000'000);
+  c.max_prefill_tokens = r.integer<long long>("max_prefill_tokens", 0, 1, 100'000'000);
   return c;
 }
 
@@ -96,12 +97,13 @@ void check_fleet(const reader& root, const config& c) {
     const auto& rt = c.routes[i];
     if (!rt.queue) continue;
     bool bounded = std::any_of(rt.targets.begin(), rt.targets.end(), [&](const auto& t) {
-      return c.upstreams.at(t.upstream).capacity.max_streams > 0;
+      return c.upstreams.at(t.upstream).capacity.bounds_admission();
     });
     if (!bounded)
-      root.fail_at(routes[i]["queue"], "route '" + rt.name +
-                                           "' has a queue but none of its targets declares "
-                                           "capacity.max_streams: nothing would ever wait");
+      root.fail_at(routes[i]["queue"],
+                   "route '" + rt.name +
+                       "' has a queue but none of its targets declares capacity.max_streams "
+                       "or capacity.max_prefill_tokens: nothing would ever wait");
   }
 }
 

@@ -32,6 +32,7 @@ batch_scheduler::batch_scheduler(net::any_io_executor executor,
       prefill_ms_per_1k_(settings.prefill_ms_per_1k_tokens),
       step_ms_(1000.0 / settings.decode_tokens_per_second),
       step_ms_per_sequence_(settings.step_ms_per_sequence),
+      chunk_tokens_(settings.chunked_prefill_tokens),
       idle_(executor),
       cache_blocks_(static_cast<std::size_t>(settings.kv_tokens) / block_tokens) {}
 
@@ -124,39 +125,87 @@ void batch_scheduler::produced(sequence& s, long long tokens) {
   s.wake.cancel();
 }
 
+// A prefill begins: what the prefix cache holds is counted, and the rest
+// (returned) is to compute.
+long long batch_scheduler::begin_prefill(sequence& s) {
+  s.cached_tokens = std::max(0LL, cached_prefix(s));
+  prefix_queries_ += static_cast<std::uint64_t>(s.prompt_tokens);
+  prefix_hits_ += static_cast<std::uint64_t>(s.cached_tokens);
+  return s.prompt_tokens - s.cached_tokens;
+}
+
+void batch_scheduler::end_prefill(sequence& s) {
+  s.prefilled = true;
+  remember(s);
+  produced(s, 1);  // the first token comes out of the prefill
+}
+
 // The prefill of one sequence: the running ones' decoding waits for it.
 net::awaitable<void> batch_scheduler::prefill(std::shared_ptr<sequence> s) {
-  s->cached_tokens = std::max(0LL, cached_prefix(*s));
-  prefix_queries_ += static_cast<std::uint64_t>(s->prompt_tokens);
-  prefix_hits_ += static_cast<std::uint64_t>(s->cached_tokens);
-  const double uncached = static_cast<double>(s->prompt_tokens - s->cached_tokens);
+  const auto uncached = static_cast<double>(begin_prefill(*s));
   const double ms = prefill_base_ms_ + prefill_ms_per_1k_ * uncached / 1000.0;
   co_await pause(std::chrono::microseconds(static_cast<std::int64_t>(ms * 1000)));
-  s->prefilled = true;
-  remember(*s);
-  produced(*s, 1);  // the first token comes out of the prefill
+  end_prefill(*s);
+}
+
+std::vector<std::shared_ptr<batch_scheduler::sequence>> batch_scheduler::decoding() const {
+  std::vector<std::shared_ptr<sequence>> batch;
+  for (const auto& s : running_)
+    if (s->prefilled && s->produced < s->output_tokens) batch.push_back(s);
+  return batch;
+}
+
+net::awaitable<void> batch_scheduler::idle() {
+  idle_.expires_at(steady::time_point::max());
+  co_await idle_.async_wait(use_tuple);
 }
 
 // One token for every running sequence that has had its prefill.
 net::awaitable<void> batch_scheduler::decode_step() {
-  std::vector<std::shared_ptr<sequence>> batch;
-  for (auto& s : running_)
-    if (s->prefilled && s->produced < s->output_tokens) batch.push_back(s);
-  if (batch.empty()) {
-    idle_.expires_at(steady::time_point::max());
-    co_await idle_.async_wait(use_tuple);
-    co_return;
-  }
+  auto batch = decoding();
+  if (batch.empty()) co_return co_await idle();
   const double ms = step_ms_ + step_ms_per_sequence_ * static_cast<double>(batch.size() - 1);
   co_await pause(std::chrono::microseconds(static_cast<std::int64_t>(ms * 1000)));
   for (auto& s : batch)
     if (!s->released) produced(*s, 1);
 }
 
+// Chunked prefill: one step decodes every running sequence that has had
+// its prefill and prefills up to chunk_tokens_ prompt tokens of the
+// others, in arrival order; it takes the time of both.
+net::awaitable<void> batch_scheduler::mixed_step() {
+  auto batch = decoding();
+  std::vector<std::shared_ptr<sequence>> finishing;
+  double prefill_ms = 0;
+  for (long long budget = chunk_tokens_; const auto& s : running_) {
+    if (s->prefilled || budget <= 0) continue;
+    if (s->to_prefill < 0) {
+      s->to_prefill = begin_prefill(*s);
+      prefill_ms += prefill_base_ms_;
+    }
+    const long long chunk = std::min(budget, s->to_prefill);
+    s->to_prefill -= chunk;
+    budget -= chunk;
+    prefill_ms += prefill_ms_per_1k_ * static_cast<double>(chunk) / 1000.0;
+    if (s->to_prefill == 0) finishing.push_back(s);
+  }
+  if (batch.empty() && prefill_ms == 0) co_return co_await idle();
+  const double decode_ms =
+      batch.empty() ? 0 : step_ms_ + step_ms_per_sequence_ * static_cast<double>(batch.size() - 1);
+  co_await pause(
+      std::chrono::microseconds(static_cast<std::int64_t>((decode_ms + prefill_ms) * 1000)));
+  for (auto& s : batch)
+    if (!s->released) produced(*s, 1);
+  for (auto& s : finishing)
+    if (!s->released) end_prefill(*s);
+}
+
 net::awaitable<void> batch_scheduler::run() {
   for (;;) {
     admit();
-    if (auto* s = next_to_prefill()) {
+    if (chunk_tokens_ > 0) {
+      co_await mixed_step();
+    } else if (auto* s = next_to_prefill()) {
       auto held = std::find_if(running_.begin(), running_.end(),
                                [&](const auto& r) { return r.get() == s; });
       co_await prefill(*held);
@@ -171,7 +220,13 @@ std::string batch_scheduler::prometheus() const {
     return std::string("# TYPE ") + name + " " + type + "\n" + name + "{model_name=\"demo\"} " +
            std::to_string(value) + "\n";
   };
-  return line("vllm:num_requests_running", "gauge", static_cast<double>(running_.size())) +
+  // (vLLM's cache size: its labels, and 1)
+  const auto cache_config =
+      "# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"" +
+      std::to_string(block_tokens) + "\",num_gpu_blocks=\"" + std::to_string(cache_blocks_) +
+      "\"} 1.0\n";
+  return cache_config +
+         line("vllm:num_requests_running", "gauge", static_cast<double>(running_.size())) +
          line("vllm:num_requests_waiting", "gauge", static_cast<double>(waiting_.size())) +
          line("vllm:kv_cache_usage_perc", "gauge",
               static_cast<double>(kv_used_) / static_cast<double>(std::max(1LL, kv_tokens_))) +

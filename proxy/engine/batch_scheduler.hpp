@@ -7,10 +7,12 @@
 // the prefix cache) holds every running sequence's decoding until it is
 // done; otherwise a decode step gives each running sequence one token and
 // takes a little longer the more sequences it carries (continuous
-// batching). Prompts are cached in blocks, keyed by the hash of
-// everything up to each block's end, so a prompt that starts like an
-// earlier one (a conversation resending its history) prefills only the
-// rest, and reports the rest as usage.prompt_tokens_details.cached_tokens.
+// batching). With chunked prefill, each step instead carries the decodes
+// and up to `chunked_prefill_tokens` of the prompts waiting for prefill,
+// and takes the time of both: decoding slows rather than stops. Prompts are cached in blocks, keyed
+// by the hash of everything up to each block's end, so a prompt that starts like an earlier one (a
+// conversation resending its history) prefills only the rest, and reports the rest as
+// usage.prompt_tokens_details.cached_tokens.
 //
 // Everything runs on the engine's one thread: no locks.
 #include <boost/asio/steady_timer.hpp>
@@ -37,6 +39,7 @@ class batch_scheduler {
     long long output_tokens = 0;
     long long cached_tokens = 0;  // found in the prefix cache at prefill
     long long produced = 0;       // tokens the engine has generated so far
+    long long to_prefill = -1;    // chunked: prompt tokens left to prefill (-1: not begun)
     bool admitted = false, prefilled = false, released = false;
     net::steady_timer wake;  // cancelled when `produced` grows
     batch_scheduler* owner;
@@ -68,6 +71,11 @@ class batch_scheduler {
   sequence* next_to_prefill();
   net::awaitable<void> prefill(std::shared_ptr<sequence> s);
   net::awaitable<void> decode_step();
+  net::awaitable<void> mixed_step();  // chunked prefill
+  long long begin_prefill(sequence& s);
+  void end_prefill(sequence& s);
+  std::vector<std::shared_ptr<sequence>> decoding() const;
+  net::awaitable<void> idle();
   long long cached_prefix(const sequence& s);
   void remember(const sequence& s);
   net::awaitable<void> pause(std::chrono::microseconds d);
@@ -77,6 +85,7 @@ class batch_scheduler {
   int slots_;
   long long kv_tokens_;
   double prefill_base_ms_, prefill_ms_per_1k_, step_ms_, step_ms_per_sequence_;
+  long long chunk_tokens_;
   std::deque<std::shared_ptr<sequence>> waiting_;
   std::vector<std::shared_ptr<sequence>> running_;
   long long kv_used_ = 0;

@@ -48,6 +48,7 @@ struct board::waiter {
   std::uint64_t arrival = 0;
   steady::time_point home_until;       // before it, only the first candidate's slot will do
   std::optional<std::size_t> granted;  // the candidate whose slot it was given
+  slot held;                           // … that slot
 };
 
 struct board::route_counters {
@@ -73,13 +74,18 @@ slot& slot::operator=(slot&& o) noexcept {
   board_ = std::exchange(o.board_, nullptr);
   load_ = std::exchange(o.load_, nullptr);
   tokens_ = o.tokens_;
+  prefill_ = std::exchange(o.prefill_, 0);
   bounded_ = o.bounded_;
   return *this;
 }
 
+void slot::first_token() noexcept {
+  if (load_ && prefill_ > 0) board_->prefill_done(*load_, std::exchange(prefill_, 0), bounded_);
+}
+
 void slot::give_back() {
   if (!load_) return;
-  board_->give_back(*std::exchange(load_, nullptr), tokens_, bounded_);
+  board_->give_back(*std::exchange(load_, nullptr), tokens_, std::exchange(prefill_, 0), bounded_);
 }
 
 board::board() = default;
@@ -124,36 +130,77 @@ static bool usable(const admission_request& r, const candidate& c) {
                       [](const candidate& x) { return x.healthy; });
 }
 
-std::optional<admitted> board::claim(const admission_request& r, bool home_only) {
+// A free slot there and room in its prefill budget (a prompt larger than
+// the whole budget goes in alone).
+static bool has_room(const candidate& c) {
+  const auto& load = *c.load;
+  if (c.max_streams > 0 && load.streams.load(std::memory_order_relaxed) >= c.max_streams)
+    return false;
+  if (c.max_prefill_tokens <= 0 || c.prefill_tokens <= 0) return true;
+  const auto prefilling = load.prefilling.load(std::memory_order_relaxed);
+  return prefilling <= 0 || prefilling + c.prefill_tokens <= c.max_prefill_tokens;
+}
+
+slot board::take(const admission_request& r, const candidate& c) {
+  c.load->streams.fetch_add(1, std::memory_order_relaxed);
+  c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
+  c.load->prefilling.fetch_add(c.prefill_tokens, std::memory_order_relaxed);
+  return slot(this, c.load, r.tokens, c.prefill_tokens, c.bounded());
+}
+
+std::optional<admitted> board::claim(const admission_request& r, bool home_only,
+                                     const waiter* self) {
   for (std::size_t i = 0; i < (home_only ? 1 : r.candidates.size()); ++i) {
     const auto& c = r.candidates[i];
-    if (!usable(r, c)) continue;
-    if (c.max_streams > 0 && c.load->streams.load(std::memory_order_relaxed) >= c.max_streams)
-      continue;
-    c.load->streams.fetch_add(1, std::memory_order_relaxed);
-    c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
+    if (!usable(r, c) || !has_room(c)) continue;
+    if (c.bounded()) {  // (a waiter ahead of it that could use that room has it first)
+      auto [ahead, index] = first_waiter_for(*c.load);
+      if (ahead && ahead.get() != self &&
+          std::pair(ahead->asked.priority, ahead->arrival) <
+              std::pair(r.priority, self ? self->arrival : arrivals_ + 1))
+        continue;
+    }
     admitted a;
-    a.held = slot(this, c.load, r.tokens, c.max_streams > 0);
+    a.held = take(r, c);
     a.index = i;
     return a;
   }
   return std::nullopt;
 }
 
-void board::give_back(upstream_load& load, long long tokens, bool bounded) {
+void board::give_back(upstream_load& load, long long tokens, long long prefill, bool bounded) {
   load.finished.fetch_add(1, std::memory_order_relaxed);
-  if (!bounded) {
+  const auto release = [&] {
     load.streams.fetch_sub(1, std::memory_order_relaxed);
     load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
-    return;
-  }
+    load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
+  };
+  if (!bounded) return release();
   const int max = load.max_streams.load(std::memory_order_relaxed);
   if (max > 0 && load.streams.load(std::memory_order_relaxed) >= max)
     load.ttft.observe_end(steady::now());  // (a slot of a full replica: how fast a queue moves)
   std::lock_guard lock(queue_lock_);
   recent_frees_.push_back(steady::now());
   if (recent_frees_.size() > drain_window) recent_frees_.pop_front();
-  // The best waiter that can use this upstream: highest priority, then first come.
+  release();
+  offer(load);
+}
+
+void board::prefill_done(upstream_load& load, long long prefill, bool bounded) {
+  if (!bounded) {
+    load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(queue_lock_);
+  load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
+  offer(load);
+}
+
+// The best waiter (highest priority, then first come) that could use the
+// upstream now (its home hold over, or it is its home), and as which of
+// its candidates.
+std::pair<std::shared_ptr<board::waiter>, std::size_t> board::first_waiter_for(
+    const upstream_load& load) const {
   std::shared_ptr<waiter> best;
   std::size_t index = 0;
   const auto now = steady::now();
@@ -169,17 +216,22 @@ void board::give_back(upstream_load& load, long long tokens, bool bounded) {
         break;
       }
   }
-  if (!best) {
-    load.streams.fetch_sub(1, std::memory_order_relaxed);
-    load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
-    return;
+  return {best, index};
+}
+
+// The waiters, best first (highest priority, then first come), take the
+// upstream's room while it lasts. The best one that could use it and does
+// not fit stops the rest: nobody overtakes it there.
+void board::offer(upstream_load& load) {
+  for (;;) {
+    auto [best, index] = first_waiter_for(load);
+    if (!best || !has_room(best->asked.candidates[index])) return;
+    best->held = take(best->asked, best->asked.candidates[index]);
+    best->granted = index;
+    std::erase(waiters_, best);
+    counters_of(best->asked.route).waiting.fetch_sub(1, std::memory_order_relaxed);
+    net::post(best->timer.get_executor(), [best] { best->timer.cancel(); });
   }
-  // The stream stays counted: it is the waiter's now.
-  load.tokens.fetch_add(best->asked.tokens - tokens, std::memory_order_relaxed);
-  best->granted = index;
-  std::erase(waiters_, best);
-  counters_of(best->asked.route).waiting.fetch_sub(1, std::memory_order_relaxed);
-  net::post(best->timer.get_executor(), [best] { best->timer.cancel(); });
 }
 
 // Seconds until a place is likely free for the queue's last: the queue's
@@ -197,7 +249,7 @@ int board::retry_after(std::size_t queued) const {
 net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r) {
   const auto since = steady::now();
   const bool bounded = std::any_of(r.candidates.begin(), r.candidates.end(),
-                                   [](const candidate& c) { return c.max_streams > 0; });
+                                   [](const candidate& c) { return c.bounded(); });
   if (!bounded) {  // nothing to wait for: no lock
     if (auto a = claim(r, false)) co_return std::move(*a);
   }
@@ -251,7 +303,7 @@ net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_r
     if (w->granted || steady::now() >= deadline) break;
     // The hold for the conversation's replica is over: any free slot now,
     // else on waiting for any.
-    if (auto a = claim(w->asked, false)) {
+    if (auto a = claim(w->asked, false, w.get())) {
       std::erase(waiters_, w);
       auto& counters = counters_of(w->asked.route);
       counters.waiting.fetch_sub(1, std::memory_order_relaxed);
@@ -266,9 +318,8 @@ net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_r
   const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - since);
   if (w->granted) {
     counters.waited(waited);
-    const auto& c = w->asked.candidates[*w->granted];
     admitted a;
-    a.held = slot(this, c.load, w->asked.tokens, true);
+    a.held = std::move(w->held);
     a.index = *w->granted;
     a.waited = waited;
     co_return a;
@@ -352,6 +403,7 @@ std::string board::replicas_json() const {
     if (!learned(*l)) continue;
     out[upstream] = boost::json::object{
         {"in_flight_streams", l->streams.load()},
+        {"in_flight_prefill_tokens", l->prefilling.load()},
         {"prefill_tokens_per_second", std::round(l->ttft.prefill_tokens_per_second())},
         {"base_ms", std::round(1000 * l->ttft.base_seconds() * 10) / 10},
         {"slots_per_second", std::round(l->ttft.slots_per_second() * 100) / 100},
@@ -379,6 +431,11 @@ std::string board::prometheus() const {
     for (const auto& [name, l] : loads_)
       out += "tokengate_upstream_in_flight_tokens" + label("upstream", name) + " " +
              std::to_string(l->tokens.load()) + "\n";
+    gauge("tokengate_upstream_in_flight_prefill_tokens",
+          "Prompt tokens of those requests whose first token has not come back.");
+    for (const auto& [name, l] : loads_)
+      out += "tokengate_upstream_in_flight_prefill_tokens" + label("upstream", name) + " " +
+             std::to_string(l->prefilling.load()) + "\n";
     gauge("tokengate_upstream_probe_healthy",
           "1 while the upstream passes its active health check (1 without one).");
     for (const auto& [name, l] : loads_)

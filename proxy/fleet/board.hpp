@@ -29,6 +29,7 @@
 
 #include "config/config.hpp"
 #include "fleet/upstream_load.hpp"
+#include "http/request_context.hpp"
 #include "io/net.hpp"
 
 namespace tokengate::fleet {
@@ -36,22 +37,25 @@ namespace tokengate::fleet {
 class board;
 
 // A request's place on one upstream: its stream and its tokens counted
-// there while it lives; given back (to the next waiter, if any) at the end.
-class slot {
+// there while it lives, its prompt's prefill until its first token;
+// given back (to the next waiters, if any) when each ends.
+class slot final : public first_token_hook {
  public:
   slot() = default;
-  slot(board* b, upstream_load* load, long long tokens, bool bounded)
-      : board_(b), load_(load), tokens_(tokens), bounded_(bounded) {}
+  slot(board* b, upstream_load* load, long long tokens, long long prefill, bool bounded)
+      : board_(b), load_(load), tokens_(tokens), prefill_(prefill), bounded_(bounded) {}
   slot(slot&& o) noexcept { *this = std::move(o); }
   slot& operator=(slot&& o) noexcept;
   ~slot() { give_back(); }
   upstream_load* load() const { return load_; }
+  void first_token() noexcept override;  // its prefill is over
   void give_back();
 
  private:
   board* board_ = nullptr;
   upstream_load* load_ = nullptr;
   long long tokens_ = 0;
+  long long prefill_ = 0;
   bool bounded_ = false;
 };
 
@@ -59,6 +63,11 @@ struct candidate {
   upstream_load* load = nullptr;
   int max_streams = 0;  // 0 = no bound
   bool healthy = true;
+  long long max_prefill_tokens = 0;  // 0 = no bound
+  long long prefill_tokens = 0;      // what this request would prefill there
+  long long prefill_ahead = 0;       // … behind this much already in prefill
+  // Whether it may have to wait for room there.
+  bool bounded() const { return max_streams > 0 || max_prefill_tokens > 0; }
   // balance: fastest: the prompt tokens its cache is predicted to hold and
   // not, the requests ahead of this one for a slot, and the predicted TTFT.
   long long matched_tokens = 0, uncached_tokens = 0;
@@ -127,8 +136,15 @@ class board {
   struct waiter;
   struct route_counters;
 
-  std::optional<admitted> claim(const admission_request& r, bool home_only);
-  void give_back(upstream_load& load, long long tokens, bool bounded);
+  // A slot on the first candidate with room, unless a waiter ahead of
+  // `self` (a newcomer when null) could use it.
+  std::optional<admitted> claim(const admission_request& r, bool home_only,
+                                const waiter* self = nullptr);
+  std::pair<std::shared_ptr<waiter>, std::size_t> first_waiter_for(const upstream_load& load) const;
+  slot take(const admission_request& r, const candidate& c);
+  void give_back(upstream_load& load, long long tokens, long long prefill, bool bounded);
+  void prefill_done(upstream_load& load, long long prefill, bool bounded);
+  void offer(upstream_load& load);  // its room to the waiters, in order (under queue_lock_)
   int retry_after(std::size_t queued) const;
   route_counters& counters_of(const std::string& route);
   net::awaitable<std::variant<admitted, refusal>> wait_in_queue(

@@ -6,14 +6,14 @@
 namespace tokengate::fleet {
 namespace {
 
-enum class gauge { running, waiting, kv };
+enum class gauge { running, waiting, kv, kv_tokens, cache_config };
 
 struct known_metric {
   std::string_view name;
   gauge is;
 };
 
-constexpr std::array<known_metric, 11> known{{
+constexpr std::array<known_metric, 13> known{{
     {"vllm:num_requests_running", gauge::running},
     {"vllm:num_requests_waiting", gauge::waiting},
     {"vllm:kv_cache_usage_perc", gauge::kv},
@@ -25,7 +25,26 @@ constexpr std::array<known_metric, 11> known{{
     {"llamacpp:requests_processing", gauge::running},
     {"llamacpp:requests_deferred", gauge::waiting},
     {"llamacpp:kv_cache_usage_ratio", gauge::kv},
+    {"sglang:max_total_num_tokens", gauge::kv_tokens},
+    {"vllm:cache_config_info", gauge::cache_config},
 }};
+
+// A label's value in NAME{a="1",b="2"} VALUE (nullopt when absent or not
+// a whole number).
+std::optional<long long> label_number(std::string_view line, std::string_view label) {
+  const auto close = line.find('}');
+  for (auto at = line.find(label); at != std::string_view::npos && at < close;
+       at = line.find(label, at + 1)) {
+    const char before = line[at - 1];
+    if ((before != '{' && before != ',') || line.substr(at + label.size(), 2) != "=\"") continue;
+    const auto digits = line.substr(at + label.size() + 2);
+    long long v = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec != std::errc() || *end != '"') return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
 
 std::optional<double> value_of(std::string_view line) {
   // NAME{labels} VALUE [TIMESTAMP]: the value is the first field after
@@ -74,6 +93,15 @@ std::optional<engine_gauges> read_engine_gauges(std::string_view text) {
       case gauge::kv:
         g.kv_usage = g.kv_usage.value_or(0) + *v;
         break;
+      case gauge::kv_tokens:
+        g.kv_tokens = g.kv_tokens.value_or(0) + static_cast<long long>(*v);
+        break;
+      case gauge::cache_config: {
+        const auto blocks = label_number(line, "num_gpu_blocks");
+        const auto block_size = label_number(line, "block_size");
+        if (blocks && block_size) g.kv_tokens = g.kv_tokens.value_or(0) + *blocks * *block_size;
+        break;
+      }
     }
   }
   if (!found) return std::nullopt;

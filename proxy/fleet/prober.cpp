@@ -162,6 +162,7 @@ net::awaitable<void> prober::read_metrics(std::shared_ptr<const config::config> 
   // Unknown again when the page cannot be had: stale numbers would steer.
   load.engine_running = gauges ? static_cast<int>(gauges->running) : -1;
   load.engine_waiting = gauges ? static_cast<int>(gauges->waiting) : -1;
+  if (gauges && gauges->kv_tokens) load.engine_kv_tokens = *gauges->kv_tokens;  // (it stays)
   tracks_[name].reading = false;
 }
 

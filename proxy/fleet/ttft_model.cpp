@@ -11,9 +11,9 @@ constexpr double prior_weight = 3;              // observations the prior is wor
 
 }  // namespace
 
-void ttft_model::observe_prefill(double uncached_tokens, double seconds) {
+void ttft_model::observe_prefill(double prefill_tokens, double seconds) {
   std::lock_guard guard(lock_);
-  const double x = std::max(0.0, uncached_tokens), y = std::max(0.0, seconds);
+  const double x = std::max(0.0, prefill_tokens), y = std::max(0.0, seconds);
   w_ = keep * w_ + 1;
   sx_ = keep * sx_ + x;
   sy_ = keep * sy_ + y;
@@ -51,10 +51,10 @@ ttft_model::fit ttft_model::line() const {
   return {base, per_token};
 }
 
-double ttft_model::predict(double uncached_tokens, int ahead) const {
+double ttft_model::predict(double prefill_tokens, int ahead) const {
   std::lock_guard guard(lock_);
   auto [base, per_token] = line();
-  return waited(ahead) + base + per_token * std::max(0.0, uncached_tokens);
+  return waited(ahead) + base + per_token * std::max(0.0, prefill_tokens);
 }
 
 double ttft_model::wait_seconds(int ahead) const {

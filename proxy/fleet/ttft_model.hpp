@@ -1,10 +1,12 @@
 #pragma once
 // One replica's time to first token, learned from its own answers:
 //
-//   predicted = wait for a slot + base + uncached prompt tokens × per token
+//   predicted = wait for a slot + base + prefill tokens × per token
 //
+// where the prefill tokens are those of the prompt its cache is not
+// predicted to hold plus those of the requests still in prefill there.
 // `base` and `per token` (its prefill rate) come from the requests that
-// found a slot free, by least squares over their uncached tokens and
+// found a slot free, by least squares over their prefill tokens and
 // observed TTFT, the old ones weighing less and less (each new one counts
 // for 5 %); the wait is the requests ahead of this one divided by the rate
 // at which the replica's requests have been ending. Until it has seen
@@ -19,15 +21,16 @@ class ttft_model {
   using clock = std::chrono::steady_clock;
 
   // A request sent while the replica had a slot free: the prompt tokens
-  // it was predicted not to hold, and the seconds to the first token.
-  void observe_prefill(double uncached_tokens, double seconds);
+  // it was to prefill (its own uncached, and those in prefill before it),
+  // and the seconds to the first token.
+  void observe_prefill(double prefill_tokens, double seconds);
   // A request there ended while every slot was taken: a slot came free
   // for a waiting one (the rate a queue moves at; an idle replica's gaps
   // say nothing of it).
   void observe_end(clock::time_point at);
-  // Seconds, for a prompt of `uncached_tokens` behind `ahead` requests
-  // waiting for a slot there.
-  double predict(double uncached_tokens, int ahead) const;
+  // Seconds, for `prefill_tokens` behind `ahead` requests waiting for a
+  // slot there.
+  double predict(double prefill_tokens, int ahead) const;
   // Its first part: the wait for a slot behind `ahead` requests.
   double wait_seconds(int ahead) const;
 

@@ -18,10 +18,13 @@ struct upstream_load {
 
   std::atomic<int> streams{0};             // this instance's requests on it, streamed or not
   std::atomic<long long> tokens{0};        // their prompt estimates plus output limits
+  std::atomic<long long> prefilling{0};    // … their prompt tokens whose first token is not back
   std::atomic<bool> probed_healthy{true};  // the active check's verdict (true until one fails)
   // The engine's own gauges (engine_metrics): -1 while unknown.
   std::atomic<int> engine_running{-1};
   std::atomic<int> engine_waiting{-1};
+  std::atomic<long long> engine_kv_tokens{
+      0};                                  // its KV cache's size as it publishes it; 0 = unknown
   std::atomic<std::uint64_t> finished{0};  // requests that ended here
   // balance: fastest. The prompt blocks sent there, and its learned time
   // to first token (each with its own lock).

@@ -15,6 +15,16 @@ namespace tokengate {
 
 using clock = std::chrono::steady_clock;
 
+// Something a request holds until its answer's first token, and lets go
+// of then (fleet/board.hpp: its share of a replica's prefill budget).
+class first_token_hook {
+ public:
+  virtual void first_token() noexcept = 0;
+
+ protected:
+  ~first_token_hook() = default;
+};
+
 struct request_context {
   std::string request_id;
   std::string method;
@@ -53,6 +63,8 @@ struct request_context {
   // What a resumed stream's failed attempts cost upstream beyond the
   // answer's own usage (the client's usage is one answer's; a budget
   // settles both): each sent the prompt again, and generated this much.
+  unsigned failed_attempts = 0;
+  std::uint64_t failed_attempts_output = 0;
   // balance: fastest: the chosen replica's predicted time to first token
   // (ms; negative: none), the prompt tokens its cache was predicted to
   // hold, and why it was chosen: "cache", "load" or "only_one_free".
@@ -61,8 +73,7 @@ struct request_context {
   double fleet_predicted_ms = -1;
   long long fleet_matched_tokens = 0;
   std::string_view fleet_reason;
-  unsigned failed_attempts = 0;
-  std::uint64_t failed_attempts_output = 0;
+  first_token_hook* on_first_token = nullptr;  // told once, at the first content event
   bool forwarded_early =
       false;  // the body went upstream while it arrived (server/early_forward.hpp)
   bool limit_clamped = false, limit_injected = false, limit_enforced = false;

@@ -75,7 +75,8 @@ void note_prediction(const std::vector<std::uint64_t>& blocks, const fleet::cand
 // … and its answer teaches the replica's index what the engine reported
 // cached (an eviction there drops blocks here), and its model the time to
 // the first token of a request that found a slot free at once, against
-// the prompt tokens it was predicted not to hold.
+// the prompt tokens it was predicted not to hold and those in prefill
+// there before it.
 void learn_from_answer(worker& w, const std::vector<std::uint64_t>& blocks,
                        const fleet::candidate& c, const fleet::admitted& taken,
                        const request_context& ctx) {
@@ -87,7 +88,7 @@ void learn_from_answer(worker& w, const std::vector<std::uint64_t>& blocks,
   const bool answered = ctx.first_token != clock::time_point{} && ctx.resumes == 0;
   if (!answered || c.ahead > 0 || taken.waited.count() > 0) return;
   const double seconds = std::chrono::duration<double>(ctx.first_token - ctx.request_sent).count();
-  c.load->ttft.observe_prefill(static_cast<double>(c.uncached_tokens), seconds);
+  c.load->ttft.observe_prefill(static_cast<double>(c.uncached_tokens + c.prefill_ahead), seconds);
   w.fleet().note_prediction_error(c.predicted_s, seconds);
 }
 
@@ -140,10 +141,12 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
     co_return keep_alive;
   }
   ctx.admitted = clock::now();
-  const auto& taken = std::get<fleet::admitted>(admitted);
+  auto& taken = std::get<fleet::admitted>(admitted);
   put_first(plan, taken.index);
   if (blocks) note_prediction(*blocks, candidates[taken.index], taken, ctx);
+  ctx.on_first_token = &taken.held;  // (its prefill ends there)
   bool keep = co_await proxy_exchange(client, watcher, request, w, plan, ctx);
+  ctx.on_first_token = nullptr;
   if (blocks) learn_from_answer(w, *blocks, candidates[taken.index], taken, ctx);
   co_return keep&& keep_alive;
 }

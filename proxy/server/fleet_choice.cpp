@@ -27,22 +27,28 @@ request_error context_too_long(const config::config& cfg, const config::route& r
 }
 
 // balance: fastest. Each target's predicted time to first token: the
-// requests ahead of this one for its slots, and the prompt tokens its
-// cache is not predicted to hold, at its learned rates.
+// requests ahead of this one for its slots, then the prompt tokens in
+// prefill there already and those of this prompt its cache is not
+// predicted to hold, at its learned rates.
 void predict(fleet::target_state& state, fleet::candidate& c, const config::upstream& u,
              std::span<const std::uint64_t> blocks, long long prompt_tokens) {
   auto& load = *c.load;
   constexpr long long default_kv_tokens = 2'000'000;
+  const auto published = load.engine_kv_tokens.load(std::memory_order_relaxed);
+  const auto kv_tokens = u.capacity.kv_tokens ? u.capacity.kv_tokens
+                         : published > 0      ? published
+                                              : default_kv_tokens;
   load.index.set_capacity(
-      static_cast<std::size_t>((u.capacity.kv_tokens ? u.capacity.kv_tokens : default_kv_tokens) /
-                               static_cast<long long>(fleet::prefix_block_tokens)));
+      static_cast<std::size_t>(kv_tokens / static_cast<long long>(fleet::prefix_block_tokens)));
   load.max_streams.store(u.capacity.max_streams, std::memory_order_relaxed);
   const auto held = static_cast<long long>(load.index.longest_match(blocks));
   c.matched_tokens =
       std::min(prompt_tokens, held * static_cast<long long>(fleet::prefix_block_tokens));
   c.uncached_tokens = prompt_tokens - c.matched_tokens;
+  c.prefill_tokens = c.uncached_tokens;
   c.ahead = c.max_streams > 0 ? std::max(0, state.busy - c.max_streams + 1) : 0;
-  c.predicted_s = load.ttft.predict(static_cast<double>(c.uncached_tokens), c.ahead);
+  c.predicted_s =
+      load.ttft.predict(static_cast<double>(c.uncached_tokens + c.prefill_ahead), c.ahead);
   state.predicted_s = c.predicted_s;
 }
 
@@ -54,8 +60,8 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
                                                          std::size_t body_bytes) {
   const auto& route = *routed.route;
   fleet_choice choice;
-  choice.tokens = routing::prompt_tokens_estimate(std::max(body_bytes, body.size())) +
-                  routed.output_limit.value_or(0);
+  const auto prompt_tokens = routing::prompt_tokens_estimate(std::max(body_bytes, body.size()));
+  choice.tokens = prompt_tokens + routed.output_limit.value_or(0);
   const auto now = upstream::health_table::clock::now();
   std::vector<fleet::target_state> states;
   std::vector<fleet::candidate> candidates;
@@ -67,13 +73,13 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
                          !w.upstreams().health().ejected(t.upstream, now);
     states.push_back({&t, healthy, load.busy(), load.tokens.load(std::memory_order_relaxed),
                       u.capacity.max_streams, std::hash<std::string>{}(t.upstream)});
-    candidates.push_back({&load, u.capacity.max_streams, healthy});
+    candidates.push_back({&load, u.capacity.max_streams, healthy, u.capacity.max_prefill_tokens,
+                          prompt_tokens, load.prefilling.load(std::memory_order_relaxed)});
   }
   if (states.empty()) return context_too_long(cfg, route, choice.tokens);
   if (route.balance == config::balance_mode::fastest) {
     auto blocks =
         std::make_shared<std::vector<std::uint64_t>>(fleet::prompt_blocks(body, routed.scan));
-    const auto prompt_tokens = routing::prompt_tokens_estimate(std::max(body_bytes, body.size()));
     for (std::size_t i = 0; i < states.size(); ++i)
       predict(states[i], candidates[i], cfg.upstreams.at(states[i].target->upstream), *blocks,
               prompt_tokens);
@@ -146,7 +152,7 @@ void put_first(upstream::exchange_plan& plan, std::size_t index) {
 bool fleet_decides(const config::config& cfg, const config::route& route) {
   if (route.affinity || route.queue) return true;
   for (const auto& t : route.targets)
-    if (cfg.upstreams.at(t.upstream).capacity.max_streams > 0) return true;
+    if (cfg.upstreams.at(t.upstream).capacity.bounds_admission()) return true;
   return false;
 }
 

@@ -138,6 +138,7 @@ class stream_accounting final : public sse_sink {
       }
       if (ctx_.content_events++ == 0) {
         ctx_.first_token = arrived_;
+        if (ctx_.on_first_token) std::exchange(ctx_.on_first_token, nullptr)->first_token();
       } else {
         auto gap = static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(arrived_ - ctx_.last_token)

@@ -67,7 +67,7 @@ metrics_match '^tokengate_fleet_prefill_tokens_per_second{upstream="e[123]"}' ||
   fail "no learned prefill rate"
 stats=$(curl -sf "http://127.0.0.1:$admin/stats")
 for e in e1 e2 e3; do
-  grep -q "\"$e\":{\"in_flight_streams\":0,\"prefill_tokens_per_second\":[0-9]" <<< "$stats" ||
+  grep -q "\"$e\":{\"in_flight_streams\":0,\"in_flight_prefill_tokens\":0,\"prefill_tokens_per_second\":[0-9]" <<< "$stats" ||
     fail "/stats shows no learned rates for $e: $stats"
 done
 metrics_match '^tokengate_fleet_cached_prompt_tokens_total{upstream="e[123]",source="reported"} [1-9]' ||

@@ -47,6 +47,68 @@ void spawn(net::io_context& io, board& b, admission_request r, std::vector<outco
       net::detached);
 }
 
+// A request with `prefill` prompt tokens to prefill on e1, whose prefill
+// budget is `budget` tokens (and with no bound on its streams).
+admission_request prefilling(board& b, long long prefill, long long budget,
+                             std::optional<config::queue_settings> queue) {
+  admission_request r;
+  r.route = "r";
+  candidate c{&b.load_of("e1"), 0, true};
+  c.max_prefill_tokens = budget;
+  c.prefill_tokens = prefill;
+  r.candidates = {c};
+  r.tokens = prefill + 10;
+  r.queue = queue;
+  return r;
+}
+
+TEST(Admission, APrefillBudgetHoldsPromptsBackUntilAFirstTokenLeavesRoom) {
+  net::io_context io;
+  board b;
+  const config::queue_settings queue{8, std::chrono::seconds(5)};
+  std::vector<outcome> results;
+  std::vector<int> order;
+  spawn(io, b, prefilling(b, 3000, 4000, queue), results, order, 0);
+  spawn(io, b, prefilling(b, 3000, 4000, queue), results, order, 1);  // would make 6,000
+  spawn(io, b, prefilling(b, 500, 4000, queue), results, order, 2);   // fits, but is behind 1
+  run(io, 20ms);
+  ASSERT_EQ(order, std::vector<int>{0});
+  EXPECT_EQ(b.load_of("e1").prefilling.load(), 3000);
+  // The first token of the first: its prefill is over, the next two fit.
+  std::get<admitted>(results[0]).held.first_token();
+  run(io, 20ms);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(b.load_of("e1").prefilling.load(), 3500);
+  EXPECT_EQ(b.load_of("e1").streams.load(), 3);  // decoding streams hold no prefill
+  // A prompt larger than the whole budget goes alone, once nothing prefills.
+  spawn(io, b, prefilling(b, 9000, 4000, queue), results, order, 3);
+  run(io, 20ms);
+  EXPECT_EQ(order.size(), 3u);
+  std::get<admitted>(results[1]).held.first_token();
+  std::get<admitted>(results[2]).held.give_back();  // (ended before any token: prefill given back)
+  run(io, 20ms);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(b.load_of("e1").prefilling.load(), 9000);
+  for (auto& r : results) std::get<admitted>(r).held.give_back();
+  EXPECT_EQ(b.load_of("e1").prefilling.load(), 0);
+  EXPECT_EQ(b.load_of("e1").streams.load(), 0);
+  EXPECT_EQ(b.load_of("e1").tokens.load(), 0);
+}
+
+TEST(Admission, APrefillBudgetWithoutAQueueRefusesWhatDoesNotFit) {
+  net::io_context io;
+  board b;
+  std::vector<outcome> results;
+  std::vector<int> order;
+  spawn(io, b, prefilling(b, 3000, 4000, std::nullopt), results, order, 0);
+  spawn(io, b, prefilling(b, 3000, 4000, std::nullopt), results, order, 1);
+  run(io, 20ms);
+  ASSERT_EQ(order.size(), 2u);
+  ASSERT_TRUE(std::holds_alternative<admitted>(results[0]));
+  ASSERT_TRUE(std::holds_alternative<refusal>(results[1]));
+  EXPECT_EQ(std::get<refusal>(results[1]).code, "engine_overloaded");
+}
+
 TEST(Admission, AFullTargetQueuesByPriorityThenArrivalAndHandsSlotsOver) {
   net::io_context io;
   board b;
@@ -221,6 +283,25 @@ TEST(EngineGauges, ReadsEachEnginesNames) {
   EXPECT_FALSE(read_engine_gauges("process_cpu_seconds_total 12\n"));
   // A longer name that starts like a known one is another metric.
   EXPECT_FALSE(read_engine_gauges("vllm:num_requests_running_total 5\n"));
+}
+
+TEST(EngineGauges, ReadsTheCacheSizeAnEnginePublishes) {
+  auto vllm = read_engine_gauges(
+      "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",num_cpu_blocks=\"0\","
+      "num_gpu_blocks=\"2048\",prefix_caching=\"True\"} 1.0\n"
+      "vllm:num_requests_running{model_name=\"a\"} 0\n");
+  ASSERT_TRUE(vllm);
+  EXPECT_EQ(vllm->kv_tokens, 32768);
+  auto sglang =
+      read_engine_gauges("sglang:num_running_reqs 1\nsglang:max_total_num_tokens 500000\n");
+  ASSERT_TRUE(sglang);
+  EXPECT_EQ(sglang->kv_tokens, 500000);
+  // Without both labels it says nothing.
+  auto partial = read_engine_gauges(
+      "vllm:cache_config_info{num_gpu_blocks=\"2048\"} 1.0\nvllm:num_requests_running 0\n");
+  ASSERT_TRUE(partial);
+  EXPECT_FALSE(partial->kv_tokens);
+  EXPECT_FALSE(read_engine_gauges("vllm:num_requests_running 0\n")->kv_tokens);
 }
 
 }  // namespace
