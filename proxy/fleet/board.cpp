@@ -76,16 +76,26 @@ slot& slot::operator=(slot&& o) noexcept {
   tokens_ = o.tokens_;
   prefill_ = std::exchange(o.prefill_, 0);
   bounded_ = o.bounded_;
+  pending_ = std::move(o.pending_);
+  o.pending_.clear();
   return *this;
 }
 
+// (Waiters may be waiting for the blocks it brings, wherever its bounds.)
 void slot::first_token() noexcept {
-  if (load_ && prefill_ > 0) board_->prefill_done(*load_, std::exchange(prefill_, 0), bounded_);
+  if (!load_ || (prefill_ <= 0 && pending_.empty())) return;
+  const bool offer = bounded_ || !pending_.empty();
+  load_->index.prefilled(pending_);
+  pending_.clear();
+  board_->prefill_done(*load_, std::exchange(prefill_, 0), offer);
 }
 
 void slot::give_back() {
   if (!load_) return;
-  board_->give_back(*std::exchange(load_, nullptr), tokens_, std::exchange(prefill_, 0), bounded_);
+  const bool offer = bounded_ || !pending_.empty();
+  load_->index.abandoned(pending_);
+  pending_.clear();
+  board_->give_back(*std::exchange(load_, nullptr), tokens_, std::exchange(prefill_, 0), offer);
 }
 
 board::board() = default;
@@ -136,6 +146,7 @@ static bool has_room(const candidate& c) {
   const auto& load = *c.load;
   if (c.max_streams > 0 && load.streams.load(std::memory_order_relaxed) >= c.max_streams)
     return false;
+  if (c.waits_for_block && load.index.pending(c.waits_for_block)) return false;
   if (c.max_prefill_tokens <= 0 || c.prefill_tokens <= 0) return true;
   const auto prefilling = load.prefilling.load(std::memory_order_relaxed);
   return prefilling <= 0 || prefilling + c.prefill_tokens <= c.max_prefill_tokens;
@@ -145,7 +156,9 @@ slot board::take(const admission_request& r, const candidate& c) {
   c.load->streams.fetch_add(1, std::memory_order_relaxed);
   c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
   c.load->prefilling.fetch_add(c.prefill_tokens, std::memory_order_relaxed);
-  return slot(this, c.load, r.tokens, c.prefill_tokens, c.bounded());
+  slot s(this, c.load, r.tokens, c.prefill_tokens, c.bounded());
+  if (r.blocks) s.pending_ = c.load->index.insert_pending(*r.blocks);  // (held from now on)
+  return s;
 }
 
 std::optional<admitted> board::claim(const admission_request& r, bool home_only,
@@ -168,14 +181,14 @@ std::optional<admitted> board::claim(const admission_request& r, bool home_only,
   return std::nullopt;
 }
 
-void board::give_back(upstream_load& load, long long tokens, long long prefill, bool bounded) {
+void board::give_back(upstream_load& load, long long tokens, long long prefill, bool offer_room) {
   load.finished.fetch_add(1, std::memory_order_relaxed);
   const auto release = [&] {
     load.streams.fetch_sub(1, std::memory_order_relaxed);
     load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
     load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
   };
-  if (!bounded) return release();
+  if (!offer_room) return release();
   const int max = load.max_streams.load(std::memory_order_relaxed);
   if (max > 0 && load.streams.load(std::memory_order_relaxed) >= max)
     load.ttft.observe_end(steady::now());  // (a slot of a full replica: how fast a queue moves)
@@ -186,8 +199,8 @@ void board::give_back(upstream_load& load, long long tokens, long long prefill, 
   offer(load);
 }
 
-void board::prefill_done(upstream_load& load, long long prefill, bool bounded) {
-  if (!bounded) {
+void board::prefill_done(upstream_load& load, long long prefill, bool offer_room) {
+  if (!offer_room) {
     load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
     return;
   }

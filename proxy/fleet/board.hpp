@@ -37,14 +37,17 @@ namespace tokengate::fleet {
 class board;
 
 // A request's place on one upstream: its stream and its tokens counted
-// there while it lives, its prompt's prefill until its first token;
-// given back (to the next waiters, if any) when each ends.
+// there while it lives, its prompt's prefill (and the blocks it brings to
+// the replica's prefix index, pending) until its first token; given back
+// (to the next waiters, if any) when each ends.
 class slot final : public first_token_hook {
  public:
   slot() = default;
   slot(board* b, upstream_load* load, long long tokens, long long prefill, bool bounded)
       : board_(b), load_(load), tokens_(tokens), prefill_(prefill), bounded_(bounded) {}
   slot(slot&& o) noexcept { *this = std::move(o); }
+  slot(const slot&) = delete;
+  slot& operator=(const slot&) = delete;
   slot& operator=(slot&& o) noexcept;
   ~slot() { give_back(); }
   upstream_load* load() const { return load_; }
@@ -57,6 +60,8 @@ class slot final : public first_token_hook {
   long long tokens_ = 0;
   long long prefill_ = 0;
   bool bounded_ = false;
+  std::vector<std::uint64_t> pending_;  // blocks it brought to the index, until its first token
+  friend class board;
 };
 
 struct candidate {
@@ -66,6 +71,9 @@ struct candidate {
   long long max_prefill_tokens = 0;  // 0 = no bound
   long long prefill_tokens = 0;      // what this request would prefill there
   long long prefill_ahead = 0;       // … behind this much already in prefill
+  // balance: fastest: a block of the prompt another request's prefill is
+  // still bringing there: room only once it has (0: none).
+  std::uint64_t waits_for_block = 0;
   // Whether it may have to wait for room there.
   bool bounded() const { return max_streams > 0 || max_prefill_tokens > 0; }
   // balance: fastest: the prompt tokens its cache is predicted to hold and
@@ -142,8 +150,8 @@ class board {
                                 const waiter* self = nullptr);
   std::pair<std::shared_ptr<waiter>, std::size_t> first_waiter_for(const upstream_load& load) const;
   slot take(const admission_request& r, const candidate& c);
-  void give_back(upstream_load& load, long long tokens, long long prefill, bool bounded);
-  void prefill_done(upstream_load& load, long long prefill, bool bounded);
+  void give_back(upstream_load& load, long long tokens, long long prefill, bool offer_room);
+  void prefill_done(upstream_load& load, long long prefill, bool offer_room);
   void offer(upstream_load& load);  // its room to the waiters, in order (under queue_lock_)
   int retry_after(std::size_t queued) const;
   route_counters& counters_of(const std::string& route);

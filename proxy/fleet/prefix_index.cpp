@@ -85,39 +85,96 @@ void prefix_index::set_capacity(std::size_t blocks) {
   while (where_.size() > capacity_) drop_least_recent();
 }
 
-std::size_t prefix_index::longest_match(std::span<const std::uint64_t> blocks) const {
+prefix_index::match prefix_index::longest_match(std::span<const std::uint64_t> blocks) const {
   std::lock_guard guard(lock_);
   // A block held means every block before it is: each use of a block
   // touches those before it after it, so they are always the more recent
   // and are evicted later. A prompt held whole costs one lookup.
-  if (!blocks.empty() && where_.contains(blocks.back())) return blocks.size();
-  std::size_t n = 0;
-  while (n < blocks.size() && where_.contains(blocks[n])) ++n;
-  return n;
+  match m;
+  if (!blocks.empty() && where_.contains(blocks.back())) {
+    m.held = blocks.size();
+  } else {
+    while (m.held < blocks.size() && where_.contains(blocks[m.held])) ++m.held;
+  }
+  m.ready = m.held;
+  if (!pending_.empty())
+    for (std::size_t i = 0; i < m.held; ++i)
+      if (auto at = pending_.find(blocks[i]); at != pending_.end()) {
+        m.ready = i;
+        m.pending_since = at->second.since;
+        break;
+      }
+  return m;
+}
+
+void prefix_index::insert_one(std::uint64_t block, bool* was_new) {
+  if (auto at = where_.find(block); at != where_.end()) {
+    recent_.splice(recent_.begin(), recent_, at->second);
+    return;
+  }
+  recent_.push_front(block);
+  where_.emplace(block, recent_.begin());
+  *was_new = true;
+  if (where_.size() > capacity_) drop_least_recent();
 }
 
 void prefix_index::insert(std::span<const std::uint64_t> blocks) {
   std::lock_guard guard(lock_);
   if (capacity_ == 0) return;
+  bool was_new = false;
   // Last to first: the prompt's first block ends up the most recent.
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) insert_one(*it, &was_new);
+}
+
+std::vector<std::uint64_t> prefix_index::insert_pending(std::span<const std::uint64_t> blocks) {
+  std::vector<std::uint64_t> marked;
+  const auto now = clock::now();
+  std::lock_guard guard(lock_);
+  if (capacity_ == 0) return marked;
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-    if (auto at = where_.find(*it); at != where_.end()) {
-      recent_.splice(recent_.begin(), recent_, at->second);
-      continue;
-    }
-    recent_.push_front(*it);
-    where_.emplace(*it, recent_.begin());
-    if (where_.size() > capacity_) drop_least_recent();
+    bool was_new = false;
+    insert_one(*it, &was_new);
+    if (!was_new) continue;
+    auto& p = pending_[*it];
+    if (p.requests++ == 0) p.since = now;
+    marked.push_back(*it);
+  }
+  return marked;
+}
+
+void prefix_index::prefilled(std::span<const std::uint64_t> pending) {
+  std::lock_guard guard(lock_);
+  for (auto block : pending)
+    if (auto at = pending_.find(block); at != pending_.end() && --at->second.requests <= 0)
+      pending_.erase(at);
+}
+
+void prefix_index::abandoned(std::span<const std::uint64_t> pending) {
+  std::lock_guard guard(lock_);
+  for (auto block : pending) {
+    auto at = pending_.find(block);
+    if (at == pending_.end()) continue;
+    if (--at->second.requests > 0) continue;  // (another request's prefill may still bring it)
+    pending_.erase(at);
+    forget(block);
+  }
+}
+
+bool prefix_index::pending(std::uint64_t block) const {
+  std::lock_guard guard(lock_);
+  return pending_.contains(block);
+}
+
+void prefix_index::forget(std::uint64_t block) {
+  if (auto at = where_.find(block); at != where_.end()) {
+    recent_.erase(at->second);
+    where_.erase(at);
   }
 }
 
 void prefix_index::evicted_past(std::span<const std::uint64_t> blocks, std::size_t held) {
   std::lock_guard guard(lock_);
-  for (std::size_t i = held; i < blocks.size(); ++i)
-    if (auto at = where_.find(blocks[i]); at != where_.end()) {
-      recent_.erase(at->second);
-      where_.erase(at);
-    }
+  for (std::size_t i = held; i < blocks.size(); ++i) forget(blocks[i]);
 }
 
 void prefix_index::correct(std::span<const std::uint64_t> blocks, long long predicted_tokens,

@@ -13,6 +13,13 @@
 // prompt's end goes before its beginning, as an engine's cache lets go of
 // them. The match is the longest run of a prompt's blocks, from the
 // first, that the replica holds.
+//
+// Blocks sent there are not in the engine's cache until their prompt's
+// prefill is over: until then they are pending (the request that sent
+// them says when it is over, or that it never will be), and a request
+// that would use them does better to wait for them than to prefill them
+// a second time beside the first.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -42,10 +49,22 @@ class prefix_index {
   // At most this many blocks (0: none kept); a smaller bound drops the
   // least recently used at once.
   void set_capacity(std::size_t blocks);
-  // How many of `blocks`, from the first, the replica holds.
-  std::size_t longest_match(std::span<const std::uint64_t> blocks) const;
+  using clock = std::chrono::steady_clock;
+  struct match {
+    std::size_t held = 0;               // how many of the blocks, from the first, it holds
+    std::size_t ready = 0;              // … of which, from the first, none is pending
+    clock::time_point pending_since{};  // when the first pending one was sent
+  };
+  match longest_match(std::span<const std::uint64_t> blocks) const;
   // The blocks were sent there: held, the first most recently used.
   void insert(std::span<const std::uint64_t> blocks);
+  // … and those it did not hold yet are pending until `prefilled` or
+  // `abandoned` is told them (returned).
+  std::vector<std::uint64_t> insert_pending(std::span<const std::uint64_t> blocks);
+  void prefilled(std::span<const std::uint64_t> pending);
+  // Their prefill never ended: the engine holds none of them.
+  void abandoned(std::span<const std::uint64_t> pending);
+  bool pending(std::uint64_t block) const;
   // The engine said it held only the first `held` of `blocks`: the rest
   // were evicted there, and go here too.
   void evicted_past(std::span<const std::uint64_t> blocks, std::size_t held);
@@ -62,10 +81,17 @@ class prefix_index {
 
  private:
   void drop_least_recent();
+  void insert_one(std::uint64_t block, bool* was_new);  // (under the lock)
+  void forget(std::uint64_t block);                     // (the same)
 
   mutable std::mutex lock_;          // (every worker reads and writes it)
   std::list<std::uint64_t> recent_;  // most recently used first
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where_;
+  struct in_prefill {
+    int requests = 0;  // bringing it
+    clock::time_point since;
+  };
+  std::unordered_map<std::uint64_t, in_prefill> pending_;
   std::size_t capacity_;
 };
 

@@ -61,11 +61,11 @@ net::awaitable<void> refuse_by_fleet(any_stream& client, const fleet::refusal& r
   co_await send_error(client, refusal_error(r), keep_alive, ctx, extras);
 }
 
-// balance: fastest. The replica that took the request holds its prompt
-// from now on; the choice is recorded (the access log, the span).
-void note_prediction(const std::vector<std::uint64_t>& blocks, const fleet::candidate& c,
-                     const fleet::admitted& taken, request_context& ctx) {
-  c.load->index.insert(blocks);
+// balance: fastest. The choice is recorded (the access log, the span);
+// the replica that took the request holds its prompt from now on (its
+// slot put it in the index).
+void note_prediction(const fleet::candidate& c, const fleet::admitted& taken,
+                     request_context& ctx) {
   ctx.wants_cached_tokens = true;
   ctx.fleet_predicted_ms = 1000 * c.predicted_s;
   ctx.fleet_matched_tokens = c.matched_tokens;
@@ -143,7 +143,7 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
   ctx.admitted = clock::now();
   auto& taken = std::get<fleet::admitted>(admitted);
   put_first(plan, taken.index);
-  if (blocks) note_prediction(*blocks, candidates[taken.index], taken, ctx);
+  if (blocks) note_prediction(candidates[taken.index], taken, ctx);
   ctx.on_first_token = &taken.held;  // (its prefill ends there)
   bool keep = co_await proxy_exchange(client, watcher, request, w, plan, ctx);
   ctx.on_first_token = nullptr;

@@ -31,7 +31,7 @@ request_error context_too_long(const config::config& cfg, const config::route& r
 // prefill there already and those of this prompt its cache is not
 // predicted to hold, at its learned rates.
 void predict(fleet::target_state& state, fleet::candidate& c, const config::upstream& u,
-             std::span<const std::uint64_t> blocks, long long prompt_tokens) {
+             std::span<const std::uint64_t> blocks, long long prompt_tokens, bool queued) {
   auto& load = *c.load;
   constexpr long long default_kv_tokens = 2'000'000;
   const auto published = load.engine_kv_tokens.load(std::memory_order_relaxed);
@@ -41,14 +41,25 @@ void predict(fleet::target_state& state, fleet::candidate& c, const config::upst
   load.index.set_capacity(
       static_cast<std::size_t>(kv_tokens / static_cast<long long>(fleet::prefix_block_tokens)));
   load.max_streams.store(u.capacity.max_streams, std::memory_order_relaxed);
-  const auto held = static_cast<long long>(load.index.longest_match(blocks));
+  const auto match = load.index.longest_match(blocks);
   c.matched_tokens =
-      std::min(prompt_tokens, held * static_cast<long long>(fleet::prefix_block_tokens));
+      std::min(prompt_tokens, static_cast<long long>(match.held) *
+                                  static_cast<long long>(fleet::prefix_block_tokens));
   c.uncached_tokens = prompt_tokens - c.matched_tokens;
   c.prefill_tokens = c.uncached_tokens;
   c.ahead = c.max_streams > 0 ? std::max(0, state.busy - c.max_streams + 1) : 0;
-  c.predicted_s =
-      load.ttft.predict(static_cast<double>(c.uncached_tokens + c.prefill_ahead), c.ahead);
+  auto ahead_tokens = static_cast<double>(c.prefill_ahead);
+  if (match.ready < match.held && queued) {
+    // Another request's prefill is bringing part of the match: wait for
+    // it, behind what is left of the prefill there (less what the engine
+    // has done since that request was sent).
+    c.waits_for_block = blocks[match.ready];
+    const double since =
+        std::chrono::duration<double>(fleet::prefix_index::clock::now() - match.pending_since)
+            .count();
+    ahead_tokens = std::max(0.0, ahead_tokens - since * load.ttft.prefill_tokens_per_second());
+  }
+  c.predicted_s = load.ttft.predict(static_cast<double>(c.uncached_tokens) + ahead_tokens, c.ahead);
   state.predicted_s = c.predicted_s;
 }
 
@@ -82,7 +93,7 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
         std::make_shared<std::vector<std::uint64_t>>(fleet::prompt_blocks(body, routed.scan));
     for (std::size_t i = 0; i < states.size(); ++i)
       predict(states[i], candidates[i], cfg.upstreams.at(states[i].target->upstream), *blocks,
-              prompt_tokens);
+              prompt_tokens, route.queue.has_value());
     choice.blocks = std::move(blocks);
   }
   std::optional<std::uint64_t> conversation;
@@ -95,11 +106,15 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
     choice.home_hold = std::chrono::duration_cast<std::chrono::milliseconds>(route.affinity->hold);
   if (route.balance == config::balance_mode::fastest && route.queue && !pick.order.empty()) {
     // The fastest may be a full replica worth waiting for (it holds the
-    // prompt): for as long as its predicted wait, then anywhere.
+    // prompt): for as long as its predicted wait, then anywhere. Or one
+    // whose cache is still taking the prompt's beginning in (another
+    // request's prefill): for half as long again as its prediction.
     const auto& first = candidates[pick.order.front()];
-    if (first.ahead > 0) {
+    const double wait = first.waits_for_block ? 1.5 * first.predicted_s + 0.05
+                        : first.ahead > 0     ? first.load->ttft.wait_seconds(first.ahead)
+                                              : 0;
+    if (wait > 0) {
       choice.first_is_home = true;
-      const double wait = first.load->ttft.wait_seconds(first.ahead);
       choice.home_hold = std::chrono::milliseconds(static_cast<long long>(1000 * wait) + 1);
     }
   }

@@ -48,7 +48,8 @@ int main() {
         std::size_t best = 0;
         double fastest = 1e18;
         for (int r = 0; r < replicas; ++r) {
-          const double held = double(indexes[r]->longest_match(b) * fleet::prefix_block_tokens);
+          const double held =
+              double(indexes[r]->longest_match(b).held * fleet::prefix_block_tokens);
           double t = models[r]->predict(std::max(0.0, 30'000 - held), 0);
           if (t < fastest) fastest = t, best = r;
         }

@@ -73,5 +73,20 @@ done
 metrics_match '^tokengate_fleet_cached_prompt_tokens_total{upstream="e[123]",source="reported"} [1-9]' ||
   fail "no engine's report of its cache was read"
 
+# A fourth tenant's second user asks while the first's prefill (1.2 s) is
+# still running: the proxy holds the second back until the first's token
+# comes (an engine that prefills several prompts at once would otherwise
+# compute the document twice; this one queues them), and the second then
+# finds the document cached.
+ask 4 "question 1" > "$work/t4q1" &
+first=$!
+sleep 0.3
+second=$(ask 4 "question 2") || fail "tenant 4's second question failed"
+wait "$first" || fail "tenant 4's first question failed"
+cached=$(grep -o '"cached_tokens":[0-9]*' <<< "$second" | cut -d: -f2)
+((cached > 4000)) || fail "a question asked during its document's prefill found ${cached:-nothing} cached"
+waited=$(grep '"fleet_reason"' "$work/log" | tail -1 | grep -o '"queue_wait_us":[0-9]*' | cut -d: -f2)
+((waited > 100000)) || fail "the second question waited only ${waited} µs for the document's prefill"
+
 stop_server
-echo "cli_fleet_fastest: 9 of 9 follow-up questions found their tenant's document cached"
+echo "cli_fleet_fastest: 10 of 10 follow-up questions found their tenant's document cached"

@@ -109,6 +109,41 @@ TEST(Admission, APrefillBudgetWithoutAQueueRefusesWhatDoesNotFit) {
   EXPECT_EQ(std::get<refusal>(results[1]).code, "engine_overloaded");
 }
 
+TEST(Admission, ARequestWaitsForThePrefillThatBringsItsPrefix) {
+  net::io_context io;
+  board b;
+  auto& e1 = b.load_of("e1");
+  e1.index.set_capacity(1000);
+  const config::queue_settings queue{8, std::chrono::seconds(5)};
+  const auto document =
+      std::make_shared<std::vector<std::uint64_t>>(std::vector<std::uint64_t>{11, 12, 13, 14});
+  auto first = prefilling(b, 4 * 64, 0, queue);
+  first.blocks = document;
+  std::vector<outcome> results;
+  std::vector<int> order;
+  spawn(io, b, first, results, order, 0);
+  run(io, 20ms);
+  ASSERT_EQ(order.size(), 1u);
+  ASSERT_TRUE(e1.index.pending(11));
+  // A second user of the document: its prefix is pending, so it waits.
+  auto second = prefilling(b, 10, 0, queue);
+  second.candidates[0].waits_for_block = 11;
+  second.blocks =
+      std::make_shared<std::vector<std::uint64_t>>(std::vector<std::uint64_t>{11, 12, 13, 14, 15});
+  spawn(io, b, second, results, order, 1);
+  run(io, 20ms);
+  EXPECT_EQ(order.size(), 1u);
+  std::get<admitted>(results[0]).held.first_token();  // the document is cached now
+  run(io, 20ms);
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_FALSE(e1.index.pending(11));
+  EXPECT_TRUE(e1.index.pending(15));                // the second's own block, until its first token
+  std::get<admitted>(results[1]).held.give_back();  // … which never came
+  EXPECT_FALSE(e1.index.pending(15));
+  EXPECT_EQ(e1.index.longest_match(*second.blocks).held, 4u);
+  std::get<admitted>(results[0]).held.give_back();
+}
+
 TEST(Admission, AFullTargetQueuesByPriorityThenArrivalAndHandsSlotsOver) {
   net::io_context io;
   board b;

@@ -35,10 +35,10 @@ TEST(PrefixIndex, TwoUsersOfOneDocumentShareItsBlocks) {
   prefix_index index(1000);
   index.insert(alice);
   // Bob's request shares every block but the ones with his question.
-  EXPECT_GE(index.longest_match(bob), 15u);
-  EXPECT_LT(index.longest_match(bob), bob.size());
-  EXPECT_EQ(index.longest_match(alice), alice.size());
-  EXPECT_EQ(index.longest_match(blocks_of(ask(document_b, "Summarise it."))), 0u);
+  EXPECT_GE(index.longest_match(bob).held, 15u);
+  EXPECT_LT(index.longest_match(bob).held, bob.size());
+  EXPECT_EQ(index.longest_match(alice).held, alice.size());
+  EXPECT_EQ(index.longest_match(blocks_of(ask(document_b, "Summarise it."))).held, 0u);
 }
 
 TEST(PrefixIndex, AConversationsNextTurnMatchesItsHistory) {
@@ -51,7 +51,7 @@ TEST(PrefixIndex, AConversationsNextTurnMatchesItsHistory) {
   auto first = blocks_of(turn1);
   index.insert(first);
   // All of turn 1 but its last, partial block (which held the array's end).
-  EXPECT_EQ(index.longest_match(blocks_of(turn2)), first.size() - 1);
+  EXPECT_EQ(index.longest_match(blocks_of(turn2)).held, first.size() - 1);
 }
 
 TEST(PrefixIndex, TheLeastRecentlyUsedGoFirstAPromptsEndBeforeItsBeginning) {
@@ -60,13 +60,13 @@ TEST(PrefixIndex, TheLeastRecentlyUsedGoFirstAPromptsEndBeforeItsBeginning) {
   prefix_index index(a.size() + b.size() / 2);
   index.insert(a);
   index.insert(b);  // a's end makes room for b
-  EXPECT_EQ(index.longest_match(b), b.size());
-  const auto kept = index.longest_match(a);
+  EXPECT_EQ(index.longest_match(b).held, b.size());
+  const auto kept = index.longest_match(a).held;
   EXPECT_GT(kept, 0u) << "a's beginning stays";
   EXPECT_LT(kept, a.size()) << "a's end went";
   EXPECT_EQ(index.size(), a.size() + b.size() / 2);
   index.insert(a);  // used again: the most recent
-  EXPECT_EQ(index.longest_match(a), a.size());
+  EXPECT_EQ(index.longest_match(a).held, a.size());
 }
 
 TEST(PrefixIndex, AnEvictionTheEngineReportedDropsWhatFollows) {
@@ -74,7 +74,7 @@ TEST(PrefixIndex, AnEvictionTheEngineReportedDropsWhatFollows) {
   prefix_index index(1000);
   index.insert(a);
   index.evicted_past(a, 3);
-  EXPECT_EQ(index.longest_match(a), 3u);
+  EXPECT_EQ(index.longest_match(a).held, 3u);
   EXPECT_EQ(index.size(), 3u);
 }
 
@@ -86,12 +86,37 @@ TEST(PrefixIndex, WhatTheEngineReportedCachedCorrectsIt) {
   const long long predicted = 16 * prefix_block_tokens;
   // Close to the prediction (the engine counts its own tokens): kept.
   index.correct(a, predicted, predicted * 3 / 4);
-  EXPECT_EQ(index.longest_match(a), a.size());
+  EXPECT_EQ(index.longest_match(a).held, a.size());
   // A quarter of it: the engine let the rest go.
   index.correct(a, predicted, predicted / 4);
-  EXPECT_EQ(index.longest_match(a), 4u);
+  EXPECT_EQ(index.longest_match(a).held, 4u);
   index.correct(a, 4 * prefix_block_tokens, 0);
-  EXPECT_EQ(index.longest_match(a), 0u);
+  EXPECT_EQ(index.longest_match(a).held, 0u);
+}
+
+TEST(PrefixIndex, BlocksInPrefillArePendingUntilTheirFirstToken) {
+  auto alice = blocks_of(ask(document_a, "What is the first clause?"));
+  auto bob = blocks_of(ask(document_a, "Summarise it."));
+  prefix_index index(1000);
+  const auto brought = index.insert_pending(alice);
+  EXPECT_EQ(brought.size(), alice.size());  // all new: all pending
+  auto seen = index.longest_match(bob);
+  EXPECT_GE(seen.held, 15u);
+  EXPECT_EQ(seen.ready, 0u);  // held, but not in the engine's cache yet
+  EXPECT_TRUE(index.pending(bob.front()));
+  // Bob goes behind Alice: he brings only his question.
+  const auto bobs = index.insert_pending(bob);
+  EXPECT_EQ(bobs.size(), bob.size() - seen.held);
+  index.prefilled(brought);
+  const auto after = index.longest_match(bob);
+  EXPECT_EQ(after.held, bob.size());
+  EXPECT_EQ(after.ready, seen.held);  // Alice's part is in; Bob's own is still coming
+  EXPECT_FALSE(index.pending(bob.front()));
+  // Bob's request failed before its first token: his blocks go, Alice's stay.
+  index.abandoned(bobs);
+  EXPECT_EQ(index.longest_match(bob).held, seen.held);
+  EXPECT_EQ(index.longest_match(alice).held, alice.size());
+  EXPECT_EQ(index.size(), alice.size());
 }
 
 TEST(PrefixIndex, MemoryIsBoundedByTheCapacity) {
