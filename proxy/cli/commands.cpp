@@ -141,6 +141,7 @@ void reload_policy(server& srv, const std::string& file, bool level_from_command
     spdlog::info("reload: policy from {} is in effect ({} routes, {} upstreams)", file,
                  next->routes.size(), next->upstreams.size());
     reload_log_level(*previous, *next, level_from_command_line);
+    for (const auto& w : next->warnings) spdlog::warn("reload: {}", w);
   } catch (const std::exception& e) {
     srv.count_failed_reload();
     spdlog::error("reload refused, the running policy stays: {}", e.what());
@@ -206,6 +207,7 @@ int serve(const options& o) {
   net::signal_set signals(control, SIGINT, SIGTERM, SIGHUP);
   auto cfg = load(o);
   setup_logging(o.log_level.value_or(cfg->log_level));
+  for (const auto& w : cfg->warnings) spdlog::warn("{}", w);
   // (Before any thread that serves allocates: mimalloc 2.0 reads its switch
   // as it takes each segment of memory from the system.)
   if (cfg->after_burst == config::memory_after_burst::keep) keep_freed_memory();
@@ -258,8 +260,12 @@ int check(const options& o) {
     return 2;
   }
   auto cfg = config::load_config_file(*o.config_file);
+  for (const auto& w : cfg->warnings) std::cerr << "warning: " << w << "\n";
   std::cout << *o.config_file << ": ok (" << cfg->listeners.size() << " listeners, "
-            << cfg->upstreams.size() << " upstreams)\n";
+            << cfg->upstreams.size() << " upstreams"
+            << (cfg->warnings.empty() ? ""
+                                      : ", " + std::to_string(cfg->warnings.size()) + " warnings")
+            << ")\n";
   return 0;
 }
 

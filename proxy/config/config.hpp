@@ -341,6 +341,10 @@ struct config {
   // memory.after_burst: what the heap does with the memory a burst freed
   // (allocator.hpp). Read at start only.
   memory_after_burst after_burst = memory_after_burst::give_back;
+  // Settings accepted that do nothing where they are (a setting another
+  // replaced): "file:line:column: why". `check` prints them; `serve` logs
+  // them at start and at each reload.
+  std::vector<std::string> warnings;
 };
 
 // Whether any key or route has a budget.

@@ -91,10 +91,18 @@ int read_priority(const reader& r) {
   r.fail_at(r.node()["priority"], "priority must be high, normal or low");
 }
 
-void check_fleet(const reader& root, const config& c) {
+void check_fleet(const reader& root, config& c) {
   const auto& routes = root.node()["routes"];
   for (std::size_t i = 0; i < c.routes.size(); ++i) {
     const auto& rt = c.routes[i];
+    if (rt.affinity && rt.balance == balance_mode::fastest)
+      c.warnings.push_back(root.said_at(
+          routes[i]["affinity"],
+          "route '" + rt.name +
+              "': affinity does nothing under balance: fastest, which replaces it: the replica "
+              "holding the most of the prompt's blocks is preferred (not a hash of the "
+              "conversation), a full one is waited for as long as its wait is predicted "
+              "(not `hold`), and the prediction weighs its load (not `max_load_ratio`)"));
     if (!rt.queue) continue;
     bool bounded = std::any_of(rt.targets.begin(), rt.targets.end(), [&](const auto& t) {
       return c.upstreams.at(t.upstream).capacity.bounds_admission();

@@ -25,6 +25,6 @@ int read_priority(const reader& r);
 
 // What holds only for the config as a whole: a route with a queue has a
 // target whose capacity is bounded (else nothing would ever wait in it).
-void check_fleet(const reader& root, const config& c);
+void check_fleet(const reader& root, config& c);
 
 }  // namespace tokengate::config

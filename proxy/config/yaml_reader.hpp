@@ -22,10 +22,15 @@ class reader {
   [[noreturn]] void fail(const std::string& message) const { fail_at(node_, message); }
 
   [[noreturn]] void fail_at(const YAML::Node& at, const std::string& message) const {
+    throw config_error(said_at(at, message));
+  }
+
+  // "file:line:column: message" (an error's text, or a warning's).
+  std::string said_at(const YAML::Node& at, const std::string& message) const {
     auto mark = at.Mark();
     std::ostringstream out;
     out << file_ << ':' << (mark.line + 1) << ':' << (mark.column + 1) << ": " << message;
-    throw config_error(out.str());
+    return out.str();
   }
 
   // Rejects keys that the schema does not know: a typo must not silently

@@ -252,11 +252,34 @@ TEST(Config, FleetSettingsThatCannotHoldAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of(routed + "    affinity: {max_load_ratio: 0.5}\n").find("between 1"),
             std::string::npos);
+  EXPECT_EQ(
+      error_of(with_capacity(routed, "{max_prefill_tokens: 8000}") + "    queue: {timeout: 5s}\n"),
+      "");  // (a prefill budget is a bound a request may wait for)
+  EXPECT_NE(error_of(with_capacity(routed, "{max_prefill_tokens: 0}")).find("must be between 1"),
+            std::string::npos);
   auto checked = std::string(minimal) + "    health_check: {interval: 1s, timeout: 2s}\n";
   EXPECT_NE(error_of(checked).find("not be longer than 'interval'"), std::string::npos);
   EXPECT_NE(error_of(std::string(minimal) + "    health_check: {path: health}\n")
                 .find("a path starting with /"),
             std::string::npos);
+}
+
+// A setting another replaced is accepted, with a warning that says what
+// replaced it and where it is.
+TEST(Config, AffinityUnderBalanceFastestIsAcceptedWithAWarning) {
+  const std::string routed = std::string(minimal) +
+                             "routes:\n"
+                             "  - name: chat\n"
+                             "    models: [m]\n"
+                             "    targets: [{upstream: local}]\n"
+                             "    affinity: {hold: 1s}\n";
+  auto fastest = load_config_text(routed + "    balance: fastest\n", "fleet.yaml");
+  ASSERT_EQ(fastest->warnings.size(), 1u);
+  EXPECT_EQ(fastest->warnings[0].rfind("fleet.yaml:", 0), 0u) << fastest->warnings[0];
+  EXPECT_NE(fastest->warnings[0].find("affinity does nothing under balance: fastest"),
+            std::string::npos);
+  EXPECT_NE(fastest->warnings[0].find("not `hold`"), std::string::npos);
+  EXPECT_TRUE(load_config_text(routed, "fleet.yaml")->warnings.empty());
 }
 
 TEST(Config, RoutesMustNameKnownUpstreamsAndPaths) {
