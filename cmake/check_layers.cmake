@@ -11,7 +11,7 @@ set(layer_lines
   "http"
   "config"
   "metrics"
-  "upstream"
+  "upstream redis"
   "stream"
   "routing"
   "budget fleet translate trace resume"

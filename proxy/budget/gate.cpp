@@ -105,23 +105,23 @@ std::string budgets::prometheus() const {
 gate::gate(net::any_io_executor executor, budgets& shared)
     : executor_(std::move(executor)), shared_(shared) {
   if (shared_.redis())
-    redis_ = std::make_unique<redis_client>(executor_, *shared_.redis(), redis_ledger::scripts(),
-                                            *shared_.health());
+    redis_ = std::make_unique<redis::client>(executor_, *shared_.redis(), redis_ledger::scripts(),
+                                             *shared_.health());
 }
 
 // One command's reply within `timeout`; nullopt after it. A reply that
 // comes later goes to `if_late`.
-net::awaitable<std::optional<reply>> gate::call(std::vector<std::string> args,
-                                                std::chrono::milliseconds timeout,
-                                                std::function<void(const reply&)> if_late) {
+net::awaitable<std::optional<redis::reply>> gate::call(
+    std::vector<std::string> args, std::chrono::milliseconds timeout,
+    std::function<void(const redis::reply&)> if_late) {
   struct waiting {
     explicit waiting(const net::any_io_executor& ex) : timer(ex) {}
     net::steady_timer timer;
-    std::optional<reply> got;
+    std::optional<redis::reply> got;
     bool done = false, gave_up = false;
   };
   auto w = std::make_shared<waiting>(executor_);
-  redis_->send(std::move(args), [w, if_late = std::move(if_late)](std::optional<reply> r) {
+  redis_->send(std::move(args), [w, if_late = std::move(if_late)](std::optional<redis::reply> r) {
     if (w->gave_up) {
       if (r && if_late) if_late(*r);
       return;
@@ -147,7 +147,7 @@ net::awaitable<std::optional<reservation>> gate::reserve_in_store(std::shared_pt
   const auto& settings = *shared_.redis();
   auto id = new_reservation_id();
   // Too late for its request, which went on without it: given back.
-  auto give_back = [this, d, id](const reply& late) {
+  auto give_back = [this, d, id](const redis::reply& late) {
     auto r = redis_ledger::read_reserve_reply(late, *d, id);
     if (r && r->admitted) redis_->send(redis_ledger::settle_command(*d, *r, {}), [](auto) {});
   };
@@ -225,9 +225,10 @@ void gate::carry_over_to_store() {
   auto counted = local.take_carry_over(unix_ms());
   if (counted.empty()) return;
   auto command = redis_ledger::carry_command(shared_.redis()->key_prefix, counted);
-  redis_->send(std::move(command), [&local, counted = std::move(counted)](std::optional<reply> r) {
-    if (!r || r->is_error()) local.put_back(counted);
-  });
+  redis_->send(std::move(command),
+               [&local, counted = std::move(counted)](std::optional<redis::reply> r) {
+                 if (!r || r->is_error()) local.put_back(counted);
+               });
 }
 
 // Leases running low are topped up in the background: the same script
@@ -241,7 +242,7 @@ void gate::top_up_leases(const demand& d) {
   auto command = redis_ledger::reserve_command(shared_.redis()->key_prefix, *ask,
                                                new_reservation_id(), wishes);
   auto& local = shared_.local();
-  redis_->send(std::move(command), [&book, &local, ask](std::optional<reply> r) {
+  redis_->send(std::move(command), [&book, &local, ask](std::optional<redis::reply> r) {
     std::optional<reservation> granted;
     if (r) granted = redis_ledger::read_reserve_reply(*r, *ask, "");
     if (granted) local.saw_in_store(*ask, *granted, unix_ms());
@@ -256,7 +257,7 @@ void gate::settle(admission& a, const usage& real) {
   if (!a.in_store) return shared_.local().settle(*a.asked, a.held, real);
   auto* health = shared_.health();
   redis_->send(redis_ledger::settle_command(*a.asked, a.held, real),
-               [health](std::optional<reply> r) {
+               [health](std::optional<redis::reply> r) {
                  if (r && !r->is_error())
                    health->settled();
                  else

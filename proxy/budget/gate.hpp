@@ -23,10 +23,10 @@
 #include "budget/board.hpp"
 #include "budget/lease_book.hpp"
 #include "budget/local_ledger.hpp"
-#include "budget/redis_client.hpp"
-#include "budget/store_health.hpp"
 #include "config/config.hpp"
 #include "io/net.hpp"
+#include "redis/client.hpp"
+#include "redis/store_health.hpp"
 
 namespace tokengate::budget {
 
@@ -37,7 +37,7 @@ class budgets {
   local_ledger& local() { return local_; }
   lease_book& leases() { return leases_; }
   budget::board& board() { return board_; }
-  store_health* health() { return health_ ? &*health_ : nullptr; }
+  redis::store_health* health() { return health_ ? &*health_ : nullptr; }
   // tokengate_budget_* (the board's, and the store's when there is one).
   std::string prometheus() const;
 
@@ -49,7 +49,7 @@ class budgets {
   local_ledger local_;
   lease_book leases_;
   budget::board board_;
-  std::optional<store_health> health_;
+  std::optional<redis::store_health> health_;
 };
 
 struct admission {
@@ -77,9 +77,9 @@ class gate {
   net::awaitable<std::string> report_json(const config::config& cfg);
 
  private:
-  net::awaitable<std::optional<reply>> call(std::vector<std::string> args,
-                                            std::chrono::milliseconds timeout,
-                                            std::function<void(const reply&)> if_late);
+  net::awaitable<std::optional<redis::reply>> call(
+      std::vector<std::string> args, std::chrono::milliseconds timeout,
+      std::function<void(const redis::reply&)> if_late);
   net::awaitable<std::optional<reservation>> reserve_in_store(std::shared_ptr<const demand> d,
                                                               std::vector<long long> leases);
   void top_up_leases(const demand& d);
@@ -88,7 +88,7 @@ class gate {
 
   net::any_io_executor executor_;
   budgets& shared_;
-  std::unique_ptr<redis_client> redis_;
+  std::unique_ptr<redis::client> redis_;
 };
 
 }  // namespace tokengate::budget

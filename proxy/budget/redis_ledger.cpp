@@ -59,9 +59,10 @@ std::vector<std::string> reserve_command(const std::string& prefix, const demand
   return args;
 }
 
-std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, std::string id) {
+std::optional<reservation> read_reserve_reply(const redis::reply& r, const demand& d,
+                                              std::string id) {
   const std::size_t n = d.counters.size();
-  if (r.kind != reply::type::array || r.elements.size() != 1 + 4 * n) return std::nullopt;
+  if (r.kind != redis::reply::type::array || r.elements.size() != 1 + 4 * n) return std::nullopt;
   auto refused = r.integer_at(0);
   if (!refused || *refused < 0 || *refused > static_cast<long long>(n)) return std::nullopt;
   reservation out;
@@ -73,7 +74,7 @@ std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, s
     auto reset = r.integer_at(2 + 4 * i);
     const auto& key = r.elements[3 + 4 * i];
     auto leased = r.integer_at(4 + 4 * i);
-    if (!used || !reset || key.kind != reply::type::bulk || !leased) return std::nullopt;
+    if (!used || !reset || key.kind != redis::reply::type::bulk || !leased) return std::nullopt;
     out.states.push_back({*used, *reset});
     out.keys.push_back(key.text);
     out.leased.push_back(*leased);
@@ -119,8 +120,8 @@ std::vector<std::string> peek_command(const std::string& prefix, const demand& d
   return args;
 }
 
-std::optional<std::vector<counter_state>> read_peek_reply(const reply& r, const demand& d) {
-  if (r.kind != reply::type::array || r.elements.size() != 2 * d.counters.size())
+std::optional<std::vector<counter_state>> read_peek_reply(const redis::reply& r, const demand& d) {
+  if (r.kind != redis::reply::type::array || r.elements.size() != 2 * d.counters.size())
     return std::nullopt;
   std::vector<counter_state> states;
   for (std::size_t i = 0; i < d.counters.size(); ++i) {

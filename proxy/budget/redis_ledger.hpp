@@ -1,14 +1,14 @@
 #pragma once
 // Budgets counted in Redis (budget/redis_scripts.hpp): the commands that
 // reserve, settle and peek, and what their replies say. The round trips
-// themselves are the worker's redis_client's.
+// themselves are the worker's redis::client's.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "budget/ledger.hpp"
 #include "budget/local_ledger.hpp"
-#include "budget/resp.hpp"
+#include "redis/resp.hpp"
 
 namespace tokengate::budget::redis_ledger {
 
@@ -21,7 +21,8 @@ std::vector<std::string> reserve_command(const std::string& prefix, const demand
                                          const std::vector<long long>& leases);
 // The reservation the reply describes; nullopt when the reply is not one
 // (an error, or a shape the script does not return).
-std::optional<reservation> read_reserve_reply(const reply& r, const demand& d, std::string id);
+std::optional<reservation> read_reserve_reply(const redis::reply& r, const demand& d,
+                                              std::string id);
 
 // Real usage in place of the estimate (usage{} gives the tokens back).
 std::vector<std::string> settle_command(const demand& d, const reservation& r, const usage& real);
@@ -34,6 +35,6 @@ std::vector<std::string> carry_command(const std::string& prefix,
                                        const std::vector<local_ledger::carried>& counted);
 
 std::vector<std::string> peek_command(const std::string& prefix, const demand& d);
-std::optional<std::vector<counter_state>> read_peek_reply(const reply& r, const demand& d);
+std::optional<std::vector<counter_state>> read_peek_reply(const redis::reply& r, const demand& d);
 
 }  // namespace tokengate::budget::redis_ledger

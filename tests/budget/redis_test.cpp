@@ -152,7 +152,7 @@ TEST(RedisBudget, AStoreThatIsDownIsDeniedOrCountedLocallyUntilItIsBack) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
   EXPECT_FALSE(deny.shared.health()->up());
   redis.start();
-  std::this_thread::sleep_for(redis_client::retry_after + 100ms);
+  std::this_thread::sleep_for(redis::client::retry_after + 100ms);
   // The first call after the pause reconnects; the store answers again.
   bool back = false;
   for (int i = 0; i < 20 && !back; ++i) {
@@ -210,7 +210,7 @@ TEST(RedisBudget, AStoreThatStallsCostsEachRequestItsTimeoutAndNoMore) {
   EXPECT_LT(waited, 500ms);
   // The watchdog closes the silent connection; while it is down a request
   // is answered at once.
-  std::this_thread::sleep_for(redis_client::stall_after);
+  std::this_thread::sleep_for(redis::client::stall_after);
   for (int i = 0; i < 50; ++i) {
     if (one.io.stopped()) one.io.restart();
     one.io.run_one_for(10ms);

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 
 struct reply {
   enum class type { simple, error, integer, bulk, nil, array };
@@ -38,4 +38,4 @@ void append_command(std::string& out, const std::vector<std::string>& args);
 // `consumed` is set to its length when complete. Throws protocol_error.
 std::optional<reply> parse_reply(std::string_view data, std::size_t& consumed);
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis

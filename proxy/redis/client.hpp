@@ -17,24 +17,24 @@
 #include <string>
 #include <vector>
 
-#include "budget/resp.hpp"
-#include "budget/store_health.hpp"
 #include "config/config.hpp"
 #include "io/net.hpp"
+#include "redis/resp.hpp"
+#include "redis/store_health.hpp"
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 
-class redis_client {
+class client {
  public:
   using callback = std::function<void(std::optional<reply>)>;
 
   // `scripts` are loaded (SCRIPT LOAD) on every new connection before any
   // command, so EVALSHA always finds them, also after Redis restarted.
-  redis_client(net::any_io_executor executor, const config::redis_settings& settings,
-               std::vector<std::string> scripts, store_health& health);
-  ~redis_client();
-  redis_client(const redis_client&) = delete;
-  redis_client& operator=(const redis_client&) = delete;
+  client(net::any_io_executor executor, const config::redis_settings& settings,
+         std::vector<std::string> scripts, store_health& health);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
 
   // Queues one command; `done` runs on this worker's thread with the reply,
   // or with nullopt when there is no connection or it ended first.
@@ -64,4 +64,4 @@ class redis_client {
   bool stopped_ = false;
 };
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 
 class store_health {
  public:
@@ -45,4 +45,4 @@ class store_health {
   std::atomic<std::uint64_t> settlements_failed_{0};
 };
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis

@@ -1,8 +1,8 @@
-#include "budget/resp.hpp"
+#include "redis/resp.hpp"
 
 #include <charconv>
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 namespace {
 
 constexpr long long max_bulk_bytes = 16LL << 20;
@@ -113,4 +113,4 @@ std::optional<reply> parse_reply(std::string_view data, std::size_t& consumed) {
   return r;
 }
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis

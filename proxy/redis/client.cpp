@@ -1,4 +1,4 @@
-#include "budget/redis_client.hpp"
+#include "redis/client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
@@ -6,11 +6,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 
 using steady = std::chrono::steady_clock;
 
-struct redis_client::connection {
+struct client::connection {
   explicit connection(const net::any_io_executor& ex)
       : socket(ex), wake(ex), watch(ex), connect_deadline(ex) {}
   struct waiting {
@@ -29,8 +29,8 @@ struct redis_client::connection {
   bool closed = false;
 };
 
-redis_client::redis_client(net::any_io_executor executor, const config::redis_settings& settings,
-                           std::vector<std::string> scripts, store_health& health)
+client::client(net::any_io_executor executor, const config::redis_settings& settings,
+               std::vector<std::string> scripts, store_health& health)
     : executor_(std::move(executor)),
       settings_(settings),
       scripts_(std::move(scripts)),
@@ -38,7 +38,7 @@ redis_client::redis_client(net::any_io_executor executor, const config::redis_se
 
 // The process is stopping: callbacks are dropped, not run (what they would
 // report to may be gone already).
-redis_client::~redis_client() {
+client::~client() {
   stopped_ = true;
   if (!current_) return;
   current_->closed = true;
@@ -47,7 +47,7 @@ redis_client::~redis_client() {
   current_->socket.close(ignored);
 }
 
-void redis_client::send(std::vector<std::string> args, callback done) {
+void client::send(std::vector<std::string> args, callback done) {
   if (stopped_) return done(std::nullopt);
   if (!current_) {
     if (steady::now() < retry_at_) return done(std::nullopt);
@@ -60,19 +60,19 @@ void redis_client::send(std::vector<std::string> args, callback done) {
   if (c.ready) c.wake.cancel();
 }
 
-void redis_client::stop() {
+void client::stop() {
   stopped_ = true;
   if (current_) close(current_, "stopped");
 }
 
-void redis_client::open_connection() {
+void client::open_connection() {
   current_ = std::make_shared<connection>(executor_);
   handshake(*current_);
   net::co_spawn(executor_, run(current_), net::detached);
 }
 
 // The first commands of every connection, ahead of any request's.
-void redis_client::handshake(connection& c) {
+void client::handshake(connection& c) {
   std::weak_ptr<connection> weak = current_;
   auto expect_ok = [this, weak](std::string what) {
     return [this, weak, what](std::optional<reply> r) {
@@ -90,7 +90,7 @@ void redis_client::handshake(connection& c) {
   for (const auto& script : scripts_) queue({"SCRIPT", "LOAD", script}, expect_ok("SCRIPT LOAD"));
 }
 
-net::awaitable<void> redis_client::run(std::shared_ptr<connection> c) {
+net::awaitable<void> client::run(std::shared_ptr<connection> c) {
   tcp::resolver resolver(executor_);
   auto [rec, endpoints] =
       co_await resolver.async_resolve(settings_.host, std::to_string(settings_.port), use_tuple);
@@ -122,7 +122,7 @@ net::awaitable<void> redis_client::run(std::shared_ptr<connection> c) {
   co_await read_loop(c);
 }
 
-net::awaitable<void> redis_client::write_loop(std::shared_ptr<connection> c) {
+net::awaitable<void> client::write_loop(std::shared_ptr<connection> c) {
   std::string writing;
   while (!c->closed) {
     if (c->out.empty()) {
@@ -140,7 +140,7 @@ net::awaitable<void> redis_client::write_loop(std::shared_ptr<connection> c) {
   }
 }
 
-net::awaitable<void> redis_client::read_loop(std::shared_ptr<connection> c) {
+net::awaitable<void> client::read_loop(std::shared_ptr<connection> c) {
   char chunk[16384];
   while (!c->closed) {
     auto [ec, n] = co_await c->socket.async_read_some(net::buffer(chunk), use_tuple);
@@ -173,7 +173,7 @@ net::awaitable<void> redis_client::read_loop(std::shared_ptr<connection> c) {
   }
 }
 
-net::awaitable<void> redis_client::watchdog(std::shared_ptr<connection> c) {
+net::awaitable<void> client::watchdog(std::shared_ptr<connection> c) {
   while (!c->closed) {
     c->watch.expires_after(std::chrono::milliseconds(250));
     co_await c->watch.async_wait(use_tuple);
@@ -185,7 +185,7 @@ net::awaitable<void> redis_client::watchdog(std::shared_ptr<connection> c) {
   }
 }
 
-void redis_client::close(const std::shared_ptr<connection>& c, std::string_view why) {
+void client::close(const std::shared_ptr<connection>& c, std::string_view why) {
   if (c->closed) return;
   c->closed = true;
   error_code ignored;
@@ -203,4 +203,4 @@ void redis_client::close(const std::shared_ptr<connection>& c, std::string_view 
   for (auto& w : queue) w.done(std::nullopt);
 }
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis

@@ -1,8 +1,8 @@
-#include "budget/store_health.hpp"
+#include "redis/store_health.hpp"
 
 #include <spdlog/spdlog.h>
 
-namespace tokengate::budget {
+namespace tokengate::redis {
 
 void store_health::failed(std::string_view why) {
   failures_.fetch_add(1, std::memory_order_relaxed);
@@ -25,4 +25,4 @@ void store_health::settle_failed(std::string_view why) {
         where_, why);
 }
 
-}  // namespace tokengate::budget
+}  // namespace tokengate::redis
