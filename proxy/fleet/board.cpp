@@ -9,6 +9,8 @@
 #include <boost/json/value.hpp>
 #include <cmath>
 
+#include "fleet/index_sharing.hpp"
+
 namespace tokengate::fleet {
 
 using steady = std::chrono::steady_clock;
@@ -157,7 +159,10 @@ slot board::take(const admission_request& r, const candidate& c) {
   c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
   c.load->prefilling.fetch_add(c.prefill_tokens, std::memory_order_relaxed);
   slot s(this, c.load, r.tokens, c.prefill_tokens, c.bounded());
-  if (r.blocks) s.pending_ = c.load->index.insert_pending(*r.blocks);  // (held from now on)
+  if (r.blocks) {
+    s.pending_ = c.load->index.insert_pending(*r.blocks);  // (held from now on)
+    if (sharing_) sharing_->publish(c.load->name, *r.blocks);
+  }
   return s;
 }
 

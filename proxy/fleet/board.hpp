@@ -35,6 +35,7 @@
 namespace tokengate::fleet {
 
 class board;
+class index_sharing;
 
 // A request's place on one upstream: its stream and its tokens counted
 // there while it lives, its prompt's prefill (and the blocks it brings to
@@ -62,6 +63,7 @@ class slot final : public first_token_hook {
   bool bounded_ = false;
   std::vector<std::uint64_t> pending_;  // blocks it brought to the index, until its first token
   friend class board;
+  class index_sharing;
 };
 
 struct candidate {
@@ -122,6 +124,10 @@ class board {
   // else a place in the queue, else a refusal.
   net::awaitable<std::variant<admitted, refusal>> admit(admission_request request);
 
+  // Every prompt a slot brings to an index is published there too (set
+  // before any request).
+  void share_with(index_sharing* sharing) { sharing_ = sharing; }
+
   // Whether each route has a target passing its active health check.
   bool every_route_served(const config::config& cfg);
 
@@ -158,6 +164,7 @@ class board {
   net::awaitable<std::variant<admitted, refusal>> wait_in_queue(
       admission_request r, std::chrono::steady_clock::time_point since);
 
+  index_sharing* sharing_ = nullptr;
   mutable std::shared_mutex loads_lock_;
   std::map<std::string, std::unique_ptr<upstream_load>> loads_;
 

@@ -35,6 +35,17 @@ struct upstream_load {
   // reported cached, over the answers that reported them.
   std::atomic<long long> predicted_cached_tokens{0}, reported_cached_tokens{0};
 
+  // Its index holds as many blocks as its KV cache: as declared
+  // (capacity.kv_tokens), else as the engine publishes it, else 2M tokens.
+  void size_index(long long declared_kv_tokens) {
+    constexpr long long default_kv_tokens = 2'000'000;
+    const auto published = engine_kv_tokens.load(std::memory_order_relaxed);
+    const auto kv = declared_kv_tokens ? declared_kv_tokens
+                    : published > 0    ? published
+                                       : default_kv_tokens;
+    index.set_capacity(static_cast<std::size_t>(kv / static_cast<long long>(prefix_block_tokens)));
+  }
+
   // The streams the balancer weighs: ours, or the engine's running and
   // waiting when it reports more (other proxies, other clients share it).
   int busy() const {

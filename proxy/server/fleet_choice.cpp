@@ -33,13 +33,7 @@ request_error context_too_long(const config::config& cfg, const config::route& r
 void predict(fleet::target_state& state, fleet::candidate& c, const config::upstream& u,
              std::span<const std::uint64_t> blocks, long long prompt_tokens, bool queued) {
   auto& load = *c.load;
-  constexpr long long default_kv_tokens = 2'000'000;
-  const auto published = load.engine_kv_tokens.load(std::memory_order_relaxed);
-  const auto kv_tokens = u.capacity.kv_tokens ? u.capacity.kv_tokens
-                         : published > 0      ? published
-                                              : default_kv_tokens;
-  load.index.set_capacity(
-      static_cast<std::size_t>(kv_tokens / static_cast<long long>(fleet::prefix_block_tokens)));
+  load.size_index(u.capacity.kv_tokens);
   load.max_streams.store(u.capacity.max_streams, std::memory_order_relaxed);
   const auto match = load.index.longest_match(blocks);
   c.matched_tokens =

@@ -11,6 +11,7 @@
 #include "budget/gate.hpp"
 #include "config/reload.hpp"
 #include "fleet/board.hpp"
+#include "fleet/index_sharing.hpp"
 #include "fleet/prober.hpp"
 #include "io/port_in_use.hpp"
 #include "io/tls_credentials.hpp"
@@ -42,6 +43,23 @@ server::server(std::shared_ptr<const config::config> config)
   // Health checks and engine metrics: on the first worker's thread.
   prober_ = std::make_unique<fleet::prober>(
       *fleet_, [store = store_] { return store->snapshot(); }, workers_.front()->upstreams());
+  share_the_fleet_index();
+}
+
+// Instances that share a Redis share what they sent each replica of a
+// balance: fastest route (its upstreams as the config at start names them).
+void server::share_the_fleet_index() {
+  if (!config_->redis) return;
+  std::vector<fleet::index_sharing::shared_upstream> shared;
+  for (const auto& route : config_->routes) {
+    if (route.balance != config::balance_mode::fastest) continue;
+    for (const auto& t : route.targets)
+      shared.push_back({t.upstream, config_->upstreams.at(t.upstream).capacity.kv_tokens});
+  }
+  if (shared.empty()) return;
+  sharing_ = std::make_unique<fleet::index_sharing>(workers_.front()->io().get_executor(),
+                                                    *config_->redis, *fleet_, std::move(shared));
+  fleet_->share_with(sharing_.get());
 }
 
 server::~server() { drain_and_stop(); }
@@ -95,6 +113,7 @@ void server::start() {
     admin_->start();
   }
   prober_->start(workers_.front()->io().get_executor());
+  if (sharing_) sharing_->start();
   for (auto& w : workers_) {
     w->start_accepting();
     threads_.emplace_back([w = w.get()] {
@@ -227,6 +246,7 @@ std::string server::metrics_text() const {
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
   if (config::has_budgets(*store_->snapshot()) || config_->redis) text += budgets_->prometheus();
   text += fleet_->prometheus();
+  if (sharing_) text += sharing_->prometheus();
   if (tracer_) text += tracer_->prometheus();
   text +=
       "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
@@ -287,6 +307,7 @@ void server::drain_and_stop() {
   if (auto left = gate_->open())
     spdlog::warn("drain deadline reached with {} connections open; closing them", left);
   if (admin_) net::post(workers_.front()->io(), [this] { admin_->stop(); });
+  if (sharing_) sharing_->stop();
   for (auto& w : workers_) w->io().stop();
   for (auto& t : threads_) t.join();
   // The spans of the requests that finished go out before the process does.

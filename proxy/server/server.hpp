@@ -22,6 +22,7 @@ class budgets;
 }
 namespace fleet {
 class board;
+class index_sharing;
 class prober;
 }  // namespace fleet
 namespace trace {
@@ -93,6 +94,7 @@ class server {
 
  private:
   bool collect_each_heap();  // give_back_free_memory() on each worker's thread, and here
+  void share_the_fleet_index();
 
   std::shared_ptr<const config::config> config_;
   std::shared_ptr<config_store> store_;
@@ -105,6 +107,9 @@ class server {
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
   std::unique_ptr<admin_listener> admin_;
+  // With `redis:` and a balance: fastest route: what the other instances
+  // sent each replica (on the first worker's thread).
+  std::unique_ptr<fleet::index_sharing> sharing_;
   std::map<std::string, std::uint16_t> ports_;
   std::map<std::string, std::shared_ptr<tls_credentials>> certificates_;  // by listener name
   std::atomic<std::uint64_t> tls_reloads_ok_{0}, tls_reloads_failed_{0};

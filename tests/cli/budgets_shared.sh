@@ -10,22 +10,7 @@
 set -euo pipefail
 bin=$1
 source "$(dirname "$0")/../support/shell_lib.sh"
-command -v redis-server > /dev/null || fail "redis-server is missing (scripts/setup installs it)"
-
-start_redis() {
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-    > "$work/redis.log" 2>&1 &
-  redis_pid=$!
-  pids+=("$redis_pid")
-  for _ in $(seq 100); do grep -q "Ready to accept" "$work/redis.log" && return 0; sleep 0.05; done
-  return 1
-}
-for _ in 1 2 3 4 5; do
-  redis_port=$((20000 + RANDOM % 12000))
-  start_redis && break
-  kill -9 "$redis_pid" 2> /dev/null || true
-done
-grep -q "Ready to accept" "$work/redis.log" || fail "redis-server did not start: $(cat "$work/redis.log")"
+start_redis_server
 start_demo_engine --decode-tps 200
 
 key=sk-budget-test

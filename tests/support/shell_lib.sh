@@ -67,3 +67,24 @@ ephemeral_ports() {
   local demo=$((10000 + RANDOM % 22000))
   sed -E "/port: 9901/! s/^( *)port: [0-9]+/\1port: 0/; s/9901/$demo/" "$1"
 }
+
+# start_redis_server: Debian's redis-server (scripts/setup installs it) on
+# a free port, no persistence; sets $redis_port and $redis_pid.
+# start_redis starts it again on the same port.
+start_redis() {
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    > "$work/redis.log" 2>&1 &
+  redis_pid=$!
+  pids+=("$redis_pid")
+  for _ in $(seq 100); do grep -q "Ready to accept" "$work/redis.log" && return 0; sleep 0.05; done
+  return 1
+}
+start_redis_server() {
+  command -v redis-server > /dev/null || fail "redis-server is missing (scripts/setup installs it)"
+  for _ in 1 2 3 4 5; do
+    redis_port=$((20000 + RANDOM % 12000))
+    start_redis && return 0
+    kill -9 "$redis_pid" 2> /dev/null || true
+  done
+  fail "redis-server did not start: $(cat "$work/redis.log")"
+}
