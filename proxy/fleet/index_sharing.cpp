@@ -82,8 +82,8 @@ index_sharing::~index_sharing() = default;
 
 void index_sharing::start() {
   for (const auto& u : upstreams_) fleet_.load_of(u.name).size_index(u.kv_tokens);
-  publisher_ = std::make_unique<redis::client>(executor_, redis_, std::vector<std::string>{},
-                                               health_);
+  publisher_ =
+      std::make_unique<redis::client>(executor_, redis_, std::vector<std::string>{}, health_);
   net::co_spawn(executor_, listen(), net::detached);
 }
 
@@ -120,11 +120,10 @@ void index_sharing::drain() {
     drain_posted_ = false;
   }
   for (auto& message : batch)
-    publisher_->send({"PUBLISH", channel_, std::move(message)},
-                     [this](std::optional<redis::reply> r) {
-                       (r && !r->is_error() ? published_ : publish_failed_)
-                           .fetch_add(1, std::memory_order_relaxed);
-                     });
+    publisher_->send({"PUBLISH", channel_, std::move(message)}, [this](
+                                                                    std::optional<redis::reply> r) {
+      (r && !r->is_error() ? published_ : publish_failed_).fetch_add(1, std::memory_order_relaxed);
+    });
 }
 
 net::awaitable<void> index_sharing::listen() {
@@ -141,8 +140,8 @@ net::awaitable<void> index_sharing::listen() {
 // One subscription, until the connection ends (why, when it does).
 net::awaitable<std::string> index_sharing::listen_once() {
   tcp::resolver resolver(executor_);
-  auto [rec, endpoints] = co_await resolver.async_resolve(
-      redis_.host, std::to_string(redis_.port), use_tuple);
+  auto [rec, endpoints] =
+      co_await resolver.async_resolve(redis_.host, std::to_string(redis_.port), use_tuple);
   if (rec) co_return "cannot resolve " + redis_.host + ": " + rec.message();
   listener_ = std::make_shared<tcp::socket>(executor_);
   auto socket = listener_;
@@ -201,10 +200,9 @@ std::string index_sharing::prometheus() const {
       "instances through Redis: published, not published (Redis failed, or the queue was "
       "full), and received from the others.\n"
       "# TYPE tokengate_fleet_shared_prompts_total counter\n";
-  for (auto [direction, n] : {std::pair("published", published_.load()),
-                              std::pair("failed", publish_failed_.load()),
-                              std::pair("dropped", dropped_.load()),
-                              std::pair("received", received_.load())})
+  for (auto [direction, n] :
+       {std::pair("published", published_.load()), std::pair("failed", publish_failed_.load()),
+        std::pair("dropped", dropped_.load()), std::pair("received", received_.load())})
     out += std::string("tokengate_fleet_shared_prompts_total{direction=\"") + direction + "\"} " +
            std::to_string(n) + "\n";
   return out;

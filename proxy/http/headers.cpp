@@ -65,8 +65,8 @@ bool is_hop_by_hop(std::string_view name) {
 
 void forward_request_headers(const request_head& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
-                             const upstream_credentials& credentials,
-                             std::string_view traceparent) {
+                             const upstream_credentials& credentials, std::string_view traceparent,
+                             std::string_view tracestate) {
   const bool replace_credentials = credentials.how != upstream_credentials::style::none;
   bool version_forwarded = false;
   copy_kept_lines(client, upstream, [&](std::string_view name) {
@@ -81,7 +81,8 @@ void forward_request_headers(const request_head& client, head_writer& upstream,
         is_named(name, "expect"))
       return true;
     if (replace_credentials && is_credential(name)) return true;
-    if (!traceparent.empty() && is_named(name, "traceparent")) return true;
+    if (!traceparent.empty() && (is_named(name, "traceparent") || is_named(name, "tracestate")))
+      return true;
     version_forwarded = version_forwarded || is_named(name, "anthropic-version");
     return false;
   });
@@ -89,6 +90,7 @@ void forward_request_headers(const request_head& client, head_writer& upstream,
   upstream.field("Accept-Encoding", "identity");
   upstream.field("x-request-id", request_id);
   if (!traceparent.empty()) upstream.field("traceparent", traceparent);
+  if (!traceparent.empty() && !tracestate.empty()) upstream.field("tracestate", tracestate);
   switch (credentials.how) {
     case upstream_credentials::style::bearer: {
       std::string bearer = "Bearer ";

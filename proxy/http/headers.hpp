@@ -28,12 +28,14 @@ struct upstream_credentials {
 // request id and the upstream's credentials.
 // Each forwarded field goes as the line the client wrote, consecutive ones
 // in one copy.
-// `traceparent`: tokengate's own, in place of the client's (empty: the
-// client's goes as it came).
+// `traceparent`: tokengate's own, in place of the client's, with
+// `tracestate` in place of the client's (empty: none); with no
+// traceparent (the request is not traced), the client's two go as they
+// came.
 void forward_request_headers(const request_head& client, head_writer& upstream,
                              std::string_view upstream_host, std::string_view request_id,
                              const upstream_credentials& credentials,
-                             std::string_view traceparent = {});
+                             std::string_view traceparent = {}, std::string_view tracestate = {});
 
 // A header field the proxy adds (name, value).
 using named_value = std::pair<std::string, std::string>;

@@ -74,6 +74,24 @@ std::string format_traceparent(const trace_id& trace, const span_id& span, bool 
 trace_id new_trace_id() { return random_id<16>(); }
 span_id new_span_id() { return random_id<8>(); }
 
+std::string bounded_tracestate(std::string_view tracestate) {
+  constexpr std::size_t max_members = 32, max_bytes = 512;
+  std::size_t members = 0, kept = 0;  // (kept: the bytes of the whole members within the bound)
+  for (std::size_t at = 0; at <= tracestate.size();) {
+    auto comma = std::min(tracestate.find(',', at), tracestate.size());
+    auto member = tracestate.substr(at, comma - at);
+    if (member.find_first_not_of(" \t") != std::string_view::npos) {
+      if (++members > max_members) return {};
+      if (comma <= max_bytes) kept = comma;
+    }
+    at = comma + 1;
+  }
+  auto out = tracestate.substr(0, kept);
+  while (!out.empty() && (out.back() == ' ' || out.back() == '\t' || out.back() == ','))
+    out.remove_suffix(1);
+  return std::string(out);
+}
+
 trace_context begin_trace(std::string_view traceparent, std::string_view tracestate, double ratio) {
   trace_context t;
   t.active = true;
@@ -82,8 +100,7 @@ trace_context begin_trace(std::string_view traceparent, std::string_view tracest
     t.trace = parent->trace;
     t.parent = parent->parent;
     t.sampled = parent->sampled;
-    // (tracestate only travels with a valid traceparent; at most 512 bytes)
-    if (tracestate.size() <= 512) t.tracestate = tracestate;
+    t.tracestate = bounded_tracestate(tracestate);
     return t;
   }
   t.trace = new_trace_id();

@@ -65,5 +65,9 @@ std::string to_hex(const std::array<std::uint8_t, N>& id) {
 // The request's trace: the client's (its sampled flag decides, as a
 // parent-based sampler does) or a new one, sampled with `ratio`.
 trace_context begin_trace(std::string_view traceparent, std::string_view tracestate, double ratio);
+// The client's tracestate as it may go on (W3C Trace Context): nothing
+// past 32 members (the header is invalid then), and within 512 bytes,
+// whole members from the first (the list's most recently updated).
+std::string bounded_tracestate(std::string_view tracestate);
 
 }  // namespace tokengate

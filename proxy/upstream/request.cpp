@@ -47,7 +47,7 @@ std::vector<net::const_buffer> upstream_request(
   head_writer writer(client.method_string, target,
                      client.bytes.size() + 256 + settings.api_key.size());
   forward_request_headers(client, writer, pool.url().host_header, ctx.request_id,
-                          credentials_for(settings), traceparent_for(ctx));
+                          credentials_for(settings), traceparent_for(ctx), ctx.trace.tracestate);
   // As Beast frames a request body: a length when there is a body, or when
   // the method is one that carries one; none otherwise. The upstream
   // connection is kept alive (HTTP/1.1's default: no Connection field).

@@ -1,26 +1,33 @@
 // The fleet benchmark: three demo engines in the realistic mode (4 slots
 // each, continuous batching, a prefix cache) behind three front ends in
-// turn, under open-loop Poisson arrivals at 0.5×, 1× and 1.5× the fleet's
-// capacity:
+// turn, under open-loop Poisson arrivals at 0.5×, 1×, 1.5× and 2× the
+// fleet's capacity:
 //   tokengate (fastest) balance: fastest (each replica's predicted TTFT
 //                       from its prefix index and learned rates) + queue,
+//   tokengate (fastest, two instances) the same on two instances sharing
+//                       their index through a redis-server, the client
+//                       sending to each in turn (a round robin),
 //   tokengate (fleet)   least loaded + prefix affinity + admission queue,
 //   tokengate (random)  weighted random, no capacity declared,
 //   nginx least_conn.
 // The mix: short chats, multi-turn conversations that resend their
 // history, and 3,000-token prompts. Reported per front end and load:
 // goodput (requests per second that finish with TTFT <= 2 s and their
-// own inter-token p99 <= 200 ms), TTFT p50/p99 of the answered requests,
-// refusals (429/503), how often a conversation's follow-up turn found its
-// history in the engine's prefix cache, and the share of the follow-ups'
-// prompt tokens that were cached.
+// own inter-token p99 <= 200 ms), TTFT p50/p90/p99 of the answered
+// requests, refusals (429/503), how often a conversation's follow-up turn
+// found its history in the engine's prefix cache, the share of the
+// follow-ups' prompt tokens that were cached, and for balance: fastest
+// the share of predictions within 25 % of the actual TTFT (its /metrics).
 //
 //   node tests/bench/fleet.mjs build/tokengate [SECONDS_PER_RUN]
 //
 // FLEET_WORKLOAD=tenants: instead, 20 tenants each sharing a 6,000-token
 // document among 5 users who ask short questions (each engine's KV holds
 // 80,000 tokens: the 120,000 of the documents need more than one replica's). FLEET_LOADS
-// (default 0.5,1,1.5,2) and FLEET_FRONTS (default all four) narrow a run.
+// (default 0.5,1,1.5,2) and FLEET_FRONTS (default all five) narrow a run;
+// FLEET_REPEATS=3 runs each three times and reports the medians;
+// FLEET_PREFILL_BUDGET=N gives the fastest fronts capacity.max_prefill_tokens;
+// FLEET_CHUNKED=N runs the engines with chunked prefill of N tokens a step.
 //
 // Engines are restarted for every run, so no run inherits another's cache.
 import { spawn } from "node:child_process";
@@ -36,7 +43,11 @@ const slotsPerEngine = 4, engines = 3;
 const decodeTps = 25, maxTokens = 32;
 const tenants = process.env.FLEET_WORKLOAD === "tenants";
 const loads = (process.env.FLEET_LOADS || "0.5,1,1.5,2").split(",").map(Number);
-const fronts = (process.env.FLEET_FRONTS || "tokengate-fastest,tokengate-fleet,tokengate-random,nginx").split(",");
+const fronts = (process.env.FLEET_FRONTS ||
+  "tokengate-fastest,tokengate-fastest-2,tokengate-fleet,tokengate-random,nginx").split(",");
+const repeats = Number(process.env.FLEET_REPEATS || 1);
+const prefillBudget = Number(process.env.FLEET_PREFILL_BUDGET || 0);
+const chunked = Number(process.env.FLEET_CHUNKED || 0);
 const kvTokens = tenants ? 80000 : 0;
 const slo = { ttftMs: 2000, gapMs: 200 };
 const children = [];
@@ -72,28 +83,33 @@ async function startEngines() {
   for (let i = 0; i < engines; i++) {
     const port = await freePort();
     await launch(bin, ["demo-engine", "--port", String(port), "--slots", String(slotsPerEngine),
-      "--decode-tps", String(decodeTps), ...(kvTokens ? ["--kv-tokens", String(kvTokens)] : [])], /PORT \d+/);
+      "--decode-tps", String(decodeTps), ...(kvTokens ? ["--kv-tokens", String(kvTokens)] : []),
+      ...(chunked ? ["--chunked-prefill-tokens", String(chunked)] : [])], /PORT \d+/);
     ports.push(port);
   }
   return ports;
 }
 
-const upstreamsYaml = (ports, fleet) => ports.map((p, i) => `  e${i + 1}:
+const upstreamsYaml = (ports, fleet, fastest) => ports.map((p, i) => `  e${i + 1}:
     base_url: "http://127.0.0.1:${p}/v1"
     pool_size: 64${fleet ? `
-    capacity: {max_streams: ${slotsPerEngine}${kvTokens ? `, kv_tokens: ${kvTokens}` : ""}}
+    capacity: {max_streams: ${slotsPerEngine}${kvTokens ? `, kv_tokens: ${kvTokens}` : ""}${
+      fastest && prefillBudget ? `, max_prefill_tokens: ${prefillBudget}` : ""}}
     health_check: {path: /health, interval: 1s, timeout: 500ms}` : ""}`).join("\n");
 
 const routeYaml = {
   "tokengate-fastest": "balance: fastest\n    queue: {max_waiting: 256, timeout: 1500ms}",
+  "tokengate-fastest-2": "balance: fastest\n    queue: {max_waiting: 256, timeout: 1500ms}",
   "tokengate-fleet": "affinity: {max_load_ratio: 1.5, hold: 500ms}\n    queue: {max_waiting: 256, timeout: 1500ms}",
   "tokengate-random": "balance: weighted_random",
 };
-const tokengateYaml = (port, ports, kind) => `log_level: warn
+const tokengateYaml = (port, admin, ports, kind, redisPort) => `log_level: warn
 workers: 1
 listeners: [{name: main, address: 127.0.0.1, port: ${port}}]
+admin: {address: 127.0.0.1, port: ${admin}}${redisPort ? `
+redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 500ms}` : ""}
 upstreams:
-${upstreamsYaml(ports, kind !== "tokengate-random")}
+${upstreamsYaml(ports, kind !== "tokengate-random", kind.startsWith("tokengate-fastest"))}
 routes:
   - name: fleet
     models: [fleet-model]
@@ -123,6 +139,8 @@ http {
 }
 `;
 
+// A front end: the ports the client sends to in turn, and the admin ports
+// whose /metrics say how the predictions went.
 async function startFrontEnd(kind, ports) {
   const port = await freePort();
   if (kind === "nginx") {
@@ -131,12 +149,58 @@ async function startFrontEnd(kind, ports) {
     const child = spawn("/usr/sbin/nginx", ["-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
     children.push(child);
     await new Promise((r) => setTimeout(r, 500));
-    return { port, child };
+    return { ports: [port], admins: [] };
   }
-  const conf = join(work, `${kind}.yaml`);
-  writeFileSync(conf, tokengateYaml(port, ports, kind));
-  const child = await launch(bin, ["serve", "-c", conf], /Send requests to/);
-  return { port, child };
+  let redisPort = 0;
+  if (kind === "tokengate-fastest-2") {
+    redisPort = await freePort();
+    await launch("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "",
+      "--appendonly", "no"], /Ready to accept/);
+  }
+  const front = { ports: [], admins: [] };
+  for (let i = 0; i < (redisPort ? 2 : 1); i++) {
+    const listen = i === 0 ? port : await freePort(), admin = await freePort();
+    const conf = join(work, `${kind}-${i}.yaml`);
+    writeFileSync(conf, tokengateYaml(listen, admin, ports, kind, redisPort));
+    await launch(bin, ["serve", "-c", conf], /Send requests to/);
+    front.ports.push(listen);
+    front.admins.push(admin);
+  }
+  return front;
+}
+
+// Every 250 ms: whether a replica sat idle (nothing running) while
+// requests waited (in an engine's queue, or in tokengate's).
+function idleSampler(enginePorts, admins) {
+  const gauge = (page, name) => [...page.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.]+)`, "gm"))]
+    .reduce((a, m) => a + Number(m[1]), 0);
+  const read = (port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => "");
+  const counts = { samples: 0, idleWhileWaiting: 0 };
+  const timer = setInterval(async () => {
+    const engines = await Promise.all(enginePorts.map(read));
+    const fronts = await Promise.all(admins.map(read));
+    const idle = engines.some((p) => gauge(p, "vllm:num_requests_running") === 0);
+    const waiting = engines.some((p) => gauge(p, "vllm:num_requests_waiting") > 0) ||
+      fronts.some((p) => gauge(p, "tokengate_admission_queue_length") > 0);
+    counts.samples++;
+    if (idle && waiting) counts.idleWhileWaiting++;
+  }, 250);
+  return { counts, stop: () => clearInterval(timer) };
+}
+
+// The predictions within 25 % of the actual TTFT, and how many were made.
+async function predictions(admins) {
+  let within = 0, count = 0;
+  for (const admin of admins) {
+    const page = await fetch(`http://127.0.0.1:${admin}/metrics`).then((r) => r.text(), () => "");
+    const bucket = page.match(/tokengate_fleet_ttft_prediction_error_bucket\{le="0.25"\} (\d+)/);
+    const total = page.match(/tokengate_fleet_ttft_prediction_error_count (\d+)/);
+    if (bucket && total) {
+      within += Number(bucket[1]);
+      count += Number(total[1]);
+    }
+  }
+  return { within, count };
 }
 
 // --- The load: what each arrival asks for.
@@ -232,6 +296,7 @@ async function run(kind, load, capacity) {
   const rng = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const rate = load * capacity, results = [], inflight = [];
+  const sampler = idleSampler(ports, front.admins);
   const began = performance.now();
   let next = began;
   while (next - began < seconds * 1000) {
@@ -239,7 +304,7 @@ async function run(kind, load, capacity) {
     const wait = next - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const job = nextRequest(rng);
-    inflight.push(send(agent, front.port, job).then((r) => {
+    inflight.push(send(agent, front.ports[results.length % front.ports.length], job).then((r) => {
       if (job.conversation) {
         job.conversation.busy = false;
         job.conversation.turns++;
@@ -249,8 +314,10 @@ async function run(kind, load, capacity) {
     }));
   }
   await Promise.all(inflight);
+  sampler.stop();
   agent.destroy();
-  [front.child, ...children.splice(0)].forEach((c) => c.kill("SIGKILL"));
+  const predicted = await predictions(front.admins);
+  children.splice(0).forEach((c) => c.kill("SIGKILL"));
   await new Promise((r) => setTimeout(r, 300));
   const answered = results.filter((r) => r.status === 200 && r.ttft !== null);
   const good = answered.filter((r) => r.ttft <= slo.ttftMs && (quantile(r.gaps, 0.99) || 0) <= slo.gapMs);
@@ -265,7 +332,17 @@ async function run(kind, load, capacity) {
     failed: results.filter((r) => r.status !== 200 && r.status !== 429 && r.status !== 503).length,
     cacheHit: followUps.length ? followUps.filter((r) => r.cached > 0).length / followUps.length : NaN,
     cachedShare: followUps.reduce((a, r) => a + r.cached, 0) / Math.max(1, followUps.reduce((a, r) => a + r.prompt, 0)),
+    predictedWithin25: predicted.count ? predicted.within / predicted.count : NaN,
+    idleWhileWaiting: sampler.counts.idleWhileWaiting / Math.max(1, sampler.counts.samples),
   };
+}
+
+// Each metric's median over the repeats of one front end at one load.
+function medianOf(runs) {
+  const median = (xs) => quantile(xs.filter((x) => !Number.isNaN(x)), 0.5);
+  const out = { ...runs[0] };
+  for (const k of Object.keys(out)) if (typeof out[k] === "number" && k !== "load") out[k] = median(runs.map((r) => r[k]));
+  return out;
 }
 
 async function main() {
@@ -277,22 +354,35 @@ async function main() {
   console.log(`fleet: ${engines} engines × ${slotsPerEngine} slots, a request holds one about ${holdS.toFixed(2)} s: ` +
     `capacity ≈ ${cap.toFixed(1)} requests/s; ${seconds} s per run`);
   const rows = [];
+  const say = (r, what) => console.log(`${r.load}× ${r.front.padEnd(19)} ${what} sent ${String(r.sent).padStart(4)}  goodput ${r.goodput.toFixed(2)}/s  ` +
+    `TTFT p50 ${r.ttft50.toFixed(0)} ms p90 ${r.ttft90.toFixed(0)} ms p99 ${r.ttft99.toFixed(0)} ms  refused ${r.refused}  failed ${r.failed}  ` +
+    `follow-ups: history cached ${(r.cacheHit * 100).toFixed(0)} %, prompt tokens cached ${(r.cachedShare * 100).toFixed(0)} %` +
+    (Number.isNaN(r.predictedWithin25) ? "" : `  predictions within 25 %: ${(r.predictedWithin25 * 100).toFixed(0)} %`) +
+    `  a replica idle while requests waited: ${(r.idleWhileWaiting * 100).toFixed(1)} % of the time`);
   for (const load of loads)
     for (const kind of fronts) {
-      const r = await run(kind, load, cap);
-      rows.push(r);
-      console.log(`${load}× ${kind.padEnd(17)} sent ${String(r.sent).padStart(4)}  goodput ${r.goodput.toFixed(2)}/s  ` +
-        `TTFT p50 ${r.ttft50.toFixed(0)} ms p90 ${r.ttft90.toFixed(0)} ms p99 ${r.ttft99.toFixed(0)} ms  refused ${r.refused}  failed ${r.failed}  ` +
-        `follow-ups: history cached ${(r.cacheHit * 100).toFixed(0)} %, prompt tokens cached ${(r.cachedShare * 100).toFixed(0)} %`);
+      const runs = [];
+      for (let i = 0; i < repeats; i++) {
+        runs.push(await run(kind, load, cap));
+        if (repeats > 1) say(runs[i], `run ${i + 1}`);
+      }
+      rows.push(medianOf(runs));
+      say(rows.at(-1), repeats > 1 ? "median" : "");
     }
   for (const load of loads) {
     const at = (k) => rows.find((r) => r.load === load && r.front === k);
-    for (const k of ["tokengate-fastest", "tokengate-fleet"]) {
+    for (const k of ["tokengate-fastest", "tokengate-fastest-2", "tokengate-fleet"]) {
       if (!at(k) || !at("nginx")) continue;
       console.log(`${load}×: goodput ${k}/nginx ${(at(k).goodput / at("nginx").goodput).toFixed(2)}; ` +
         `TTFT p90 ${(at(k).ttft90).toFixed(0)} vs ${(at("nginx").ttft90).toFixed(0)} ms, ` +
         `p99 ${(at(k).ttft99).toFixed(0)} vs ${(at("nginx").ttft99).toFixed(0)} ms`);
     }
+  }
+  for (const load of loads) {
+    const one = rows.find((r) => r.load === load && r.front === "tokengate-fastest");
+    const two = rows.find((r) => r.load === load && r.front === "tokengate-fastest-2");
+    if (one && two)
+      console.log(`${load}×: prompt tokens cached, two instances / one ${(two.cachedShare / one.cachedShare).toFixed(2)}`);
   }
   writeFileSync("build/fleet-bench.json", JSON.stringify(rows, null, 2));
 }

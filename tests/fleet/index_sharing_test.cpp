@@ -30,7 +30,7 @@ TEST(IndexSharing, APromptPastTheBoundSendsItsBeginning) {
 TEST(IndexSharing, WhatIsNotAMessageIsRefused) {
   auto bytes = index_sharing::encode(7, "engine-2", std::vector<std::uint64_t>{1, 2});
   EXPECT_FALSE(index_sharing::decode(bytes.substr(0, bytes.size() - 3)));  // a cut block
-  EXPECT_FALSE(index_sharing::decode(bytes.substr(0, 12)));               // a cut name
+  EXPECT_FALSE(index_sharing::decode(bytes.substr(0, 12)));                // a cut name
   EXPECT_FALSE(index_sharing::decode("hello"));
   EXPECT_FALSE(index_sharing::decode(""));
 }

@@ -34,6 +34,23 @@ TEST(TraceParent, RefusesWhatTheSpecRefuses) {
     EXPECT_FALSE(parse_traceparent(bad)) << bad;
 }
 
+TEST(TraceState, GoesOnWithinTheSpecsBounds) {
+  EXPECT_EQ(bounded_tracestate("a=1,b=2"), "a=1,b=2");
+  EXPECT_EQ(bounded_tracestate(""), "");
+  // Past 512 bytes: whole members from the first, as many as fit.
+  const std::string big =
+      "a=" + std::string(300, 'x') + ",b=" + std::string(150, 'y') + ",c=" + std::string(100, 'z');
+  EXPECT_EQ(bounded_tracestate(big), big.substr(0, big.find(",c=")));
+  EXPECT_EQ(bounded_tracestate("a=" + std::string(600, 'x')), "");
+  // 32 members go on; 33 make the header invalid.
+  std::string members;
+  for (int i = 0; i < 32; ++i)
+    members += (i ? "," : "") + std::string("v") + std::to_string(i) + "=1";
+  EXPECT_EQ(bounded_tracestate(members), members);
+  EXPECT_EQ(bounded_tracestate(members + ",w=1"), "");
+  EXPECT_EQ(bounded_tracestate("a=1, ,b=2"), "a=1, ,b=2");  // (empty members are allowed)
+}
+
 TEST(TraceParent, ATraceContinuesTheClientsOrStartsWithTheRatio) {
   auto continued =
       begin_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "a=1", 0.0);

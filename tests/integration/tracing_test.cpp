@@ -84,6 +84,16 @@ TEST(Tracing, ARequestsSpansArriveWithParentsAttributesAndTimings) {
   EXPECT_EQ(headers.at("traceparent").as_string(),
             "00-" + client_trace + "-" + std::string(client->at("spanId").as_string()) + "-01");
   EXPECT_EQ(headers.at("tracestate"), "vendor=abc");
+  // A traceparent that is not one starts a new trace: the client's
+  // tracestate belonged to the old one, and does not go on.
+  http_client c2(f.port());
+  c2.send(post_json("/v1/chat/completions", chat(),
+                    "traceparent: 00-not-a-trace-01\r\ntracestate: vendor=abc\r\n"));
+  ASSERT_TRUE(read_response(c2).complete);
+  auto restarted = f.engine_last_request().at("headers").as_object();
+  EXPECT_FALSE(restarted.contains("tracestate"));
+  EXPECT_EQ(std::string(restarted.at("traceparent").as_string()).find(client_trace),
+            std::string::npos);
 
   EXPECT_EQ(attr(*server, "gen_ai.operation.name"), "chat");
   EXPECT_EQ(attr(*server, "gen_ai.provider.name"), "openai");
