@@ -157,7 +157,7 @@ static bool has_room(const candidate& c) {
 slot board::take(const admission_request& r, const candidate& c) {
   c.load->streams.fetch_add(1, std::memory_order_relaxed);
   c.load->tokens.fetch_add(r.tokens, std::memory_order_relaxed);
-  c.load->prefilling.fetch_add(c.prefill_tokens, std::memory_order_relaxed);
+  c.load->prefill_sent(c.prefill_tokens);
   slot s(this, c.load, r.tokens, c.prefill_tokens, c.bounded());
   if (r.blocks) {
     s.pending_ = c.load->index.insert_pending(*r.blocks);  // (held from now on)
@@ -191,7 +191,7 @@ void board::give_back(upstream_load& load, long long tokens, long long prefill, 
   const auto release = [&] {
     load.streams.fetch_sub(1, std::memory_order_relaxed);
     load.tokens.fetch_sub(tokens, std::memory_order_relaxed);
-    load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
+    load.prefill_ended(prefill);
   };
   if (!offer_room) return release();
   const int max = load.max_streams.load(std::memory_order_relaxed);
@@ -205,12 +205,9 @@ void board::give_back(upstream_load& load, long long tokens, long long prefill, 
 }
 
 void board::prefill_done(upstream_load& load, long long prefill, bool offer_room) {
-  if (!offer_room) {
-    load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
-    return;
-  }
+  if (!offer_room) return load.prefill_ended(prefill);
   std::lock_guard lock(queue_lock_);
-  load.prefilling.fetch_sub(prefill, std::memory_order_relaxed);
+  load.prefill_ended(prefill);
   offer(load);
 }
 

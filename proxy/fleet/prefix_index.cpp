@@ -99,9 +99,8 @@ prefix_index::match prefix_index::longest_match(std::span<const std::uint64_t> b
   m.ready = m.held;
   if (!pending_.empty())
     for (std::size_t i = 0; i < m.held; ++i)
-      if (auto at = pending_.find(blocks[i]); at != pending_.end()) {
+      if (pending_.contains(blocks[i])) {
         m.ready = i;
-        m.pending_since = at->second.since;
         break;
       }
   return m;
@@ -128,15 +127,13 @@ void prefix_index::insert(std::span<const std::uint64_t> blocks) {
 
 std::vector<std::uint64_t> prefix_index::insert_pending(std::span<const std::uint64_t> blocks) {
   std::vector<std::uint64_t> marked;
-  const auto now = clock::now();
   std::lock_guard guard(lock_);
   if (capacity_ == 0) return marked;
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     bool was_new = false;
     insert_one(*it, &was_new);
     if (!was_new) continue;
-    auto& p = pending_[*it];
-    if (p.requests++ == 0) p.since = now;
+    ++pending_[*it];
     marked.push_back(*it);
   }
   return marked;
@@ -145,7 +142,7 @@ std::vector<std::uint64_t> prefix_index::insert_pending(std::span<const std::uin
 void prefix_index::prefilled(std::span<const std::uint64_t> pending) {
   std::lock_guard guard(lock_);
   for (auto block : pending)
-    if (auto at = pending_.find(block); at != pending_.end() && --at->second.requests <= 0)
+    if (auto at = pending_.find(block); at != pending_.end() && --at->second <= 0)
       pending_.erase(at);
 }
 
@@ -154,7 +151,7 @@ void prefix_index::abandoned(std::span<const std::uint64_t> pending) {
   for (auto block : pending) {
     auto at = pending_.find(block);
     if (at == pending_.end()) continue;
-    if (--at->second.requests > 0) continue;  // (another request's prefill may still bring it)
+    if (--at->second > 0) continue;  // (another request's prefill may still bring it)
     pending_.erase(at);
     forget(block);
   }

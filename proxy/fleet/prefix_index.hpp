@@ -19,7 +19,6 @@
 // them says when it is over, or that it never will be), and a request
 // that would use them does better to wait for them than to prefill them
 // a second time beside the first.
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -49,11 +48,9 @@ class prefix_index {
   // At most this many blocks (0: none kept); a smaller bound drops the
   // least recently used at once.
   void set_capacity(std::size_t blocks);
-  using clock = std::chrono::steady_clock;
   struct match {
-    std::size_t held = 0;               // how many of the blocks, from the first, it holds
-    std::size_t ready = 0;              // … of which, from the first, none is pending
-    clock::time_point pending_since{};  // when the first pending one was sent
+    std::size_t held = 0;   // how many of the blocks, from the first, it holds
+    std::size_t ready = 0;  // … of which, from the first, none is pending
   };
   match longest_match(std::span<const std::uint64_t> blocks) const;
   // The blocks were sent there: held, the first most recently used.
@@ -87,11 +84,7 @@ class prefix_index {
   mutable std::mutex lock_;          // (every worker reads and writes it)
   std::list<std::uint64_t> recent_;  // most recently used first
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where_;
-  struct in_prefill {
-    int requests = 0;  // bringing it
-    clock::time_point since;
-  };
-  std::unordered_map<std::uint64_t, in_prefill> pending_;
+  std::unordered_map<std::uint64_t, int> pending_;  // by how many requests bringing it
   std::size_t capacity_;
 };
 

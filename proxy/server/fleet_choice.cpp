@@ -27,8 +27,8 @@ request_error context_too_long(const config::config& cfg, const config::route& r
 }
 
 // balance: fastest. Each target's predicted time to first token: the
-// requests ahead of this one for its slots, then the prompt tokens in
-// prefill there already and those of this prompt its cache is not
+// requests ahead of this one for its slots, then what is left of the
+// prefill in flight there and the prompt tokens its cache is not
 // predicted to hold, at its learned rates.
 void predict(fleet::target_state& state, fleet::candidate& c, const config::upstream& u,
              std::span<const std::uint64_t> blocks, long long prompt_tokens, bool queued) {
@@ -42,18 +42,11 @@ void predict(fleet::target_state& state, fleet::candidate& c, const config::upst
   c.uncached_tokens = prompt_tokens - c.matched_tokens;
   c.prefill_tokens = c.uncached_tokens;
   c.ahead = c.max_streams > 0 ? std::max(0, state.busy - c.max_streams + 1) : 0;
-  auto ahead_tokens = static_cast<double>(c.prefill_ahead);
-  if (match.ready < match.held && queued) {
-    // Another request's prefill is bringing part of the match: wait for
-    // it, behind what is left of the prefill there (less what the engine
-    // has done since that request was sent).
-    c.waits_for_block = blocks[match.ready];
-    const double since =
-        std::chrono::duration<double>(fleet::prefix_index::clock::now() - match.pending_since)
-            .count();
-    ahead_tokens = std::max(0.0, ahead_tokens - since * load.ttft.prefill_tokens_per_second());
-  }
-  c.predicted_s = load.ttft.predict(static_cast<double>(c.uncached_tokens) + ahead_tokens, c.ahead);
+  c.prefill_ahead = std::llround(load.prefill_left(load.ttft.prefill_tokens_per_second()));
+  // (another request's prefill is bringing part of the match: wait for it)
+  if (match.ready < match.held && queued) c.waits_for_block = blocks[match.ready];
+  c.predicted_s =
+      load.ttft.predict(static_cast<double>(c.uncached_tokens + c.prefill_ahead), c.ahead);
   state.predicted_s = c.predicted_s;
 }
 
@@ -78,8 +71,8 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
                          !w.upstreams().health().ejected(t.upstream, now);
     states.push_back({&t, healthy, load.busy(), load.tokens.load(std::memory_order_relaxed),
                       u.capacity.max_streams, std::hash<std::string>{}(t.upstream)});
-    candidates.push_back({&load, u.capacity.max_streams, healthy, u.capacity.max_prefill_tokens,
-                          prompt_tokens, load.prefilling.load(std::memory_order_relaxed)});
+    candidates.push_back(
+        {&load, u.capacity.max_streams, healthy, u.capacity.max_prefill_tokens, prompt_tokens});
   }
   if (states.empty()) return context_too_long(cfg, route, choice.tokens);
   if (route.balance == config::balance_mode::fastest) {
