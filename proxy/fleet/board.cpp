@@ -39,6 +39,10 @@ std::string bucket_bound(const std::array<double, N>& bounds, std::size_t b) {
 
 // Whether balance: fastest has anything to say of the upstream (a
 // declared capacity, or prompts sent there).
+std::string gauge_head(const char* name, const char* help) {
+  return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+}
+
 bool learned(const upstream_load& l) { return l.max_streams.load() > 0 || l.index.size() > 0; }
 
 }  // namespace
@@ -367,7 +371,7 @@ void board::note_prediction_error(double predicted_s, double actual_s) {
 std::string board::prediction_prometheus() const {
   std::string out;
   const auto per_upstream = [&](const char* name, const char* help, auto value) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    out += gauge_head(name, help);
     for (const auto& [upstream, l] : loads_)
       if (learned(*l))
         out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
@@ -430,46 +434,49 @@ std::string board::replicas_json() const {
   return boost::json::serialize(out);
 }
 
+// tokengate_upstream_* and balance: fastest's tokengate_fleet_*.
+std::string board::upstream_prometheus() const {
+  std::string out;
+  std::shared_lock read(loads_lock_);
+  out += gauge_head("tokengate_upstream_in_flight_streams",
+                    "Requests of this instance on the upstream.");
+  for (const auto& [name, l] : loads_)
+    out += "tokengate_upstream_in_flight_streams" + label("upstream", name) + " " +
+           std::to_string(l->streams.load()) + "\n";
+  out += gauge_head("tokengate_upstream_in_flight_tokens",
+                    "Prompt estimates plus output limits of those requests.");
+  for (const auto& [name, l] : loads_)
+    out += "tokengate_upstream_in_flight_tokens" + label("upstream", name) + " " +
+           std::to_string(l->tokens.load()) + "\n";
+  out += gauge_head("tokengate_upstream_in_flight_prefill_tokens",
+                    "Prompt tokens of those requests whose first token has not come back.");
+  for (const auto& [name, l] : loads_)
+    out += "tokengate_upstream_in_flight_prefill_tokens" + label("upstream", name) + " " +
+           std::to_string(l->prefilling.load()) + "\n";
+  out += gauge_head("tokengate_upstream_probe_healthy",
+                    "1 while the upstream passes its active health check (1 without one).");
+  for (const auto& [name, l] : loads_)
+    out += "tokengate_upstream_probe_healthy" + label("upstream", name) + " " +
+           (l->probed_healthy.load() ? "1" : "0") + "\n";
+  out += gauge_head("tokengate_upstream_engine_requests",
+                    "The engine's own running and waiting requests, from its metrics page.");
+  for (const auto& [name, l] : loads_) {
+    if (l->engine_running.load() < 0) continue;
+    out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"running\"} " +
+           std::to_string(l->engine_running.load()) + "\n";
+    out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"waiting\"} " +
+           std::to_string(std::max(0, l->engine_waiting.load())) + "\n";
+  }
+  out += prediction_prometheus();
+  return out;
+}
+
 std::string board::prometheus() const {
   std::string out;
-  const auto gauge = [&](const char* name, const char* help) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
-  };
-  {
-    std::shared_lock read(loads_lock_);
-    gauge("tokengate_upstream_in_flight_streams", "Requests of this instance on the upstream.");
-    for (const auto& [name, l] : loads_)
-      out += "tokengate_upstream_in_flight_streams" + label("upstream", name) + " " +
-             std::to_string(l->streams.load()) + "\n";
-    gauge("tokengate_upstream_in_flight_tokens",
-          "Prompt estimates plus output limits of those requests.");
-    for (const auto& [name, l] : loads_)
-      out += "tokengate_upstream_in_flight_tokens" + label("upstream", name) + " " +
-             std::to_string(l->tokens.load()) + "\n";
-    gauge("tokengate_upstream_in_flight_prefill_tokens",
-          "Prompt tokens of those requests whose first token has not come back.");
-    for (const auto& [name, l] : loads_)
-      out += "tokengate_upstream_in_flight_prefill_tokens" + label("upstream", name) + " " +
-             std::to_string(l->prefilling.load()) + "\n";
-    gauge("tokengate_upstream_probe_healthy",
-          "1 while the upstream passes its active health check (1 without one).");
-    for (const auto& [name, l] : loads_)
-      out += "tokengate_upstream_probe_healthy" + label("upstream", name) + " " +
-             (l->probed_healthy.load() ? "1" : "0") + "\n";
-    gauge("tokengate_upstream_engine_requests",
-          "The engine's own running and waiting requests, from its metrics page.");
-    for (const auto& [name, l] : loads_) {
-      if (l->engine_running.load() < 0) continue;
-      out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"running\"} " +
-             std::to_string(l->engine_running.load()) + "\n";
-      out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"waiting\"} " +
-             std::to_string(std::max(0, l->engine_waiting.load())) + "\n";
-    }
-    out += prediction_prometheus();
-  }
+  out += upstream_prometheus();
   std::lock_guard lock(queue_lock_);
   if (routes_.empty()) return out;
-  gauge("tokengate_admission_queue_length", "Requests waiting for a slot, by route.");
+  out += gauge_head("tokengate_admission_queue_length", "Requests waiting for a slot, by route.");
   for (const auto& [route, c] : routes_)
     out += "tokengate_admission_queue_length" + label("route", route) + " " +
            std::to_string(c->waiting.load()) + "\n";

@@ -178,6 +178,7 @@ class board {
   std::array<std::atomic<std::uint64_t>, error_bounds.size() + 1> error_buckets_{};
   std::atomic<std::uint64_t> error_count_{0}, error_sum_millis_{0};
   std::string prediction_prometheus() const;  // (under loads_lock_)
+  std::string upstream_prometheus() const;
 };
 
 }  // namespace tokengate::fleet

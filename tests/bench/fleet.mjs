@@ -90,10 +90,12 @@ async function startEngines() {
   return ports;
 }
 
-const upstreamsYaml = (ports, fleet, fastest) => ports.map((p, i) => `  e${i + 1}:
+// (Two instances in front of one fleet each declare half its slots: each
+// counts only its own streams.)
+const upstreamsYaml = (ports, fleet, fastest, instances = 1) => ports.map((p, i) => `  e${i + 1}:
     base_url: "http://127.0.0.1:${p}/v1"
     pool_size: 64${fleet ? `
-    capacity: {max_streams: ${slotsPerEngine}${kvTokens ? `, kv_tokens: ${kvTokens}` : ""}${
+    capacity: {max_streams: ${slotsPerEngine / instances}${kvTokens ? `, kv_tokens: ${kvTokens}` : ""}${
       fastest && prefillBudget ? `, max_prefill_tokens: ${prefillBudget}` : ""}}
     health_check: {path: /health, interval: 1s, timeout: 500ms}` : ""}`).join("\n");
 
@@ -109,7 +111,7 @@ listeners: [{name: main, address: 127.0.0.1, port: ${port}}]
 admin: {address: 127.0.0.1, port: ${admin}}${redisPort ? `
 redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 500ms}` : ""}
 upstreams:
-${upstreamsYaml(ports, kind !== "tokengate-random", kind.startsWith("tokengate-fastest"))}
+${upstreamsYaml(ports, kind !== "tokengate-random", kind.startsWith("tokengate-fastest"), redisPort ? 2 : 1)}
 routes:
   - name: fleet
     models: [fleet-model]

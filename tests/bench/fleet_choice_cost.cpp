@@ -1,14 +1,15 @@
 // What balance: fastest's choice costs per request (fleet/prefix_index,
 // fleet/ttft_model): a 30,000-token prompt (120 KB) cut into its blocks,
-// each replica's index asked for its longest match, each model for its
-// prediction, and the chosen replica's index touched, for 3 and for 32
+// each replica's index asked for its longest match, its prefill in flight
+// and its model for the prediction, and the chosen replica's index
+// touched (its new blocks pending, then prefilled), for 3 and for 32
 // replicas; once with one replica holding the whole prompt (the usual
 // case: a tenant's document on its replica), once with every replica
 // holding it (the worst: every match runs the prompt's length).
 // Microseconds per request, the request repeated 2,000 times. On demand,
 // not a test:
 //   g++ -std=c++20 -O2 -Iproxy tests/bench/fleet_choice_cost.cpp build/libtokengate_core.a \
-//     -lboost_json -o /tmp/fleet_choice_cost && taskset -c 0 /tmp/fleet_choice_cost
+//     -lboost_json -lssl -lcrypto -o /tmp/fleet_choice_cost && taskset -c 0 /tmp/fleet_choice_cost
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,8 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/prefix_index.hpp"
-#include "fleet/ttft_model.hpp"
+#include "fleet/upstream_load.hpp"
 #include "routing/json_scan.hpp"
 
 using namespace tokengate;
@@ -32,13 +32,12 @@ int main() {
   if (!scan) return 1;
   for (int replicas : {3, 32}) {
     for (bool everywhere : {false, true}) {
-      std::vector<std::unique_ptr<fleet::prefix_index>> indexes;
-      std::vector<std::unique_ptr<fleet::ttft_model>> models;
+      std::vector<std::unique_ptr<fleet::upstream_load>> loads;
       const auto blocks = fleet::prompt_blocks(body, *scan);
       for (int r = 0; r < replicas; ++r) {
-        indexes.push_back(std::make_unique<fleet::prefix_index>(32'000));
-        models.push_back(std::make_unique<fleet::ttft_model>());
-        if (everywhere || r == 0) indexes.back()->insert(blocks);
+        loads.push_back(std::make_unique<fleet::upstream_load>("e" + std::to_string(r)));
+        loads.back()->index.set_capacity(32'000);
+        if (everywhere || r == 0) loads.back()->index.insert(blocks);
       }
       constexpr int rounds = 2000;
       double sink = 0;
@@ -48,12 +47,15 @@ int main() {
         std::size_t best = 0;
         double fastest = 1e18;
         for (int r = 0; r < replicas; ++r) {
-          const double held =
-              double(indexes[r]->longest_match(b).held * fleet::prefix_block_tokens);
-          double t = models[r]->predict(std::max(0.0, 30'000 - held), 0);
+          auto& load = *loads[r];
+          const double held = double(load.index.longest_match(b).held * fleet::prefix_block_tokens);
+          const double ahead = load.prefill_left(load.ttft.prefill_tokens_per_second());
+          double t = load.ttft.predict(std::max(0.0, 30'000 - held) + ahead, 0);
           if (t < fastest) fastest = t, best = r;
         }
-        indexes[best]->insert(b);
+        // (the slot brings the prompt to the index; its first token ends the prefill)
+        auto brought = loads[best]->index.insert_pending(b);
+        loads[best]->index.prefilled(brought);
         sink += fastest;
       }
       double us =
