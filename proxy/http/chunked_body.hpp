@@ -1,6 +1,6 @@
 #pragma once
 // A chunked request body's decoding step, apart from the reads
-// (server/read_message.hpp) so that the fuzz target runs it as the session
+// (http/read_message.hpp) so that the fuzz target runs it as the session
 // does.
 #include <cstddef>
 #include <span>

@@ -1,8 +1,8 @@
 #pragma once
 // What an HTTP/1.x message head's fields say, parsed in one pass over the
 // bytes that brought it, with no container per field: the part that the
-// upstream's response head (upstream/response_head.hpp) and the client's
-// request head (server/request_head.hpp) share. Each has its own start line.
+// upstream's response head (http/response_head.hpp) and the client's
+// request head (http/request_head.hpp) share. Each has its own start line.
 //
 // Beast's parser fills an http::fields: an allocation, a name lookup and a
 // tree insertion per field, about 1,100 instructions a field (callgrind).

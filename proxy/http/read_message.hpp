@@ -39,7 +39,7 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
 // What follows the body (a pipelined request) stays in `buffer`. The
 // decoder is the one that undoes an upstream's chunks (stream/
 // body_decoder.hpp); it leaves at most a line's bytes (4 KiB) undecoded, so
-// the buffer stays small whatever the body's size (server/chunked_body.hpp).
+// the buffer stays small whatever the body's size (http/chunked_body.hpp).
 net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer,
                                              body_bytes& body, std::size_t limit);
 }  // namespace tokengate

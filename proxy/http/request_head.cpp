@@ -68,7 +68,7 @@ head_progress parse_request_head(std::span<char> text, request_head& out, std::s
   if (auto r = request_line(scan, out); r != head_progress::done) return r;
   // The fields are parsed once the head has come whole. A head often comes
   // in two reads (the first into the small buffer that watched the client
-  // during the last response, server/client_watcher.hpp), and its fields
+  // during the last response, io/client_watcher.hpp), and its fields
   // parsed at each read cost twice over (callgrind: 12,700 instructions a
   // request for the OpenAI SDK's head, against 8,800 with this).
   if (std::string_view(scan.at(), scan.left()).find("\r\n\r\n") == std::string_view::npos &&

@@ -36,7 +36,7 @@ struct request_head : message_head {
 };
 
 // Parses the head at the start of `text`, as parse_response_head does
-// (upstream/response_head.hpp). Empty lines before the request line are
+// (http/response_head.hpp). Empty lines before the request line are
 // skipped (RFC 9112 §2.2). More than `max_fields` fields are refused with
 // http::error::header_limit, `out.fields` then holding `max_fields`.
 head_progress parse_request_head(std::span<char> text, request_head& out, std::size_t& used,

@@ -49,7 +49,7 @@ net::awaitable<bool> wait_for_request(any_stream& stream, beast::flat_buffer& bu
                                       client_watcher& watcher, worker& w, bool first) {
   const auto timeout = first ? w.config().limits.head_timeout : w.config().limits.idle_timeout;
   if (watcher.reading()) {  // the last response's watch goes on as this wait
-                            // (server/client_watcher.hpp)
+                            // (io/client_watcher.hpp)
     w.mark_idle(&stream);
     stream.expires_after(timeout);
     auto [ec] = co_await watcher.async_wait_read(use_tuple);

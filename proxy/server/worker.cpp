@@ -155,7 +155,7 @@ void worker::prepare_accepted(const bound_listener& l, tcp::socket& socket) {
   // The read that takes a request whole tells (TCP_INQ) that nothing is
   // left, and the next read (the client watcher's, or the next request's)
   // waits for epoll instead of trying first and failing: two recv calls a
-  // request that find nothing (server/drained_read.hpp; TLS reads go
+  // request that find nothing (io/drained_read.hpp; TLS reads go
   // through the TLS engine instead). The socket is non-blocking from the
   // accept, and Asio knows it, so the first read is a drained read too.
   if (!l.tls) {

@@ -98,8 +98,8 @@ net::awaitable<acquire_result> pool::connect_new() {
   tcp_stream.socket().set_option(tcp::no_delay(true));
 
   // The relay's reads skip a wasted recv when the kernel says nothing is
-  // queued (server/drained_read.hpp; through TLS, once OpenSSL reads the
-  // socket itself: server/tls_direct.hpp); without this they are ordinary reads.
+  // queued (io/drained_read.hpp; through TLS, once OpenSSL reads the
+  // socket itself: io/tls_direct.hpp); without this they are ordinary reads.
   enable_drained_reads(tcp_stream.socket());
   if (!url_.tls) {
     enable_receive_timestamps(tcp_stream.socket());
