@@ -21,6 +21,19 @@ if grep -q 'proxy/server/session.cpp' "$work/up.err"; then
   echo "an include down the layers was reported"; exit 1
 fi
 
+# The same include written <server/…> or "../server/…" is the same arrow.
+for spelling in '<server/worker.hpp>' '"../server/worker.hpp"'; do
+  rm -rf "$work/spelt" && mkdir -p "$work/spelt/proxy/stream"
+  echo "#include $spelling" > "$work/spelt/proxy/stream/relay.cpp"
+  echo '#include <boost/beast/http/read.hpp>' >> "$work/spelt/proxy/stream/relay.cpp"
+  if "$cmake" -DROOT="$work/spelt" -P "$check" 2> "$work/spelt.err"; then
+    echo "an include from stream/ up to server/ written $spelling passed the check"; exit 1
+  fi
+  if grep -q 'boost' "$work/spelt.err"; then
+    echo "a library's include was taken for one of ours"; exit 1
+  fi
+done
+
 mkdir -p "$work/side/proxy/engine" "$work/side/proxy/bench"
 echo '#include "engine/demo_engine.hpp"' > "$work/side/proxy/bench/bench.cpp"
 if "$cmake" -DROOT="$work/side" -P "$check" 2> /dev/null; then

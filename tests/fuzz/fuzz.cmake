@@ -18,6 +18,7 @@ add_library(fuzz_parsing STATIC
   proxy/translate/chat_request_to_messages.cpp proxy/translate/messages_request_to_chat.cpp
   proxy/translate/errors.cpp proxy/stream/error_event.cpp proxy/http/json_error.cpp
   ${EMBEDDED_CONFIG_CPP})
+add_dependencies(fuzz_parsing layers_checked)
 target_include_directories(fuzz_parsing PUBLIC ${CMAKE_SOURCE_DIR}/proxy)
 target_compile_definitions(fuzz_parsing PUBLIC BOOST_JSON_NO_LIB BOOST_URL_NO_LIB)
 target_compile_options(fuzz_parsing PUBLIC ${FUZZ_FLAGS})
