@@ -31,6 +31,7 @@
 #include "io/drained_read.hpp"
 #include "io/tls_context.hpp"
 #include "io/tls_direct.hpp"
+#include "scan/hex.hpp"
 #include "stream/observer.hpp"
 #include "stream/whole_usage.hpp"
 #include "upstream/target_url.hpp"
@@ -201,9 +202,8 @@ std::string escape_non_ascii(std::string_view text) {
   std::string out;
   out.reserve(text.size() * 2);
   auto unit = [&](unsigned u) {
-    static constexpr char digits[] = "0123456789abcdef";
     out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += digits[(u >> shift) & 0xF];
+    for (int shift = 12; shift >= 0; shift -= 4) out += hex_digits[(u >> shift) & 0xF];
   };
   for (std::size_t i = 0; i < text.size();) {
     auto b = static_cast<unsigned char>(text[i]);

@@ -1,7 +1,8 @@
 #include "budget/ledger.hpp"
 
 #include <chrono>
-#include <random>
+
+#include "scan/hex.hpp"
 
 namespace tokengate::budget {
 namespace {
@@ -42,16 +43,7 @@ window window_of(limit_kind kind, std::int64_t now_ms) {
   return {};
 }
 
-std::string new_reservation_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    auto bits = rng();
-    for (int i = 0; i < 16; ++i) id[half * 16 + i] = hex[(bits >> (i * 4)) & 0xf];
-  }
-  return id;
-}
+std::string new_reservation_id() { return random_hex_128(); }
 
 std::vector<long long> settle_deltas(const demand& d, const usage& real) {
   std::vector<long long> deltas;

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include "budget/redis_scripts.hpp"
+#include "scan/hex.hpp"
 
 namespace tokengate::budget::redis_ledger {
 namespace {
@@ -21,13 +22,7 @@ std::string carry_script() {
 std::string sha1_hex(const std::string& text) {
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char byte : digest) {
-    out.push_back(hex[byte >> 4]);
-    out.push_back(hex[byte & 0xf]);
-  }
-  return out;
+  return to_hex(digest, SHA_DIGEST_LENGTH);
 }
 
 const std::string& sha_of(int which) {

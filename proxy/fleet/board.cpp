@@ -43,6 +43,15 @@ std::string gauge_head(const char* name, const char* help) {
   return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
 }
 
+// No room for a request: the client may come back after `retry_after_s`.
+request_error refused(unsigned status, std::string_view code, std::string message,
+                      int retry_after_s) {
+  auto e = request_error::upstream(status, code, std::move(message));
+  e.type = status == 429 ? "rate_limit_exceeded" : "server_error";
+  e.retry_after_s = retry_after_s;
+  return e;
+}
+
 bool learned(const upstream_load& l) { return l.max_streams.load() > 0 || l.index.size() > 0; }
 
 }  // namespace
@@ -265,7 +274,7 @@ int board::retry_after(std::size_t queued) const {
   return static_cast<int>(std::clamp(s, 1.0, 60.0));
 }
 
-net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r) {
+net::awaitable<std::variant<admitted, request_error>> board::admit(admission_request r) {
   const auto since = steady::now();
   const bool bounded = std::any_of(r.candidates.begin(), r.candidates.end(),
                                    [](const candidate& c) { return c.bounded(); });
@@ -282,24 +291,24 @@ net::awaitable<std::variant<admitted, refusal>> board::admit(admission_request r
     }
     if (!r.queue) {
       counters.refused_no_capacity.fetch_add(1, std::memory_order_relaxed);
-      co_return refusal{503, "engine_overloaded",
+      co_return refused(503, "engine_overloaded",
                         "every target of route '" + r.route + "' is at its capacity",
-                        retry_after(0)};
+                        retry_after(0));
     }
     const auto queued = counters.waiting.load(std::memory_order_relaxed);
     if (queued >= r.queue->max_waiting) {
       counters.refused_queue_full.fetch_add(1, std::memory_order_relaxed);
-      co_return refusal{429, "queue_full",
+      co_return refused(429, "queue_full",
                         "route '" + r.route + "' has " + std::to_string(queued) +
                             " requests waiting for capacity already",
-                        retry_after(queued)};
+                        retry_after(queued));
     }
   }
   co_return co_await wait_in_queue(std::move(r), since);
 }
 
-net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_request r,
-                                                                     steady::time_point since) {
+net::awaitable<std::variant<admitted, request_error>> board::wait_in_queue(
+    admission_request r, steady::time_point since) {
   auto w = std::make_shared<waiter>(co_await net::this_coro::executor);
   const auto deadline = since + r.queue->timeout;
   w->home_until = since + r.home_hold;
@@ -347,13 +356,13 @@ net::awaitable<std::variant<admitted, refusal>> board::wait_in_queue(admission_r
   counters.waiting.fetch_sub(1, std::memory_order_relaxed);
   counters.refused_timeout.fetch_add(1, std::memory_order_relaxed);
   const auto queued = counters.waiting.load(std::memory_order_relaxed);
-  co_return refusal{503, "queue_timeout",
+  co_return refused(503, "queue_timeout",
                     "no target of route '" + w->asked.route + "' had capacity within " +
                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            w->asked.queue->timeout)
                                            .count()) +
                         " ms",
-                    retry_after(queued)};
+                    retry_after(queued));
 }
 
 void board::note_prediction_error(double predicted_s, double actual_s) {

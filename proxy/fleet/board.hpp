@@ -105,13 +105,6 @@ struct admitted {
   std::chrono::microseconds waited{0};
 };
 
-struct refusal {
-  unsigned status = 503;
-  std::string_view code;  // one of a few literals (a metric label)
-  std::string message;
-  int retry_after_s = 1;
-};
-
 class board {
  public:
   board();
@@ -121,8 +114,9 @@ class board {
   upstream_load& load_of(const std::string& upstream);
 
   // A slot on the first candidate (healthy ones first) that has one free,
-  // else a place in the queue, else a refusal.
-  net::awaitable<std::variant<admitted, refusal>> admit(admission_request request);
+  // else a place in the queue, else a refusal: 503 engine_overloaded, 429
+  // queue_full or 503 queue_timeout, with a Retry-After.
+  net::awaitable<std::variant<admitted, request_error>> admit(admission_request request);
 
   // Every prompt a slot brings to an index is published there too (set
   // before any request).
@@ -161,7 +155,7 @@ class board {
   void offer(upstream_load& load);  // its room to the waiters, in order (under queue_lock_)
   int retry_after(std::size_t queued) const;
   route_counters& counters_of(const std::string& route);
-  net::awaitable<std::variant<admitted, refusal>> wait_in_queue(
+  net::awaitable<std::variant<admitted, request_error>> wait_in_queue(
       admission_request r, std::chrono::steady_clock::time_point since);
 
   index_sharing* sharing_ = nullptr;

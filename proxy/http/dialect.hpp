@@ -16,4 +16,9 @@ inline dialect dialect_for_path(std::string_view path) {
   return dialect::other;
 }
 
+// The paths whose POSTs go upstream: the four APIs above, and embeddings.
+inline bool is_proxied_post(std::string_view path) {
+  return dialect_for_path(path) != dialect::other || path == "/v1/embeddings";
+}
+
 }  // namespace tokengate

@@ -29,6 +29,7 @@ struct request_error {
   std::string_view code;  // e.g. model_not_found
   std::string message;
   bool retryable = false;
+  int retry_after_s = 0;  // > 0: when the client may come back (its Retry-After)
 
   // A malformed or oversized request: invalid_request_error.
   static request_error client(unsigned status, std::string_view code, std::string message) {

@@ -57,16 +57,6 @@ std::optional<parsed_traceparent> parse_traceparent(std::string_view v) {
   return out;
 }
 
-std::string to_hex(const std::uint8_t* bytes, std::size_t n) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (std::size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[bytes[i] >> 4];
-    out[2 * i + 1] = digits[bytes[i] & 15];
-  }
-  return out;
-}
-
 std::string format_traceparent(const trace_id& trace, const span_id& span, bool sampled) {
   return "00-" + to_hex(trace) + "-" + to_hex(span) + (sampled ? "-01" : "-00");
 }

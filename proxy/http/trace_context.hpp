@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "scan/hex.hpp"
+
 namespace tokengate {
 
 using trace_id = std::array<std::uint8_t, 16>;
@@ -56,10 +58,9 @@ std::string format_traceparent(const trace_id& trace, const span_id& span, bool 
 trace_id new_trace_id();
 span_id new_span_id();
 
-std::string to_hex(const std::uint8_t* bytes, std::size_t n);
 template <std::size_t N>
 std::string to_hex(const std::array<std::uint8_t, N>& id) {
-  return to_hex(id.data(), N);
+  return to_hex(id.data(), N);  // (scan/hex.hpp)
 }
 
 // The request's trace: the client's (its sampled flag decides, as a

@@ -8,6 +8,8 @@
 #include <boost/json/value.hpp>
 #include <span>
 
+#include "scan/hex.hpp"
+
 namespace tokengate::routing {
 namespace {
 
@@ -45,13 +47,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < length; ++i) {
-    out.push_back(hex[digest[i] >> 4]);
-    out.push_back(hex[digest[i] & 0xf]);
-  }
-  return out;
+  return to_hex(digest, length);
 }
 
 std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key) {

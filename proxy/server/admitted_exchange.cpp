@@ -52,13 +52,13 @@ net::awaitable<void> refuse_by_budget(any_stream& client, const budget::admissio
 }
 
 // (With the budget's x-ratelimit-* headers, when it admitted the request.)
-net::awaitable<void> refuse_by_fleet(any_stream& client, const fleet::refusal& r,
+net::awaitable<void> refuse_by_fleet(any_stream& client, const request_error& r,
                                      const std::optional<budget::admission>& reserved,
                                      bool keep_alive, request_context& ctx) {
   auto extras = refusal_extras(r, ctx.path);
   if (reserved)
     extras.headers.insert(extras.headers.end(), reserved->headers.begin(), reserved->headers.end());
-  co_await send_error(client, refusal_error(r), keep_alive, ctx, extras);
+  co_await send_error(client, r, keep_alive, ctx, extras);
 }
 
 // balance: fastest. The choice is recorded (the access log, the span);
@@ -135,7 +135,7 @@ net::awaitable<bool> admitted_exchange(any_stream& client, client_watcher& watch
   const auto blocks = slot.blocks;
   const auto candidates = blocks ? slot.candidates : std::vector<fleet::candidate>();
   auto admitted = co_await w.fleet().admit(std::move(slot));
-  if (auto* refused = std::get_if<fleet::refusal>(&admitted)) {
+  if (auto* refused = std::get_if<request_error>(&admitted)) {
     end_of_reservation.refused_before_upstream();
     co_await refuse_by_fleet(client, *refused, reserved, keep_alive, ctx);
     co_return keep_alive;

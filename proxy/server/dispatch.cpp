@@ -5,21 +5,18 @@
 
 #include "budget/demand.hpp"
 #include "config/reload.hpp"
+#include "http/dialect.hpp"
 #include "http/json_response.hpp"
 #include "io/any_stream.hpp"
 #include "routing/policy.hpp"
 #include "server/admitted_exchange.hpp"
+#include "server/early_forward.hpp"
 #include "server/fleet_choice.hpp"
 #include "server/proxy_exchange.hpp"
 #include "server/worker.hpp"
 #include "translate/translation.hpp"
 
 namespace tokengate {
-
-bool is_proxied_post(std::string_view path) {
-  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses" ||
-         path == "/v1/embeddings" || path == "/v1/messages";
-}
 
 namespace {
 

@@ -3,10 +3,10 @@
 // through the policy (when the config has routes) to a plan of upstreams,
 // then to the proxy exchange; everything else gets a JSON error.
 #include <boost/beast/http/message.hpp>
+#include <memory>
 
 #include "http/client_request.hpp"
 #include "io/net.hpp"
-#include "server/early_forward.hpp"
 
 namespace tokengate {
 
@@ -14,12 +14,10 @@ class any_stream;
 class client_watcher;
 class worker;
 struct request_context;
+struct early_forward;
 namespace config {
 struct listener;
 }
-
-// The paths whose POSTs go upstream.
-bool is_proxied_post(std::string_view path);
 
 // Returns whether the connection may carry another request. `early`: what
 // forwarding the body while it arrived left (server/early_forward.hpp); it

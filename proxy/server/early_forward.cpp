@@ -4,12 +4,12 @@
 #include <boost/asio/read.hpp>
 
 #include "config/reload.hpp"
+#include "http/dialect.hpp"
 #include "http/read_message.hpp"
 #include "io/any_stream.hpp"
 #include "io/write_all.hpp"
 #include "routing/json_scan.hpp"
 #include "routing/policy.hpp"
-#include "server/dispatch.hpp"
 #include "server/fleet_choice.hpp"
 #include "server/worker.hpp"
 #include "translate/translation.hpp"

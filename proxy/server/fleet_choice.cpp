@@ -125,13 +125,7 @@ fleet::admission_request admission_for(const routing::routed_request& routed,
   return r;
 }
 
-request_error refusal_error(const fleet::refusal& r) {
-  auto e = request_error::upstream(r.status, r.code, r.message);
-  e.type = r.status == 429 ? "rate_limit_exceeded" : "server_error";
-  return e;
-}
-
-error_extras refusal_extras(const fleet::refusal& r, std::string_view path) {
+error_extras refusal_extras(const request_error& r, std::string_view path) {
   error_extras extras;
   extras.headers.emplace_back("retry-after", std::to_string(r.retry_after_s));
   if (path == "/v1/messages")

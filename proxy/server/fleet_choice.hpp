@@ -43,10 +43,9 @@ std::variant<fleet_choice, request_error> choose_targets(worker& w, const config
 fleet::admission_request admission_for(const routing::routed_request& routed,
                                        const fleet_choice& choice);
 
-// The refusal as the client gets it: 429 or 503 with Retry-After (and
-// Anthropic's error shape on /v1/messages).
-request_error refusal_error(const fleet::refusal& r);
-error_extras refusal_extras(const fleet::refusal& r, std::string_view path);
+// What the fleet's refusal adds as the client gets it: its Retry-After
+// (and Anthropic's error shape on /v1/messages).
+error_extras refusal_extras(const request_error& r, std::string_view path);
 
 // The admitted target first in the plan; a connection opened early to
 // another one is dropped.

@@ -5,13 +5,13 @@
 
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <random>
 
 #include "http/json_response.hpp"
 #include "http/read_message.hpp"
 #include "http/request_context.hpp"
 #include "io/any_stream.hpp"
 #include "io/client_watcher.hpp"
+#include "scan/hex.hpp"
 #include "server/body_pool.hpp"
 #include "server/connection_gate.hpp"
 #include "server/dispatch.hpp"
@@ -28,14 +28,7 @@ std::string request_id_for(std::string_view given) {
   bool usable = !given.empty() && given.size() <= 128;
   for (char c : given) usable = usable && c > 0x20 && c < 0x7f && c != '"' && c != '\\';
   if (usable) return std::string(given);
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    auto bits = rng();
-    for (int i = 0; i < 16; ++i) id[half * 16 + i] = hex[(bits >> (i * 4)) & 0xf];
-  }
-  return id;
+  return random_hex_128();
 }
 
 // Waits for the first byte of the next request. While a kept-alive

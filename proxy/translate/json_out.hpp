@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "scan/hex.hpp"
+
 namespace tokengate::translate {
 
 // `text` as a JSON string, quotes included. (The text came out of a JSON
 // parser, so it is valid UTF-8; only what JSON requires is escaped.)
 inline void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
   std::size_t run = 0;  // start of the bytes not yet copied
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -37,8 +38,8 @@ inline void append_json_string(std::string& out, std::string_view text) {
         break;
       default:
         out.append("\\u00");
-        out.push_back(hex[c >> 4]);
-        out.push_back(hex[c & 15]);
+        out.push_back(hex_digits[c >> 4]);
+        out.push_back(hex_digits[c & 15]);
     }
   }
   out.append(text.substr(run));

@@ -15,7 +15,7 @@ namespace tokengate::fleet {
 namespace {
 
 using namespace std::chrono_literals;
-using outcome = std::variant<admitted, refusal>;
+using outcome = std::variant<admitted, request_error>;
 
 admission_request asking(board& b, int priority, std::optional<config::queue_settings> queue,
                          int slots = 1) {
@@ -105,8 +105,8 @@ TEST(Admission, APrefillBudgetWithoutAQueueRefusesWhatDoesNotFit) {
   run(io, 20ms);
   ASSERT_EQ(order.size(), 2u);
   ASSERT_TRUE(std::holds_alternative<admitted>(results[0]));
-  ASSERT_TRUE(std::holds_alternative<refusal>(results[1]));
-  EXPECT_EQ(std::get<refusal>(results[1]).code, "engine_overloaded");
+  ASSERT_TRUE(std::holds_alternative<request_error>(results[1]));
+  EXPECT_EQ(std::get<request_error>(results[1]).code, "engine_overloaded");
 }
 
 TEST(Admission, ARequestWaitsForThePrefillThatBringsItsPrefix) {
@@ -184,7 +184,7 @@ TEST(Admission, RefusalsSayWhyAndWhenToComeBack) {
   spawn(io, b, asking(b, 1, std::nullopt), results, order, 1);  // no queue: refused at once
   run(io, 20ms);
   ASSERT_EQ(results.size(), 2u);
-  auto& none = std::get<refusal>(results[1]);
+  auto& none = std::get<request_error>(results[1]);
   EXPECT_EQ(none.status, 503u);
   EXPECT_EQ(none.code, "engine_overloaded");
   EXPECT_GE(none.retry_after_s, 1);
@@ -194,11 +194,11 @@ TEST(Admission, RefusalsSayWhyAndWhenToComeBack) {
   spawn(io, b, asking(b, 1, one), results, order, 3);  // the queue is full
   run(io, 20ms);
   ASSERT_EQ(results.size(), 3u);
-  EXPECT_EQ(std::get<refusal>(results[2]).status, 429u);
-  EXPECT_EQ(std::get<refusal>(results[2]).code, "queue_full");
+  EXPECT_EQ(std::get<request_error>(results[2]).status, 429u);
+  EXPECT_EQ(std::get<request_error>(results[2]).code, "queue_full");
   run(io, 200ms);  // the waiter's timeout passes
   ASSERT_EQ(results.size(), 4u);
-  EXPECT_EQ(std::get<refusal>(results[3]).code, "queue_timeout");
+  EXPECT_EQ(std::get<request_error>(results[3]).code, "queue_timeout");
   auto text = b.prometheus();
   for (auto reason : {"no_capacity", "queue_full", "queue_timeout"})
     EXPECT_NE(text.find(std::string("reason=\"") + reason + "\"} 1"), std::string::npos) << text;
