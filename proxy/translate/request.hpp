@@ -31,9 +31,9 @@ struct translated_request {
   bool usage_asked = false;  // the chat client's stream_options.include_usage
 };
 
-std::variant<translated_request, request_error> chat_request_to_messages(
+std::variant<translated_request, request_error> anthropic_request_from_chat(
     std::string_view body, const request_options& options);
-std::variant<translated_request, request_error> messages_request_to_chat(
+std::variant<translated_request, request_error> chat_request_from_anthropic(
     std::string_view body, const request_options& options);
 
 }  // namespace tokengate::translate

@@ -41,8 +41,8 @@ std::variant<target_request, request_error> request_for_target(
   // would ask for: the translation asks for what it needs itself.
   auto edited = routing::body_for_target(body, path, routed, target, upstream, false);
   request_options options{routed.output_limit, upstream.limit_spelling};
-  auto translated = client == dialect::openai_chat ? chat_request_to_messages(edited, options)
-                                                   : messages_request_to_chat(edited, options);
+  auto translated = client == dialect::openai_chat ? anthropic_request_from_chat(edited, options)
+                                                   : chat_request_from_anthropic(edited, options);
   if (auto* e = std::get_if<request_error>(&translated)) return std::move(*e);
   out.edits.push_back({0, body.size(), std::move(std::get<translated_request>(translated).body)});
   out.translation = upstream::translated_attempt{

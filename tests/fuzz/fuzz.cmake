@@ -15,7 +15,7 @@ add_library(fuzz_parsing STATIC
   proxy/http/headers.cpp proxy/http/head_bytes.cpp proxy/http/request_head.cpp proxy/http/chunked_body.cpp
   proxy/http/message_head.cpp proxy/http/response_head.cpp
   proxy/translate/anthropic_from_chat.cpp proxy/translate/chat_from_anthropic.cpp
-  proxy/translate/chat_request_to_messages.cpp proxy/translate/messages_request_to_chat.cpp
+  proxy/translate/anthropic_request_from_chat.cpp proxy/translate/chat_request_from_anthropic.cpp
   proxy/translate/errors.cpp proxy/stream/error_event.cpp proxy/http/json_error.cpp
   ${EMBEDDED_CONFIG_CPP})
 add_dependencies(fuzz_parsing layers_checked)

@@ -27,8 +27,8 @@ bool is_json_object(std::string_view text) {
 
 void check_request(std::string_view body) {
   translate::request_options options{100, config::limit_field::max_completion_tokens};
-  for (auto out : {translate::chat_request_to_messages(body, options),
-                   translate::messages_request_to_chat(body, options)}) {
+  for (auto out : {translate::anthropic_request_from_chat(body, options),
+                   translate::chat_request_from_anthropic(body, options)}) {
     if (auto* e = std::get_if<request_error>(&out)) {
       check(e->status == 400);
       continue;

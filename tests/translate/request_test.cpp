@@ -14,20 +14,20 @@ namespace json = boost::json;
 using translate::request_options;
 
 json::object to_messages(std::string_view chat, request_options options = {}) {
-  auto out = translate::chat_request_to_messages(chat, options);
+  auto out = translate::anthropic_request_from_chat(chat, options);
   if (auto* e = std::get_if<request_error>(&out)) ADD_FAILURE() << e->message;
   return json::parse(std::get<translate::translated_request>(out).body).as_object();
 }
 
 json::object to_chat(std::string_view messages, request_options options = {}) {
-  auto out = translate::messages_request_to_chat(messages, options);
+  auto out = translate::chat_request_from_anthropic(messages, options);
   if (auto* e = std::get_if<request_error>(&out)) ADD_FAILURE() << e->message;
   return json::parse(std::get<translate::translated_request>(out).body).as_object();
 }
 
 std::string refusal(std::string_view body, bool from_chat) {
-  auto out = from_chat ? translate::chat_request_to_messages(body, {})
-                       : translate::messages_request_to_chat(body, {});
+  auto out = from_chat ? translate::anthropic_request_from_chat(body, {})
+                       : translate::chat_request_from_anthropic(body, {});
   auto* e = std::get_if<request_error>(&out);
   if (!e) return "(accepted)";
   EXPECT_EQ(e->status, 400u);
@@ -56,7 +56,7 @@ TEST(ChatToMessages, SystemRolesContentAndLimits) {
   EXPECT_EQ(content[1], json::parse(R"({"type":"image","source":{"type":"base64",
     "media_type":"image/png","data":"AAAA"}})"));
   EXPECT_EQ(content[2].at("source").at("url"), "https://x.test/cat.jpg");
-  auto usage = translate::chat_request_to_messages(
+  auto usage = translate::anthropic_request_from_chat(
       R"({"model":"m","stream_options":{"include_usage":true},"messages":[]})", {});
   EXPECT_TRUE(std::get<translate::translated_request>(usage).usage_asked);
   EXPECT_EQ(

@@ -277,7 +277,7 @@ refusal convert_member(std::string_view key, const json::value& v, json::object&
 
 }  // namespace
 
-std::variant<translated_request, request_error> chat_request_to_messages(
+std::variant<translated_request, request_error> anthropic_request_from_chat(
     std::string_view body, const request_options& options) {
   boost::system::error_code ec;
   auto parsed = json::parse(body, ec);

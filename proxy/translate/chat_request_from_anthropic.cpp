@@ -237,7 +237,7 @@ refusal member_for_chat(std::string_view key, const json::value& v, json::object
 
 }  // namespace
 
-std::variant<translated_request, request_error> messages_request_to_chat(
+std::variant<translated_request, request_error> chat_request_from_anthropic(
     std::string_view body, const request_options& options) {
   boost::system::error_code ec;
   auto parsed = json::parse(body, ec);
