@@ -185,7 +185,7 @@ net::awaitable<void> client::watchdog(std::shared_ptr<connection> c) {
   }
 }
 
-void client::close(const std::shared_ptr<connection>& c, std::string_view why) {
+void client::close(std::shared_ptr<connection> c, std::string_view why) {
   if (c->closed) return;
   c->closed = true;
   error_code ignored;

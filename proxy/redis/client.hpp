@@ -53,7 +53,8 @@ class client {
   net::awaitable<void> write_loop(std::shared_ptr<connection> c);
   net::awaitable<void> read_loop(std::shared_ptr<connection> c);
   net::awaitable<void> watchdog(std::shared_ptr<connection> c);
-  void close(const std::shared_ptr<connection>& c, std::string_view why);
+  // (By value: `c` may be current_, its only owner, which it resets.)
+  void close(std::shared_ptr<connection> c, std::string_view why);
 
   net::any_io_executor executor_;
   config::redis_settings settings_;

@@ -310,6 +310,9 @@ void server::drain_and_stop() {
   if (sharing_) sharing_->stop();
   for (auto& w : workers_) w->io().stop();
   for (auto& t : threads_) t.join();
+  // (The requests' slots still held go back as the workers' io_contexts
+  // are destroyed, after sharing_ is: they must not publish through it.)
+  fleet_->share_with(nullptr);
   // The spans of the requests that finished go out before the process does.
   if (tracer_)
     tracer_->drain(
