@@ -65,12 +65,13 @@ TEST(BatchScheduler, APromptThatStartsLikeAnEarlierOneFindsItCached) {
   ASSERT_TRUE(run_until(io, [&] { return next->prefilled && other->prefilled; }));
   EXPECT_GE(next->cached_tokens, 990);  // all of the history's whole blocks
   EXPECT_EQ(other->cached_tokens, 0);
-  EXPECT_NE(b.prometheus().find("vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"4096\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      b.prometheus().find("vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"4096\"}"),
+      std::string::npos);
 }
 
 // Tokens a decoding sequence produces while a 5,000-token prompt (500 ms
-// of prefill) is being prefilled.
+// of prefill whole, about 600 ms in chunks) is being prefilled.
 long long produced_beside_a_long_prefill(long long chunked) {
   net::io_context io;
   batch_scheduler b(io.get_executor(), engine(4, chunked));
@@ -79,7 +80,7 @@ long long produced_beside_a_long_prefill(long long chunked) {
   io.run_for(20ms);
   const auto before = decoding->produced;
   auto long_prompt = b.submit(batch_scheduler::prompt_blocks(text('l', 20'000)), 5000, 1);
-  io.run_for(300ms);  // (the prefill is not over yet either way)
+  io.run_for(400ms);  // (the prefill is not over yet either way)
   EXPECT_FALSE(long_prompt->prefilled);
   return decoding->produced - before;
 }
@@ -88,8 +89,9 @@ TEST(BatchScheduler, ChunkedPrefillKeepsTheDecodesGoing) {
   const auto whole = produced_beside_a_long_prefill(0);
   const auto chunked = produced_beside_a_long_prefill(256);
   EXPECT_LE(whole, 1);  // the prefill holds every decode
-  // 256 tokens a step: 25.6 ms of prefill and 5 ms of decode, about 10 steps in 300 ms.
-  EXPECT_GE(chunked, 6);
+  // 256 tokens a step: 25.6 ms of prefill and 5 ms of decode, about 13
+  // steps in 400 ms (fewer on a loaded machine, whose timers wake late).
+  EXPECT_GE(chunked, 5);
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ request_context retried_request() {
   ctx.request_read = t0 + 1ms;
   ctx.first_token_written = t0 + 40ms;
   ctx.finished = t0 + 90ms;
-  attempt_span failed{new_span_id(), "e1", "10.0.0.1", "demo", t0 + 2ms, t0 + 10ms, 503,
-                      "upstream_unavailable"};
+  attempt_span failed{new_span_id(), "e1",      "10.0.0.1", "demo",
+                      t0 + 2ms,      t0 + 10ms, 503,        "upstream_unavailable"};
   attempt_span answered{new_span_id(), "e2", "10.0.0.2", "demo", t0 + 11ms, t0 + 90ms, 200};
   ctx.attempt_spans = {failed, answered};
   ctx.output_tokens = 8;
