@@ -54,6 +54,17 @@ request_error refused(unsigned status, std::string_view code, std::string messag
 
 bool learned(const upstream_load& l) { return l.max_streams.load() > 0 || l.index.size() > 0; }
 
+// A gauge with a line per upstream (with `only_learned`, those balance:
+// fastest has learned something of), each `value(load)`.
+template <typename Loads, typename Value>
+void per_upstream_gauge(std::string& out, const Loads& loads, const char* name, const char* help,
+                        Value value, bool only_learned = false) {
+  out += gauge_head(name, help);
+  for (const auto& [upstream, l] : loads)
+    if (!only_learned || learned(*l))
+      out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
+}
+
 }  // namespace
 
 struct board::waiter {
@@ -380,10 +391,7 @@ void board::note_prediction_error(double predicted_s, double actual_s) {
 std::string board::prediction_prometheus() const {
   std::string out;
   const auto per_upstream = [&](const char* name, const char* help, auto value) {
-    out += gauge_head(name, help);
-    for (const auto& [upstream, l] : loads_)
-      if (learned(*l))
-        out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
+    per_upstream_gauge(out, loads_, name, help, value, true);
   };
   per_upstream("tokengate_fleet_prefill_tokens_per_second",
                "The replica's learned prefill rate (balance: fastest).",
@@ -447,26 +455,18 @@ std::string board::replicas_json() const {
 std::string board::upstream_prometheus() const {
   std::string out;
   std::shared_lock read(loads_lock_);
-  out += gauge_head("tokengate_upstream_in_flight_streams",
-                    "Requests of this instance on the upstream.");
-  for (const auto& [name, l] : loads_)
-    out += "tokengate_upstream_in_flight_streams" + label("upstream", name) + " " +
-           std::to_string(l->streams.load()) + "\n";
-  out += gauge_head("tokengate_upstream_in_flight_tokens",
-                    "Prompt estimates plus output limits of those requests.");
-  for (const auto& [name, l] : loads_)
-    out += "tokengate_upstream_in_flight_tokens" + label("upstream", name) + " " +
-           std::to_string(l->tokens.load()) + "\n";
-  out += gauge_head("tokengate_upstream_in_flight_prefill_tokens",
-                    "Prompt tokens of those requests whose first token has not come back.");
-  for (const auto& [name, l] : loads_)
-    out += "tokengate_upstream_in_flight_prefill_tokens" + label("upstream", name) + " " +
-           std::to_string(l->prefilling.load()) + "\n";
-  out += gauge_head("tokengate_upstream_probe_healthy",
-                    "1 while the upstream passes its active health check (1 without one).");
-  for (const auto& [name, l] : loads_)
-    out += "tokengate_upstream_probe_healthy" + label("upstream", name) + " " +
-           (l->probed_healthy.load() ? "1" : "0") + "\n";
+  per_upstream_gauge(out, loads_, "tokengate_upstream_in_flight_streams",
+                     "Requests of this instance on the upstream.",
+                     [](const upstream_load& l) { return l.streams.load(); });
+  per_upstream_gauge(out, loads_, "tokengate_upstream_in_flight_tokens",
+                     "Prompt estimates plus output limits of those requests.",
+                     [](const upstream_load& l) { return l.tokens.load(); });
+  per_upstream_gauge(out, loads_, "tokengate_upstream_in_flight_prefill_tokens",
+                     "Prompt tokens of those requests whose first token has not come back.",
+                     [](const upstream_load& l) { return l.prefilling.load(); });
+  per_upstream_gauge(out, loads_, "tokengate_upstream_probe_healthy",
+                     "1 while the upstream passes its active health check (1 without one).",
+                     [](const upstream_load& l) { return l.probed_healthy.load() ? 1 : 0; });
   out += gauge_head("tokengate_upstream_engine_requests",
                     "The engine's own running and waiting requests, from its metrics page.");
   for (const auto& [name, l] : loads_) {

@@ -97,7 +97,10 @@ prefix_index::match prefix_index::longest_match(std::span<const std::uint64_t> b
     while (m.held < blocks.size() && where_.contains(blocks[m.held])) ++m.held;
   }
   m.ready = m.held;
-  if (!pending_.empty())
+  // Pending blocks are the end of what some request brought, and a block
+  // is ready only once those before it are (its prefill came after
+  // theirs): a ready last block means a ready match, in one lookup.
+  if (m.held > 0 && pending_.contains(blocks[m.held - 1]))
     for (std::size_t i = 0; i < m.held; ++i)
       if (pending_.contains(blocks[i])) {
         m.ready = i;

@@ -10,22 +10,11 @@ set -euo pipefail
 bin=$1
 source "$(dirname "$0")/../support/shell_lib.sh"
 
-engines=()
-for i in 1 2 3; do
-  start_demo_engine --slots 4 --decode-tps 200 --prefill-ms-per-1k 200
-  engines+=("$engine")
-  mv "$work/engine.log" "$work/engine$i.log"
-done
+start_demo_fleet 3 --slots 4 --decode-tps 200 --prefill-ms-per-1k 200
 cat > "$work/fleet.yaml" <<YAML
 listeners: [{name: main, address: 127.0.0.1, port: 0}]
 upstreams:
-$(for i in 1 2 3; do
-  cat <<UPSTREAM
-  e$i:
-    base_url: "http://127.0.0.1:${engines[$((i - 1))]}/v1"
-    capacity: {max_streams: 4, kv_tokens: 100000}
-UPSTREAM
-done)
+$(fleet_upstreams "capacity: {max_streams: 4, kv_tokens: 100000}")
 routes:
   - name: fleet
     models: [fleet-model]

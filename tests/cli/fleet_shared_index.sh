@@ -10,21 +10,11 @@ bin=$1
 source "$(dirname "$0")/../support/shell_lib.sh"
 start_redis_server
 
-engines=()
-for i in 1 2 3; do
-  start_demo_engine --slots 4 --decode-tps 200 --prefill-ms-per-1k 100
-  engines+=("$engine")
-done
+start_demo_fleet 3 --slots 4 --decode-tps 200 --prefill-ms-per-1k 100
 cat > "$work/fleet.yaml" <<YAML
 listeners: [{name: main, address: 127.0.0.1, port: 0}]
 upstreams:
-$(for i in 1 2 3; do
-  cat <<UPSTREAM
-  e$i:
-    base_url: "http://127.0.0.1:${engines[$((i - 1))]}/v1"
-    capacity: {max_streams: 4, kv_tokens: 100000}
-UPSTREAM
-done)
+$(fleet_upstreams "capacity: {max_streams: 4, kv_tokens: 100000}")
 routes:
   - name: fleet
     models: [fleet-model]
@@ -48,9 +38,18 @@ ask() {  # PORT TENANT QUESTION: the answer's stream (usage included)
   curl -sf -m 20 "http://127.0.0.1:$1/v1/chat/completions" -H 'content-type: application/json' \
     -d "{\"model\":\"fleet-model\",\"max_tokens\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"system\",\"content\":\"$document\"},{\"role\":\"user\",\"content\":\"$3\"}]}"
 }
+received() {  # how many of A's prompts B has received so far
+  local page
+  page=$(curl -sf "http://127.0.0.1:$admin/metrics") || true
+  awk '/^tokengate_fleet_shared_prompts_total\{direction="received"\}/ {n = $2} END {print n + 0}' \
+    <<< "$page"
+}
 for tenant in 1 2 3; do
   ask "$a_port" "$tenant" "question 1" > /dev/null || fail "tenant $tenant's first question failed"
-  sleep 0.2  # (the message crosses Redis)
+  for _ in $(seq 100); do  # (until the message has crossed Redis)
+    (($(received) >= tenant)) && break
+    sleep 0.02
+  done
   for question in 2 3; do
     answer=$(ask "$b_port" "$tenant" "question $question") || fail "tenant $tenant question $question failed"
     cached=$(grep -o '"cached_tokens":[0-9]*' <<< "$answer" | cut -d: -f2)

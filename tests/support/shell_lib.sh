@@ -88,3 +88,26 @@ start_redis_server() {
   done
   fail "redis-server did not start: $(cat "$work/redis.log")"
 }
+
+# start_demo_fleet N [ARGS...]: N demo engines (ARGS as start_demo_engine
+# takes them); their ports in $engines, their logs engine1.log ….
+start_demo_fleet() {
+  local n=$1
+  shift
+  engines=()
+  for i in $(seq "$n"); do
+    start_demo_engine "$@"
+    engines+=("$engine")
+    mv "$work/engine.log" "$work/engine$i.log"
+  done
+}
+
+# fleet_upstreams [LINE...]: the engines as upstreams e1 … eN of a
+# config's `upstreams:`, each with the given lines (e.g. "capacity: {…}").
+fleet_upstreams() {
+  local i line
+  for i in "${!engines[@]}"; do
+    printf '  e%d:\n    base_url: "http://127.0.0.1:%s/v1"\n' $((i + 1)) "${engines[$i]}"
+    for line in "$@"; do printf '    %s\n' "$line"; done
+  done
+}
