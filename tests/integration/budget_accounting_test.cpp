@@ -122,6 +122,10 @@ TEST(BudgetAccounting, AWholeAnswerIsBilledAtItsUsageInEveryApiAndTranslated) {
         "the budget to show " + std::to_string(input + output) + " after " + path));
   }
   EXPECT_DOUBLE_EQ(used_of(budgets_page(f), "usd_per_day"), double(input + 2 * output));
+  // (The metrics record an exchange once it has ended, which may be a
+  // moment after the budget settled it.)
+  EXPECT_TRUE(wait_until([&] { return tokens_metric(f, "output") == output; }, 2s,
+                         "the output tokens metric to show " + std::to_string(output)));
   EXPECT_EQ(tokens_metric(f, "output"), output);
   EXPECT_EQ(tokens_metric(f, "input"), input);
 }
