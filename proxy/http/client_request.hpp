@@ -1,5 +1,5 @@
 #pragma once
-// A client's request as the proxy holds it: its head (server/
+// A client's request as the proxy holds it: its head (http/
 // request_head.hpp) and its body, bytes read once, scanned in place and
 // sent on as pieces (never re-serialised).
 //

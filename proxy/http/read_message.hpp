@@ -37,7 +37,7 @@ net::awaitable<error_code> read_response_head(any_stream& stream, beast::flat_bu
 // A chunked request body (RFC 9112 §7.1), its payload appended to `body`:
 // more than `limit` bytes of payload is refused (http::error::body_limit).
 // What follows the body (a pipelined request) stays in `buffer`. The
-// decoder is the one that undoes an upstream's chunks (stream/
+// decoder is the one that undoes an upstream's chunks (http/
 // body_decoder.hpp); it leaves at most a line's bytes (4 KiB) undecoded, so
 // the buffer stays small whatever the body's size (http/chunked_body.hpp).
 net::awaitable<error_code> read_chunked_body(any_stream& stream, beast::flat_buffer& buffer,

@@ -1,6 +1,6 @@
 // The official `openai` package over HTTPS: tokengate terminates TLS with a
 // certificate made here, and past the handshake OpenSSL reads and writes
-// the socket itself (proxy/server/tls_direct.hpp). Node's own TLS stack is
+// the socket itself (proxy/io/tls_direct.hpp). Node's own TLS stack is
 // the client, with its own habits (its first request, keep-alive, close).
 // Node reads extra trusted certificates only at start-up
 // (NODE_EXTRA_CA_CERTS), so the SDK runs in a child process of its own.

@@ -1,4 +1,4 @@
-// libFuzzer target: the relay's body decoder (stream/body_decoder.hpp)
+// libFuzzer target: the relay's body decoder (http/body_decoder.hpp)
 // against Beast's parser, the reference it replaced for response bodies.
 // The input is a chunked body (after two bytes that choose where the reads
 // are cut). Oracles: wherever Beast takes the whole body, the decoder, fed

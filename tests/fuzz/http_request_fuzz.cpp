@@ -1,6 +1,6 @@
 // libFuzzer target: the request path up to the upstream, and the client's
 // request head read by our parser and by Beast's, which read it before
-// (server/request_head.hpp).
+// (http/request_head.hpp).
 //
 // The path: a request is parsed with the proxy's own limits (head bytes,
 // header count, body bytes), its body taken by its length or its chunks as

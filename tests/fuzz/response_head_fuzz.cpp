@@ -1,5 +1,5 @@
 // libFuzzer target: the upstream's response head, read by our parser and by
-// Beast's, which read it before (upstream/response_head.hpp). Oracles:
+// Beast's, which read it before (http/response_head.hpp). Oracles:
 // nothing crashes or reads past the input; a head we accept, Beast accepts
 // too, with the same status, version, reason, fields (each name's values in
 // order, compared where no fold was blanked), framing and keep-alive; a head we

@@ -652,7 +652,7 @@ TEST(Faults, AnUpstreamThatClosesInsideAChunkEndsWithAnErrorEvent) {
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
 }
 
-// The relay takes the framing off in its read buffer (stream/body_decoder):
+// The relay takes the framing off in its read buffer (http/body_decoder):
 // a size line cut between two reads, an extension, two chunks in one read
 // and trailers after the last chunk must all come out as the events alone.
 TEST(Faults, ChunkFramingIsUndoneWhateverTheReadsBring) {

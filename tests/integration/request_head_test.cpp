@@ -1,4 +1,4 @@
-// The client's request as our own parser reads it (server/request_head.hpp):
+// The client's request as our own parser reads it (http/request_head.hpp):
 // framing by chunks or by length, requests back to back on one connection,
 // HTTP/1.0, and the fields that cross as the client wrote them.
 #include <gtest/gtest.h>

@@ -229,7 +229,7 @@ TEST(Streaming, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 // The read that watched the client during a response goes on as the wait
-// for the next request (server/client_watcher.hpp): a request that comes
+// for the next request (io/client_watcher.hpp): a request that comes
 // later, larger than that read's buffer and in pieces, is read whole.
 TEST(Streaming, TheNextRequestIsReadWholeWhateverItsSizeAndPace) {
   proxy_fixture f;
