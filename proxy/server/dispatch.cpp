@@ -1,239 +1,96 @@
 #include "server/dispatch.hpp"
 
-#include <algorithm>
 #include <variant>
 
 #include "budget/demand.hpp"
-#include "config/reload.hpp"
-#include "http/dialect.hpp"
 #include "http/json_response.hpp"
 #include "io/any_stream.hpp"
-#include "routing/policy.hpp"
 #include "server/admitted_exchange.hpp"
+#include "server/attempt_plan.hpp"
 #include "server/early_forward.hpp"
-#include "server/fleet_choice.hpp"
-#include "server/proxy_exchange.hpp"
+#include "server/models_list.hpp"
+#include "server/passthrough.hpp"
+#include "server/request_checks.hpp"
+#include "server/route_phase.hpp"
+#include "server/target_order.hpp"
 #include "server/worker.hpp"
-#include "translate/translation.hpp"
 
 namespace tokengate {
 
 namespace {
 
-// The body was forwarded early but the whole of it asks for another plan:
-// the connection closes now, before the body's last byte, so the upstream
-// never had a complete request (and does not wait for the rest of it while
-// this request runs its course).
-void abandon(worker& w, std::unique_ptr<early_forward>& early) {
-  if (!early) return;
-  if (early->acquired.conn) w.metrics().upstream_rq_early_abandoned.add();
-  early.reset();
-}
-
-// The plan for a config without routes: the listener's upstream, body as sent.
-upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> cfg,
-                                         const config::listener& listener,
-                                         std::unique_ptr<early_forward>& early) {
+// What the planning phases hand the exchange.
+struct planned_request {
   upstream::exchange_plan plan;
-  plan.config = std::move(cfg);
-  // (the listener as the newest config names its upstream: server::reload
-  // refuses a config in which it names none)
-  plan.upstreams.push_back(
-      &plan.config->upstreams.at(config::as_configured(*plan.config, listener).upstream));
-  plan.edits.resize(plan.upstreams.size());
-  plan.translations.resize(plan.upstreams.size());
-  plan.models.resize(plan.upstreams.size());
-  if (early && early->upstream == plan.upstreams.front())
-    plan.first_connection = std::move(early->acquired);
-  return plan;
-}
+  budget::demand demand;               // what the budget reserves
+  fleet::admission_request admission;  // what the fleet is asked for
+};
 
-// The plan's attempts, one per target in order: the body each receives
-// (the policy's edits, or translated for a target that speaks the other
-// API), or why the request cannot be translated.
-std::optional<request_error> add_attempts(upstream::exchange_plan& plan,
-                                          const std::vector<ordered_target>& order,
-                                          std::string_view body, const request_context& ctx,
-                                          const routing::routed_request& routed) {
-  for (const auto& o : order) {
-    const auto& u = plan.config->upstreams.at(o.target->upstream);
-    auto made = translate::request_for_target(body, ctx.dialect, ctx.path, routed, *o.target, u,
-                                              ctx.usage_injected);
-    if (auto* e = std::get_if<request_error>(&made)) return std::move(*e);
-    auto& request = std::get<translate::target_request>(made);
-    plan.upstreams.push_back(&u);
-    plan.edits.push_back(std::move(request.edits));
-    plan.translations.push_back(std::move(request.translation));
-    plan.models.push_back(o.target->model.empty() ? routed.model : o.target->model);
-  }
-  plan.usage_asked = routed.client_asked_usage;
-  return std::nullopt;
-}
-
-// The targets that can take a request in the client's API (each speaks
-// it, or it can be translated for them); when none can, why.
-std::optional<request_error> keep_able_targets(const config::config& cfg, fleet_choice& choice,
-                                               dialect client, std::string_view path) {
-  std::erase_if(choice.order, [&](const ordered_target& o) {
-    return !translate::answer_dialect(client, cfg.upstreams.at(o.target->upstream).kind);
-  });
-  if (!choice.order.empty()) return std::nullopt;
-  return request_error::client(
-      400, "unsupported_api",
-      "this model's upstreams speak Anthropic's Messages API only: " + std::string(path) +
-          " cannot be translated to it (use /v1/chat/completions)");
-}
-
-// The policy applied to a request: the plan of its exchange, or the error to
-// answer with. A plain function, not part of the coroutine: what the policy
-// reads of the body (every top-level member, the route, the attempt order)
-// is gone once the plan is made, instead of staying in the request's
-// coroutine frame for the length of the stream (1.5 KB of each stream's
-// memory, heaptrack).
+// The planning phases, in order: route, order the targets, plan the
+// attempts. A plain function, not part of the coroutine: what they read of
+// the body (every top-level member, the route, the attempt order) is gone
+// once the plan is made, instead of staying in the request's coroutine
+// frame for the length of the stream (1.5 KB of each stream's memory,
+// heaptrack).
 //
 // When the body was forwarded early, the whole body's decision must agree
 // with the one sent (early_forward::agrees_with): then its target goes
-// first and the plan takes its connection; otherwise the plan is made
-// afresh and the caller closes that connection (abandon).
-std::variant<upstream::exchange_plan, request_error> plan_with_policy(
-    worker& w, std::shared_ptr<const config::config> cfg, client_request& request,
-    request_context& ctx, std::string_view client_key, std::unique_ptr<early_forward>& early,
-    budget::demand& demand, fleet::admission_request& admission) {
-  auto decision = routing::apply_policy(*cfg, {ctx.path, body_text(request), client_key});
-  if (auto* e = std::get_if<request_error>(&decision)) {
-    if (e->code == "max_tokens_exceeded") w.metrics().limit_rejected.add();
-    return std::move(*e);
-  }
-  auto& routed = std::get<routing::routed_request>(decision);
-  ctx.model = routed.model;
-  ctx.route = routed.route->name;
-  ctx.model_label = std::string(routed.matched_pattern);
-  // Accounting needs usage: ask for it, and hide it from a client that did not.
-  ctx.usage_injected = routing::usage_needed(routed, ctx.path);
-  ctx.limit_clamped = routed.limit_clamped;
-  ctx.limit_injected = routed.limit_injected;
-  if (routed.limit_clamped) w.metrics().limit_clamped.add();
-  if (routed.limit_injected) w.metrics().limit_injected.add();
-  demand = budget::demand_for(*cfg, *routed.route, routed.key, routed.model,
-                              body_text(request).size(), routed.output_limit);
+// first and the plan takes its connection; otherwise the caller closes it.
+std::variant<planned_request, request_error> plan_request(
+    worker& w, std::shared_ptr<const config::config> cfg, const client_request& request,
+    std::string_view client_key, request_context& ctx, early_forward* early) {
+  auto routed = route_request(w, *cfg, body_text(request), client_key, ctx);
+  if (auto* e = std::get_if<request_error>(&routed)) return std::move(*e);
+  const auto& r = std::get<routing::routed_request>(routed);
+  auto targets = order_targets(w, *cfg, r, body_text(request), ctx, early);
+  if (auto* e = std::get_if<request_error>(&targets)) return std::move(*e);
+  const auto& ordered = std::get<ordered_targets>(targets);
+  planned_request planned;
+  planned.demand =
+      budget::demand_for(*cfg, *r.route, r.key, r.model, body_text(request).size(), r.output_limit);
+  planned.admission = admission_for(r, ordered.choice);
+  auto plan = plan_attempts(std::move(cfg), ordered, r, body_text(request), ctx, early);
+  if (auto* e = std::get_if<request_error>(&plan)) return std::move(*e);
+  planned.plan = std::move(std::get<upstream::exchange_plan>(plan));
+  return planned;
+}
 
-  auto chosen = choose_targets(w, *cfg, routed, body_text(request), 0);
-  if (auto* e = std::get_if<request_error>(&chosen)) return std::move(*e);
-  auto& choice = std::get<fleet_choice>(chosen);
-  if (auto e = keep_able_targets(*cfg, choice, ctx.dialect, ctx.path)) return std::move(*e);
-  auto& order = choice.order;
-  // The early target goes first; not in the order (taken out of rotation
-  // meanwhile), or a decision that disagrees: the caller abandons it.
-  bool take_early = false;
-  if (early && early->agrees_with(routed, ctx.path))
-    if (auto sent = std::find_if(order.begin(), order.end(),
-                                 [&](const auto& o) { return o.target == early->target; });
-        sent != order.end()) {
-      std::rotate(order.begin(), sent, sent + 1);
-      take_early = true;
-    }
-  if (routed.route->retries >= 0 &&
-      order.size() > static_cast<std::size_t>(routed.route->retries) + 1)
-    order.resize(static_cast<std::size_t>(routed.route->retries) + 1);
-  admission = admission_for(routed, choice);
-  upstream::exchange_plan plan;
-  plan.config = cfg;
-  if (auto refused = add_attempts(plan, order, body_text(request), ctx, routed))
-    return std::move(*refused);
-  if (take_early) plan.first_connection = std::move(early->acquired);
-  plan.output_limit = routed.output_limit;
-  ctx.output_limit = routed.output_limit;
-  plan.retry_backoff = routed.route->retry_backoff;
-  plan.retry = routed.route->retry;
-  plan.resume = routed.route->resume;
-  if (routed.limit_clamped)
-    plan.response_headers.emplace_back("x-tokengate-limit-clamped",
-                                       "requested=" + std::to_string(*routed.requested_limit) +
-                                           "; applied=" + std::to_string(*routed.output_limit));
-  return plan;
+net::awaitable<bool> refuse(any_stream& stream, request_error error, bool keep_alive,
+                            request_context& ctx) {
+  co_await send_error(stream, std::move(error), keep_alive, ctx);
+  co_return keep_alive;
 }
 
 }  // namespace
 
+// The request's phases, in order: check the head, take the policy, then
+// either pass through (no routes) or answer the models list, or plan
+// (route, targets, attempts: plan_request), admit (budget, fleet) and
+// exchange; the exchange records the request at its end.
 net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx,
                                       bool keep_alive, std::unique_ptr<early_forward>& early) {
-  auto target = request.head.target;
-  const bool is_get_models = request.head.method == http::verb::get && ctx.path == "/v1/models";
-  const bool is_post_api = request.head.method == http::verb::post && is_proxied_post(ctx.path);
-
-  if (target.empty() || target.front() != '/') {
-    // Absolute-form targets would let a client pick the upstream: never.
-    co_await send_error(
-        stream, request_error::client(400, "invalid_target", "request target must be a path"),
-        keep_alive, ctx);
-    co_return keep_alive;
-  }
-  if (!is_get_models && !is_post_api) {
-    if (is_proxied_post(ctx.path) || ctx.path == "/v1/models")
-      co_await send_error(
-          stream,
-          request_error::client(405, "method_not_allowed",
-                                "method " + ctx.method + " not allowed on " + ctx.path),
-          keep_alive, ctx);
-    else
-      co_await send_error(stream,
-                          request_error::client(404, "unknown_url", "unknown path " + ctx.path),
-                          keep_alive, ctx);
-    co_return keep_alive;
-  }
-
+  if (auto refused = refuse_target_or_method(request, ctx))
+    co_return co_await refuse(stream, std::move(*refused), keep_alive, ctx);
   // This request's policy, whatever a reload does meanwhile (the one its
   // body was forwarded under, if it was).
   auto cfg = early ? early->config : w.snapshot();
-  if (cfg->routes.empty()) {
-    ctx.route = "listener:" + listener.name;
-    ctx.model_label = "*";
-    // No policy to apply, but malformed JSON (bad syntax, invalid UTF-8,
-    // lone surrogates, runaway nesting) still stops here, not upstream.
-    routing::scan_error invalid;
-    if (is_post_api && !routing::scan_object(body_text(request), invalid)) {
-      abandon(w, early);
-      co_await send_error(
-          stream,
-          request_error::client(400, "invalid_json",
-                                "request body is not a valid JSON object: " + invalid.message),
-          keep_alive, ctx);
-      co_return keep_alive;
-    }
-    auto plan = passthrough_plan(cfg, listener, early);
-    abandon(w, early);  // (nothing left when the plan took the connection)
-    co_return co_await proxy_exchange(stream, watcher, request, w, plan, ctx) && keep_alive;
-  }
-
+  if (cfg->routes.empty())
+    co_return co_await pass_through(stream, watcher, request, w, std::move(cfg), listener, ctx,
+                                    keep_alive, early);
   auto client_key = routing::client_key_from(request.head.value_of(known_field::authorization),
                                              request.head.value_of(known_field::x_api_key));
-  if (is_get_models) {
-    auto auth = routing::authenticate(*cfg, client_key);
-    if (auto* e = std::get_if<request_error>(&auth)) {
-      co_await send_error(stream, std::move(*e), keep_alive, ctx);
-    } else {
-      co_await send_json(stream,
-                         routing::models_list_json(*cfg, std::get<const config::client_key*>(auth)),
-                         keep_alive, ctx);
-    }
-    co_return keep_alive;
-  }
+  if (is_models_list(request, ctx))
+    co_return co_await answer_models_list(stream, *cfg, client_key, keep_alive, ctx);
 
-  budget::demand demand;
-  fleet::admission_request admission;
-  auto planned =
-      plan_with_policy(w, std::move(cfg), request, ctx, client_key, early, demand, admission);
-  abandon(w, early);  // (nothing left when the plan took the connection)
-  if (auto* e = std::get_if<request_error>(&planned)) {
-    co_await send_error(stream, std::move(*e), keep_alive, ctx);
-    co_return keep_alive;
-  }
-  auto& plan = std::get<upstream::exchange_plan>(planned);
-  bool keep = co_await admitted_exchange(stream, watcher, request, w, plan, ctx, std::move(demand),
-                                         std::move(admission), keep_alive);
-  co_return keep;
+  auto planned = plan_request(w, std::move(cfg), request, client_key, ctx, early.get());
+  abandon_early_forward(w, early);  // (nothing left when the plan took the connection)
+  if (auto* e = std::get_if<request_error>(&planned))
+    co_return co_await refuse(stream, std::move(*e), keep_alive, ctx);
+  auto& p = std::get<planned_request>(planned);
+  co_return co_await admitted_exchange(stream, watcher, request, w, p.plan, ctx,
+                                       std::move(p.demand), std::move(p.admission), keep_alive);
 }
 
 }  // namespace tokengate

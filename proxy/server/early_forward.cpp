@@ -195,6 +195,12 @@ net::awaitable<error_code> forward_early(any_stream& client, client_request& req
 
 }  // namespace
 
+void abandon_early_forward(worker& w, std::unique_ptr<early_forward>& early) {
+  if (!early) return;
+  if (early->acquired.conn) w.metrics().upstream_rq_early_abandoned.add();
+  early.reset();
+}
+
 bool early_forward::agrees_with(const routing::routed_request& whole, std::string_view path) const {
   if (whole.route != route || whole.model != model || whole.output_limit != output_limit ||
       whole.stream != stream || routing::usage_needed(whole, path) != usage_needed)

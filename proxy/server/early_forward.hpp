@@ -55,6 +55,13 @@ struct early_forward {
   bool agrees_with(const routing::routed_request& whole, std::string_view path) const;
 };
 
+// The body was forwarded early but the whole of it asks for another plan
+// (or was refused): the connection closes now, before the body's last
+// byte, so the upstream never had a complete request (and does not wait
+// for the rest of it while this request runs its course). Nothing happens
+// when the plan took the connection, or there was none.
+void abandon_early_forward(worker& w, std::unique_ptr<early_forward>& early);
+
 // Reads the body of a request whose head has been read (the errors of
 // read_message.hpp). When `may_forward` and the body is long (a known length of
 // limits.forward_early_bytes or more, 16 KiB at least), it is forwarded
