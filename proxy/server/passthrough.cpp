@@ -34,8 +34,7 @@ upstream::exchange_plan passthrough_plan(std::shared_ptr<const config::config> c
 std::optional<request_error> refuse_invalid_json(const client_request& request,
                                                  const request_context& ctx) {
   routing::scan_error invalid;
-  if (request.head.method != http::verb::post ||
-      routing::scan_object(body_text(request), invalid))
+  if (request.head.method != http::verb::post || routing::scan_object(body_text(request), invalid))
     return std::nullopt;
   return request_error::client(400, "invalid_json",
                                "request body is not a valid JSON object: " + invalid.message);

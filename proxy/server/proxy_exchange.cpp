@@ -79,6 +79,26 @@ net::awaitable<bool> answer_failure(any_stream& client, request_context& ctx,
   co_return keep_client;
 }
 
+// A stream being resumed goes on only from an answer that continues it.
+std::optional<request_error> cannot_continue(const resumption& resume,
+                                             const upstream::answer& got) {
+  if (!resume.stream() || resume.continues(got)) return std::nullopt;
+  return request_error::upstream(502, "upstream_error",
+                                 "upstream '" + got.settings->name +
+                                     "' could not continue the stream (it answered " +
+                                     std::to_string(got.head.status) + ")");
+}
+
+// Whether the client connection may carry another request once the
+// exchange is over; a client that left is counted (the watcher already
+// closed the upstream).
+bool keeps_client(worker& w, request_context& ctx, bool keep_client) {
+  if (!ctx.client_gone) return keep_client;
+  w.metrics().downstream_rq_client_cancelled.add();
+  if (!ctx.error) ctx.error = request_error::disconnected();
+  return false;
+}
+
 }  // namespace
 
 net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
@@ -108,11 +128,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
         co_await upstream::open_answer(s, request, plan, w.upstreams(), w.metrics(), got, from);
     if (!ctx.client_gone && !failure && resume.prefill_refused(got)) continue;
     auto* translator = failure ? nullptr : resume.translator_for(got);
-    if (!ctx.client_gone && !failure && resume.stream() && !resume.continues(got))
-      failure = request_error::upstream(502, "upstream_error",
-                                        "upstream '" + got.settings->name +
-                                            "' could not continue the stream (it answered " +
-                                            std::to_string(got.head.status) + ")");
+    if (!ctx.client_gone && !failure) failure = cannot_continue(resume, got);
     if (ctx.client_gone) break;
     if (failure) {
       s.finished = true;
@@ -139,12 +155,7 @@ net::awaitable<bool> proxy_exchange(any_stream& client, client_watcher& watcher,
     break;
   }
   end.close();
-  if (ctx.client_gone) {  // (the watcher already closed the upstream)
-    w.metrics().downstream_rq_client_cancelled.add();
-    if (!ctx.error) ctx.error = request_error::disconnected();
-    co_return false;
-  }
-  co_return keep_client;
+  co_return keeps_client(w, ctx, keep_client);
 }
 
 }  // namespace tokengate

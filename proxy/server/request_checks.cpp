@@ -13,8 +13,7 @@ std::optional<request_error> refuse_target_or_method(const client_request& reque
   const auto& target = request.head.target;
   if (target.empty() || target.front() != '/')
     return request_error::client(400, "invalid_target", "request target must be a path");
-  const bool is_post_api =
-      request.head.method == http::verb::post && is_proxied_post(ctx.path);
+  const bool is_post_api = request.head.method == http::verb::post && is_proxied_post(ctx.path);
   if (is_models_list(request, ctx) || is_post_api) return std::nullopt;
   if (is_proxied_post(ctx.path) || ctx.path == "/v1/models")
     return request_error::client(405, "method_not_allowed",

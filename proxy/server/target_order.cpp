@@ -43,9 +43,11 @@ void cut_to_retries(std::vector<ordered_target>& order, const config::route& rou
 
 }  // namespace
 
-std::variant<ordered_targets, request_error> order_targets(
-    worker& w, const config::config& cfg, const routing::routed_request& routed,
-    std::string_view body, const request_context& ctx, const early_forward* early) {
+std::variant<ordered_targets, request_error> order_targets(worker& w, const config::config& cfg,
+                                                           const routing::routed_request& routed,
+                                                           std::string_view body,
+                                                           const request_context& ctx,
+                                                           const early_forward* early) {
   auto chosen = choose_targets(w, cfg, routed, body, 0);
   if (auto* e = std::get_if<request_error>(&chosen)) return std::move(*e);
   ordered_targets targets{std::move(std::get<fleet_choice>(chosen))};

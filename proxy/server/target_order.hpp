@@ -24,8 +24,10 @@ struct ordered_targets {
   bool takes_early = false;  // the first target holds the early connection
 };
 
-std::variant<ordered_targets, request_error> order_targets(
-    worker& w, const config::config& cfg, const routing::routed_request& routed,
-    std::string_view body, const request_context& ctx, const early_forward* early);
+std::variant<ordered_targets, request_error> order_targets(worker& w, const config::config& cfg,
+                                                           const routing::routed_request& routed,
+                                                           std::string_view body,
+                                                           const request_context& ctx,
+                                                           const early_forward* early);
 
 }  // namespace tokengate

@@ -175,6 +175,8 @@ class response_relay {
   // A failed stream the plan may resume: left open, its text kept in the
   // exchange's state (s.suspended), the upstream closed.
   bool suspends();
+  // What was held, or the head alone, goes first; then the ending.
+  net::awaitable<bool> finish();
   net::awaitable<bool> finish_cut();
   net::awaitable<bool> finish_clean();
   net::awaitable<bool> finish_failed();
@@ -879,6 +881,33 @@ net::awaitable<bool> response_relay::finish_failed() {
   co_return framing_.client_keep_alive;
 }
 
+net::awaitable<bool> response_relay::finish() {
+  if (client_gone()) co_return false;
+  if (holding()) {  // no content came: the next target's turn, or what was held goes now
+    if (abandons()) co_return false;
+    if (!write_now(release_held())) {
+      if (!co_await send_rest()) co_return false;
+    }
+    if (client_gone()) co_return false;
+  }
+  if (head_pending()) {  // no body came (or none that was written): the head still goes first
+    if (!write_now(head_alone())) {
+      if (!co_await send_rest()) co_return false;
+    }
+    if (client_gone()) co_return false;
+  }
+  bool keep_alive = false;
+  const auto how = how_it_ends();
+  if (how != ending::cut && suspends()) co_return false;
+  if (how == ending::cut)
+    keep_alive = co_await finish_cut();
+  else if (how == ending::clean)
+    keep_alive = co_await finish_clean();
+  else
+    keep_alive = co_await finish_failed();
+  co_return keep_alive;
+}
+
 }  // namespace
 
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
@@ -930,29 +959,7 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
     if (relay.turn_ends()) break;
   }
   relay.settle();
-  if (relay.client_gone()) co_return false;
-  if (relay.holding()) {  // no content came: the next target's turn, or what was held goes now
-    if (relay.abandons()) co_return false;
-    if (!relay.write_now(relay.release_held())) {
-      if (!co_await relay.send_rest()) co_return false;
-    }
-    if (relay.client_gone()) co_return false;
-  }
-  if (relay.head_pending()) {  // no body came (or none that was written): the head still goes first
-    if (!relay.write_now(relay.head_alone())) {
-      if (!co_await relay.send_rest()) co_return false;
-    }
-    if (relay.client_gone()) co_return false;
-  }
-  bool keep_alive = false;
-  auto ending = relay.how_it_ends();
-  if (ending != response_relay::ending::cut && relay.suspends()) co_return false;
-  if (ending == response_relay::ending::cut)
-    keep_alive = co_await relay.finish_cut();
-  else if (ending == response_relay::ending::clean)
-    keep_alive = co_await relay.finish_clean();
-  else
-    keep_alive = co_await relay.finish_failed();
+  bool keep_alive = co_await relay.finish();
   co_return keep_alive;
 }
 

@@ -172,6 +172,25 @@ std::string_view target_of(const exchange_plan& plan, std::size_t attempt) {
   return {};
 }
 
+// Where the answer comes from, and by when it must be whole.
+// (got.in_flight: set by the caller, which looked it up.)
+void aim_answer(answer& got, pool& from, const config::upstream& settings, std::size_t attempt,
+                const request_context& ctx) {
+  got.from = &from;
+  got.settings = &settings;
+  got.attempt = attempt;
+  got.deadline = ctx.request_read + settings.timeouts.total;
+}
+
+// The request as this attempt writes it: its head in `head`, the body
+// around the attempt's edits (a prefill's own when it prefills).
+std::vector<net::const_buffer> request_pieces(attempts& a, pool& to, std::size_t attempt,
+                                              std::string& head) {
+  const auto& edits = a.s.prefills(attempt) ? a.s.prefill->edits : a.plan.edits[attempt];
+  return upstream_request(a.request, to, *a.plan.upstreams[attempt], a.s.ctx, edits,
+                          target_of(a.plan, attempt), head);
+}
+
 // One target: a connection (the one the body went on while it arrived, a
 // pooled one, or after a stale one a new one), the request written (head
 // and body in one scatter write, or the last byte of a body forwarded
@@ -183,11 +202,7 @@ net::awaitable<attempt_outcome> attempt_upstream(attempts& a, std::size_t attemp
   auto& ctx = a.s.ctx;
   const auto& settings = *a.plan.upstreams[attempt];
   auto& pool = a.upstreams.pool_for(settings);
-  // (got.in_flight: set by the caller, which looked it up.)
-  got.from = &pool;
-  got.settings = &settings;
-  got.attempt = attempt;
-  got.deadline = ctx.request_read + settings.timeouts.total;
+  aim_answer(got, pool, settings, attempt, ctx);
   std::string up_head;
   std::vector<net::const_buffer> up_pieces;  // made when first needed: a forwarded body needs none
   // The connection the body went on while it arrived (attempt 0 only): only
@@ -212,11 +227,7 @@ net::awaitable<attempt_outcome> attempt_upstream(attempts& a, std::size_t attemp
     if (ctx.client_gone) co_return attempt_outcome{request_error::disconnected()};
     if (!acquired.conn) co_return connect_error(a, settings, acquired);
     use_connection(a, std::move(acquired.conn), early, got);
-    if (!early && up_pieces.empty())
-      up_pieces =
-          upstream_request(a.request, pool, settings, ctx,
-                           a.s.prefills(attempt) ? a.s.prefill->edits : a.plan.edits[attempt],
-                           target_of(a.plan, attempt), up_head);
+    if (!early && up_pieces.empty()) up_pieces = request_pieces(a, pool, attempt, up_head);
     std::span<const net::const_buffer> to_send = up_pieces;
     if (early) to_send = std::span<const net::const_buffer>(&last_byte, 1);
     auto& up_stream = a.s.upstream->stream;

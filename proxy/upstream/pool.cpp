@@ -65,9 +65,8 @@ net::awaitable<acquire_result> pool::acquire() {
   co_return co_await connect_new();
 }
 
-net::awaitable<acquire_result> pool::connect_new() {
+net::awaitable<std::optional<acquire_result>> pool::connect_tcp(beast::tcp_stream& tcp_stream) {
   acquire_result result;
-  beast::tcp_stream tcp_stream(executor_);
   error_code cec;
   if (literal_endpoint_) {
     // Asio's resolver runs getaddrinfo on a thread of its own and posts the
@@ -88,27 +87,17 @@ net::awaitable<acquire_result> pool::connect_new() {
     auto [ec, ep] = co_await tcp_stream.async_connect(endpoints, use_tuple);
     cec = ec;
   }
-  if (cec) {
-    result.failure =
-        cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
-    result.message = "cannot connect to upstream " + url_.host_header + ": " + cec.message();
-    co_return result;
-  }
-  tcp_stream.expires_never();
-  tcp_stream.socket().set_option(tcp::no_delay(true));
+  if (!cec) co_return std::nullopt;
+  result.failure =
+      cec == beast::error::timeout ? connect_failure::timeout : connect_failure::refused;
+  result.message = "cannot connect to upstream " + url_.host_header + ": " + cec.message();
+  co_return result;
+}
 
-  // The relay's reads skip a wasted recv when the kernel says nothing is
-  // queued (io/drained_read.hpp; through TLS, once OpenSSL reads the
-  // socket itself: io/tls_direct.hpp); without this they are ordinary reads.
-  enable_drained_reads(tcp_stream.socket());
-  if (!url_.tls) {
-    enable_receive_timestamps(tcp_stream.socket());
-    result.conn = std::make_unique<connection>(connection{any_stream(tcp_stream.release_socket())});
-    co_return result;
-  }
-
+net::awaitable<acquire_result> pool::handshake_tls(tcp::socket socket) {
+  acquire_result result;
   auto conn = std::make_unique<connection>(
-      connection{any_stream(tcp_stream.release_socket(), tls_context_, tls_role::client)});
+      connection{any_stream(std::move(socket), tls_context_, tls_role::client)});
   SSL* tls = conn->stream.native_tls();
   if (!tls_direct::expect_server(tls, url_.host)) {
     result.failure = connect_failure::tls;
@@ -131,6 +120,22 @@ net::awaitable<acquire_result> pool::connect_new() {
     if (SSL_session_reused(tls)) metrics_->upstream_tls_resumed.add();
   }
   result.conn = std::move(conn);
+  co_return result;
+}
+
+net::awaitable<acquire_result> pool::connect_new() {
+  beast::tcp_stream tcp_stream(executor_);
+  if (auto failed = co_await connect_tcp(tcp_stream)) co_return std::move(*failed);
+  tcp_stream.expires_never();
+  tcp_stream.socket().set_option(tcp::no_delay(true));
+  // The relay's reads skip a wasted recv when the kernel says nothing is
+  // queued (io/drained_read.hpp; through TLS, once OpenSSL reads the
+  // socket itself: io/tls_direct.hpp); without this they are ordinary reads.
+  enable_drained_reads(tcp_stream.socket());
+  if (url_.tls) co_return co_await handshake_tls(tcp_stream.release_socket());
+  enable_receive_timestamps(tcp_stream.socket());
+  acquire_result result;
+  result.conn = std::make_unique<connection>(connection{any_stream(tcp_stream.release_socket())});
   co_return result;
 }
 

@@ -2,6 +2,7 @@
 // Keep-alive connections to one upstream, owned by one worker thread (so no
 // locks: only that thread's io_context ever touches it).
 #include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -70,6 +71,11 @@ class pool {
   void retire();
 
  private:
+  // connect_new's steps: the TCP connection (the failure, or nothing),
+  // then TLS on it where the URL asks for it.
+  net::awaitable<std::optional<acquire_result>> connect_tcp(beast::tcp_stream& tcp_stream);
+  net::awaitable<acquire_result> handshake_tls(tcp::socket socket);
+
   net::any_io_executor executor_;
   config::upstream settings_;
   target_url url_;
