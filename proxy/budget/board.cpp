@@ -1,20 +1,19 @@
 #include "budget/board.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "metrics/prometheus_text.hpp"
 
 namespace tokengate::budget {
 namespace {
 
 // `scope="key",name="team-a",limit="tokens_per_minute"` (names from the
-// config; quotes and backslashes escaped all the same).
-std::string labels(const std::string& scope, const std::string& kind) {
+// config).
+metrics::labels labels_of(std::string_view scope, std::string_view kind) {
   auto colon = scope.find(':');
-  std::string name;
-  for (char ch : scope.substr(colon + 1)) {
-    if (ch == '"' || ch == '\\') name += '\\';
-    name += ch == '\n' ? ' ' : ch;
-  }
-  return "scope=\"" + scope.substr(0, colon) + "\",name=\"" + name + "\",limit=\"" + kind + "\"";
+  return {{"scope", scope.substr(0, colon)}, {"name", scope.substr(colon + 1)}, {"limit", kind}};
 }
 
 }  // namespace
@@ -32,32 +31,33 @@ void board::record(const demand& d, const reservation& r, std::int64_t now_ms) {
 }
 
 std::string board::prometheus(std::int64_t now_ms) const {
-  std::string limit, used, remaining, refusals;
+  struct row {
+    metrics::labels set;
+    long long limit, used;
+    std::uint64_t refusals;
+  };
+  std::vector<row> rows;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [id, g] : gauges_) {
-      auto l = labels(id.first, id.second);
-      long long now_used = g.reset_at_ms && now_ms >= g.reset_at_ms ? 0 : g.used;
-      limit += "tokengate_budget_limit{" + l + "} " + std::to_string(g.limit) + "\n";
-      used += "tokengate_budget_used{" + l + "} " + std::to_string(now_used) + "\n";
-      remaining += "tokengate_budget_remaining{" + l + "} " +
-                   std::to_string(std::max(0LL, g.limit - now_used)) + "\n";
-      refusals += "tokengate_budget_refusals_total{" + l + "} " + std::to_string(g.refusals) + "\n";
-    }
+    for (const auto& [id, g] : gauges_)
+      rows.push_back({labels_of(id.first, id.second), g.limit,
+                      g.reset_at_ms && now_ms >= g.reset_at_ms ? 0 : g.used, g.refusals});
   }
-  if (limit.empty()) return "";
-  return "# HELP tokengate_budget_limit Each budget limit (USD limits in micro-dollars).\n"
-         "# TYPE tokengate_budget_limit gauge\n" +
-         limit +
-         "# HELP tokengate_budget_used Used in the current window, as last read from the store.\n"
-         "# TYPE tokengate_budget_used gauge\n" +
-         used +
-         "# HELP tokengate_budget_remaining Left in the current window.\n"
-         "# TYPE tokengate_budget_remaining gauge\n" +
-         remaining +
-         "# HELP tokengate_budget_refusals_total Requests refused (429) by this limit.\n"
-         "# TYPE tokengate_budget_refusals_total counter\n" +
-         refusals;
+  if (rows.empty()) return "";
+  metrics::prometheus_text out;
+  using metrics::metric_type;
+  out.family("tokengate_budget_limit", metric_type::gauge,
+             "Each budget limit (USD limits in micro-dollars).");
+  for (const auto& r : rows) out.sample(r.set, r.limit);
+  out.family("tokengate_budget_used", metric_type::gauge,
+             "Used in the current window, as last read from the store.");
+  for (const auto& r : rows) out.sample(r.set, r.used);
+  out.family("tokengate_budget_remaining", metric_type::gauge, "Left in the current window.");
+  for (const auto& r : rows) out.sample(r.set, std::max(0LL, r.limit - r.used));
+  out.family("tokengate_budget_refusals_total", metric_type::counter,
+             "Requests refused (429) by this limit.");
+  for (const auto& r : rows) out.sample(r.set, r.refusals);
+  return out.take();
 }
 
 }  // namespace tokengate::budget

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "budget/redis_ledger.hpp"
+#include "metrics/prometheus_text.hpp"
 
 namespace tokengate::budget {
 namespace {
@@ -66,40 +67,30 @@ budgets::budgets(std::optional<config::redis_settings> redis) : redis_(std::move
 }
 
 std::string budgets::prometheus() const {
-  std::string out = board_.prometheus(unix_ms());
-  out +=
-      "# HELP tokengate_budget_local_fallbacks_total Requests counted by this instance alone "
-      "while the store did not answer (on_store_failure: allow_local).\n"
-      "# TYPE tokengate_budget_local_fallbacks_total counter\n"
-      "tokengate_budget_local_fallbacks_total " +
-      std::to_string(local_fallbacks.load(std::memory_order_relaxed)) + "\n";
-  out +=
-      "# HELP tokengate_budget_store_denials_total Requests refused (503) because the store "
-      "did not answer (on_store_failure: deny).\n"
-      "# TYPE tokengate_budget_store_denials_total counter\n"
-      "tokengate_budget_store_denials_total " +
-      std::to_string(store_denials.load(std::memory_order_relaxed)) + "\n";
-  if (!health_) return out;
-  out +=
-      "# HELP tokengate_budget_store_up Whether the budget store answered last time.\n"
-      "# TYPE tokengate_budget_store_up gauge\n"
-      "tokengate_budget_store_up " +
-      std::string(health_->up() ? "1" : "0") + "\n";
-  out +=
-      "# HELP tokengate_budget_store_failures_total Connections lost, replies that broke the "
-      "protocol and waits that ran out.\n"
-      "# TYPE tokengate_budget_store_failures_total counter\n"
-      "tokengate_budget_store_failures_total " +
-      std::to_string(health_->failures()) + "\n";
-  out +=
-      "# HELP tokengate_budget_settlements_total Settlements sent to the store, by result.\n"
-      "# TYPE tokengate_budget_settlements_total counter\n"
-      "tokengate_budget_settlements_total{result=\"ok\"} " +
-      std::to_string(health_->settlements_ok()) +
-      "\n"
-      "tokengate_budget_settlements_total{result=\"failed\"} " +
-      std::to_string(health_->settlements_failed()) + "\n";
-  return out;
+  using metrics::metric_type;
+  std::string text = board_.prometheus(unix_ms());
+  metrics::prometheus_text out;
+  out.family("tokengate_budget_local_fallbacks_total", metric_type::counter,
+             "Requests counted by this instance alone while the store did not answer "
+             "(on_store_failure: allow_local).");
+  out.sample(local_fallbacks.load(std::memory_order_relaxed));
+  out.family("tokengate_budget_store_denials_total", metric_type::counter,
+             "Requests refused (503) because the store did not answer (on_store_failure: deny).");
+  out.sample(store_denials.load(std::memory_order_relaxed));
+  if (health_) {
+    out.family("tokengate_budget_store_up", metric_type::gauge,
+               "Whether the budget store answered last time.");
+    out.sample(health_->up() ? 1 : 0);
+    out.family("tokengate_budget_store_failures_total", metric_type::counter,
+               "Connections lost, replies that broke the protocol and waits that ran out.");
+    out.sample(health_->failures());
+    out.family("tokengate_budget_settlements_total", metric_type::counter,
+               "Settlements sent to the store, by result.");
+    out.sample({{"result", "ok"}}, health_->settlements_ok());
+    out.sample({{"result", "failed"}}, health_->settlements_failed());
+  }
+  text += out.take();
+  return text;
 }
 
 gate::gate(net::any_io_executor executor, budgets& shared)

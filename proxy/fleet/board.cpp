@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "fleet/index_sharing.hpp"
+#include "metrics/prometheus_text.hpp"
 
 namespace tokengate::fleet {
 
@@ -22,25 +23,13 @@ constexpr std::array<double, 11> wait_bounds{0.005, 0.01, 0.025, 0.05, 0.1, 0.25
                                              0.5,   1,    2.5,   5,    10};
 constexpr std::size_t drain_window = 64;  // slots freed: the drain rate's sample
 
-std::string label(const char* name, const std::string& value) {
-  return std::string("{") + name + "=\"" + value + "\"}";
-}
-
-// A histogram bucket's `le`: its bound as written shortest ("0.05", "1"),
-// or +Inf past the last.
+// A histogram's buckets as read now, each bucket's own count.
 template <std::size_t N>
-std::string bucket_bound(const std::array<double, N>& bounds, std::size_t b) {
-  if (b >= bounds.size()) return "+Inf";
-  auto le = std::to_string(bounds[b]);
-  le.erase(le.find_last_not_of('0') + 1);
-  if (le.back() == '.') le.pop_back();
-  return le;
-}
-
-// Whether balance: fastest has anything to say of the upstream (a
-// declared capacity, or prompts sent there).
-std::string gauge_head(const char* name, const char* help) {
-  return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+std::array<std::uint64_t, N> read_buckets(
+    const std::array<std::atomic<std::uint64_t>, N>& buckets) {
+  std::array<std::uint64_t, N> counts{};
+  for (std::size_t b = 0; b < N; ++b) counts[b] = buckets[b].load();
+  return counts;
 }
 
 // No room for a request: the client may come back after `retry_after_s`.
@@ -52,17 +41,18 @@ request_error refused(unsigned status, std::string_view code, std::string messag
   return e;
 }
 
+// Whether balance: fastest has anything to say of the upstream (a
+// declared capacity, or prompts sent there).
 bool learned(const upstream_load& l) { return l.max_streams.load() > 0 || l.index.size() > 0; }
 
 // A gauge with a line per upstream (with `only_learned`, those balance:
 // fastest has learned something of), each `value(load)`.
 template <typename Loads, typename Value>
-void per_upstream_gauge(std::string& out, const Loads& loads, const char* name, const char* help,
-                        Value value, bool only_learned = false) {
-  out += gauge_head(name, help);
+void per_upstream_gauge(metrics::prometheus_text& out, const Loads& loads, const char* name,
+                        const char* help, Value value, bool only_learned = false) {
+  out.family(name, metrics::metric_type::gauge, help);
   for (const auto& [upstream, l] : loads)
-    if (!only_learned || learned(*l))
-      out += name + label("upstream", upstream) + " " + std::to_string(value(*l)) + "\n";
+    if (!only_learned || learned(*l)) out.sample({{"upstream", upstream}}, value(*l));
 }
 
 }  // namespace
@@ -388,48 +378,41 @@ void board::note_prediction_error(double predicted_s, double actual_s) {
 
 // balance: fastest: what each replica's model has learned, its index's
 // size, and how far the predictions were off.
-std::string board::prediction_prometheus() const {
-  std::string out;
+void board::prediction_prometheus(metrics::prometheus_text& out) const {
+  using metrics::sample_value;
   const auto per_upstream = [&](const char* name, const char* help, auto value) {
     per_upstream_gauge(out, loads_, name, help, value, true);
   };
   per_upstream("tokengate_fleet_prefill_tokens_per_second",
                "The replica's learned prefill rate (balance: fastest).",
-               [](const upstream_load& l) { return l.ttft.prefill_tokens_per_second(); });
-  per_upstream("tokengate_fleet_slots_per_second",
-               "How fast the replica's slots came free while it was full.",
-               [](const upstream_load& l) { return l.ttft.slots_per_second(); });
+               [](const upstream_load& l) {
+                 return sample_value::fixed(l.ttft.prefill_tokens_per_second());
+               });
+  per_upstream(
+      "tokengate_fleet_slots_per_second",
+      "How fast the replica's slots came free while it was full.",
+      [](const upstream_load& l) { return sample_value::fixed(l.ttft.slots_per_second()); });
   per_upstream("tokengate_fleet_prefix_index_blocks",
                "Prompt blocks the replica is taken to hold (64 tokens each).",
                [](const upstream_load& l) { return l.index.size(); });
   per_upstream("tokengate_fleet_prefix_index_bytes", "Memory the replica's prefix index takes.",
                [](const upstream_load& l) { return l.index.bytes(); });
-  out +=
-      "# HELP tokengate_fleet_cached_prompt_tokens_total Prompt tokens of the answers that "
-      "reported their cache: predicted cached by the index, and reported cached by the engine.\n"
-      "# TYPE tokengate_fleet_cached_prompt_tokens_total counter\n";
+  out.family("tokengate_fleet_cached_prompt_tokens_total", metrics::metric_type::counter,
+             "Prompt tokens of the answers that reported their cache: predicted cached by the "
+             "index, and reported cached by the engine.");
   for (const auto& [upstream, l] : loads_) {
     if (!learned(*l)) continue;
-    out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
-           "\",source=\"predicted\"} " + std::to_string(l->predicted_cached_tokens.load()) + "\n";
-    out += "tokengate_fleet_cached_prompt_tokens_total{upstream=\"" + upstream +
-           "\",source=\"reported\"} " + std::to_string(l->reported_cached_tokens.load()) + "\n";
+    out.sample({{"upstream", upstream}, {"source", "predicted"}},
+               l->predicted_cached_tokens.load());
+    out.sample({{"upstream", upstream}, {"source", "reported"}}, l->reported_cached_tokens.load());
   }
-  out +=
-      "# HELP tokengate_fleet_ttft_prediction_error |predicted - actual| / actual time to first "
-      "token of the requests that found a slot free.\n"
-      "# TYPE tokengate_fleet_ttft_prediction_error histogram\n";
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b <= error_bounds.size(); ++b) {
-    cumulative += error_buckets_[b].load();
-    out += "tokengate_fleet_ttft_prediction_error_bucket{le=\"" + bucket_bound(error_bounds, b) +
-           "\"} " + std::to_string(cumulative) + "\n";
-  }
-  out += "tokengate_fleet_ttft_prediction_error_sum " +
-         std::to_string(static_cast<double>(error_sum_millis_.load()) / 1000) + "\n";
-  out +=
-      "tokengate_fleet_ttft_prediction_error_count " + std::to_string(error_count_.load()) + "\n";
-  return out;
+  out.family("tokengate_fleet_ttft_prediction_error", metrics::metric_type::histogram,
+             "|predicted - actual| / actual time to first token of the requests that found a "
+             "slot free.");
+  const auto counts = read_buckets(error_buckets_);
+  out.histogram({}, error_bounds, counts,
+                sample_value::fixed(static_cast<double>(error_sum_millis_.load()) / 1000),
+                error_count_.load());
 }
 
 std::string board::replicas_json() const {
@@ -452,8 +435,7 @@ std::string board::replicas_json() const {
 }
 
 // tokengate_upstream_* and balance: fastest's tokengate_fleet_*.
-std::string board::upstream_prometheus() const {
-  std::string out;
+void board::upstream_prometheus(metrics::prometheus_text& out) const {
   std::shared_lock read(loads_lock_);
   per_upstream_gauge(out, loads_, "tokengate_upstream_in_flight_streams",
                      "Requests of this instance on the upstream.",
@@ -467,62 +449,51 @@ std::string board::upstream_prometheus() const {
   per_upstream_gauge(out, loads_, "tokengate_upstream_probe_healthy",
                      "1 while the upstream passes its active health check (1 without one).",
                      [](const upstream_load& l) { return l.probed_healthy.load() ? 1 : 0; });
-  out += gauge_head("tokengate_upstream_engine_requests",
-                    "The engine's own running and waiting requests, from its metrics page.");
+  out.family("tokengate_upstream_engine_requests", metrics::metric_type::gauge,
+             "The engine's own running and waiting requests, from its metrics page.");
   for (const auto& [name, l] : loads_) {
     if (l->engine_running.load() < 0) continue;
-    out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"running\"} " +
-           std::to_string(l->engine_running.load()) + "\n";
-    out += "tokengate_upstream_engine_requests{upstream=\"" + name + "\",state=\"waiting\"} " +
-           std::to_string(std::max(0, l->engine_waiting.load())) + "\n";
+    out.sample({{"upstream", name}, {"state", "running"}}, l->engine_running.load());
+    out.sample({{"upstream", name}, {"state", "waiting"}}, std::max(0, l->engine_waiting.load()));
   }
-  out += prediction_prometheus();
-  return out;
+  prediction_prometheus(out);
 }
 
 std::string board::prometheus() const {
-  std::string out;
-  out += upstream_prometheus();
+  metrics::prometheus_text out;
+  upstream_prometheus(out);
   std::lock_guard lock(queue_lock_);
-  if (routes_.empty()) return out;
-  out += gauge_head("tokengate_admission_queue_length", "Requests waiting for a slot, by route.");
-  for (const auto& [route, c] : routes_)
-    out += "tokengate_admission_queue_length" + label("route", route) + " " +
-           std::to_string(c->waiting.load()) + "\n";
-  out +=
-      "# HELP tokengate_admission_wait_seconds Time from arrival to a slot, by route.\n"
-      "# TYPE tokengate_admission_wait_seconds histogram\n";
+  if (!routes_.empty()) admission_prometheus(out);
+  return out.take();
+}
+
+// tokengate_admission_* and tokengate_affinity_*, by route (under queue_lock_).
+void board::admission_prometheus(metrics::prometheus_text& out) const {
+  using metrics::metric_type;
+  out.family("tokengate_admission_queue_length", metric_type::gauge,
+             "Requests waiting for a slot, by route.");
+  for (const auto& [route, c] : routes_) out.sample({{"route", route}}, c->waiting.load());
+  out.family("tokengate_admission_wait_seconds", metric_type::histogram,
+             "Time from arrival to a slot, by route.");
   for (const auto& [route, c] : routes_) {
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b <= wait_bounds.size(); ++b) {
-      cumulative += c->wait_buckets[b].load();
-      out += "tokengate_admission_wait_seconds_bucket{route=\"" + route + "\",le=\"" +
-             bucket_bound(wait_bounds, b) + "\"} " + std::to_string(cumulative) + "\n";
-    }
-    out += "tokengate_admission_wait_seconds_sum" + label("route", route) + " " +
-           std::to_string(static_cast<double>(c->wait_sum_us.load()) / 1e6) + "\n";
-    out += "tokengate_admission_wait_seconds_count" + label("route", route) + " " +
-           std::to_string(c->wait_count.load()) + "\n";
+    const auto counts = read_buckets(c->wait_buckets);
+    out.histogram({{"route", route}}, wait_bounds, counts,
+                  metrics::sample_value::fixed(static_cast<double>(c->wait_sum_us.load()) / 1e6),
+                  c->wait_count.load());
   }
-  out +=
-      "# HELP tokengate_admission_refused_total Requests refused for want of capacity.\n"
-      "# TYPE tokengate_admission_refused_total counter\n";
+  out.family("tokengate_admission_refused_total", metric_type::counter,
+             "Requests refused for want of capacity.");
   for (const auto& [route, c] : routes_)
     for (auto [reason, n] : {std::pair("no_capacity", &c->refused_no_capacity),
                              std::pair("queue_full", &c->refused_queue_full),
                              std::pair("queue_timeout", &c->refused_timeout)})
-      out += "tokengate_admission_refused_total{route=\"" + route + "\",reason=\"" + reason +
-             "\"} " + std::to_string(n->load()) + "\n";
-  out +=
-      "# HELP tokengate_affinity_total Requests whose conversation chose their target.\n"
-      "# TYPE tokengate_affinity_total counter\n";
+      out.sample({{"route", route}, {"reason", reason}}, n->load());
+  out.family("tokengate_affinity_total", metric_type::counter,
+             "Requests whose conversation chose their target.");
   for (const auto& [route, c] : routes_) {
-    out += "tokengate_affinity_total{route=\"" + route + "\",outcome=\"home\"} " +
-           std::to_string(c->affinity_home.load()) + "\n";
-    out += "tokengate_affinity_total{route=\"" + route + "\",outcome=\"spilled\"} " +
-           std::to_string(c->affinity_spilled.load()) + "\n";
+    out.sample({{"route", route}, {"outcome", "home"}}, c->affinity_home.load());
+    out.sample({{"route", route}, {"outcome", "spilled"}}, c->affinity_spilled.load());
   }
-  return out;
 }
 
 }  // namespace tokengate::fleet

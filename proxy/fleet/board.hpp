@@ -32,6 +32,10 @@
 #include "http/request_context.hpp"
 #include "io/net.hpp"
 
+namespace tokengate::metrics {
+class prometheus_text;
+}
+
 namespace tokengate::fleet {
 
 class board;
@@ -171,8 +175,9 @@ class board {
   static constexpr std::array<double, 7> error_bounds{0.05, 0.1, 0.25, 0.5, 1, 2, 5};
   std::array<std::atomic<std::uint64_t>, error_bounds.size() + 1> error_buckets_{};
   std::atomic<std::uint64_t> error_count_{0}, error_sum_millis_{0};
-  std::string prediction_prometheus() const;  // (under loads_lock_)
-  std::string upstream_prometheus() const;
+  void prediction_prometheus(metrics::prometheus_text& out) const;  // (under loads_lock_)
+  void upstream_prometheus(metrics::prometheus_text& out) const;
+  void admission_prometheus(metrics::prometheus_text& out) const;  // (under queue_lock_)
 };
 
 }  // namespace tokengate::fleet

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "fleet/board.hpp"
+#include "metrics/prometheus_text.hpp"
 #include "redis/resp.hpp"
 
 namespace tokengate::fleet {
@@ -195,17 +196,15 @@ void index_sharing::received(std::string_view payload) {
 }
 
 std::string index_sharing::prometheus() const {
-  std::string out =
-      "# HELP tokengate_fleet_shared_prompts_total Prompts' blocks shared with the other "
-      "instances through Redis: published, not published (Redis failed, or the queue was "
-      "full), and received from the others.\n"
-      "# TYPE tokengate_fleet_shared_prompts_total counter\n";
+  metrics::prometheus_text out;
+  out.family("tokengate_fleet_shared_prompts_total", metrics::metric_type::counter,
+             "Prompts' blocks shared with the other instances through Redis: published, not "
+             "published (Redis failed, or the queue was full), and received from the others.");
   for (auto [direction, n] :
        {std::pair("published", published_.load()), std::pair("failed", publish_failed_.load()),
         std::pair("dropped", dropped_.load()), std::pair("received", received_.load())})
-    out += std::string("tokengate_fleet_shared_prompts_total{direction=\"") + direction + "\"} " +
-           std::to_string(n) + "\n";
-  return out;
+    out.sample({{"direction", direction}}, n);
+  return out.take();
 }
 
 }  // namespace tokengate::fleet

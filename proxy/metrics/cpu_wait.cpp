@@ -1,10 +1,11 @@
 #include "metrics/cpu_wait.hpp"
 
 #include <charconv>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+
+#include "metrics/prometheus_text.hpp"
 
 namespace tokengate::metrics {
 
@@ -41,19 +42,12 @@ std::optional<std::uint64_t> read_cpu_wait_ns() {
 }
 
 std::string render_cpu_wait_prometheus(std::optional<std::uint64_t> wait_ns) {
-  std::string out =
-      "# HELP tokengate_cpu_wait_seconds_total Time the process's threads were ready to run but "
-      "waited for a core "
-      "(the scheduler's run queue), summed over its threads. Host steal on a VM is not in it.\n"
-      "# TYPE tokengate_cpu_wait_seconds_total counter\n";
-  if (wait_ns) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%.6f", static_cast<double>(*wait_ns) / 1e9);
-    out += "tokengate_cpu_wait_seconds_total ";
-    out += value;
-    out += '\n';
-  }
-  return out;
+  prometheus_text out;
+  out.family("tokengate_cpu_wait_seconds_total", metric_type::counter,
+             "Time the process's threads were ready to run but waited for a core (the "
+             "scheduler's run queue), summed over its threads. Host steal on a VM is not in it.");
+  if (wait_ns) out.sample(sample_value::fixed(static_cast<double>(*wait_ns) / 1e9));
+  return out.take();
 }
 
 }  // namespace tokengate::metrics

@@ -3,8 +3,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <cmath>
-#include <cstdio>
-#include <sstream>
+
+#include "metrics/prometheus_text.hpp"
 
 namespace tokengate::metrics {
 
@@ -58,25 +58,6 @@ route_windows& latency_shard::windows_for(std::string_view route) {
 
 namespace {
 
-std::string escape_label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::string format_bound(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", b);
-  return buf;
-}
-
 struct histogram_family {
   const char* name;
   const char* help;
@@ -110,73 +91,65 @@ const histogram_family histogram_families[] = {
      &series::time_to_resume, ttft_bounds},
 };
 
+// A label set's series summed across workers.
+struct merged_series {
+  std::vector<std::vector<std::uint64_t>> buckets;  // per family
+  std::vector<std::uint64_t> counts, sums;
+  std::array<std::uint64_t, outcome_names.size()> requests{};
+  std::uint64_t input = 0, output = 0;
+};
+
+void add_series(merged_series& m, const series& s) {
+  m.buckets.resize(std::size(histogram_families));
+  m.counts.resize(std::size(histogram_families));
+  m.sums.resize(std::size(histogram_families));
+  for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
+    const auto& h = s.*(histogram_families[f].member);
+    m.buckets[f].resize(h.bounds().size() + 1);
+    for (std::size_t b = 0; b <= h.bounds().size(); ++b) m.buckets[f][b] += h.bucket(b);
+    m.counts[f] += h.count();
+    m.sums[f] += h.sum_micros();
+  }
+  for (std::size_t o = 0; o < outcome_names.size(); ++o)
+    m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
+  m.input += s.input_tokens.load(std::memory_order_relaxed);
+  m.output += s.output_tokens.load(std::memory_order_relaxed);
+}
+
+// Keyed by the label set: the page lists them in the order of its text.
+std::map<labels, merged_series> merge_series(const std::vector<const latency_shard*>& shards) {
+  std::map<labels, merged_series> sets;
+  for (const auto* shard : shards)
+    shard->each_series([&](const series& s) {
+      add_series(sets[{{"route", s.route}, {"model", s.model}, {"upstream", s.upstream}}], s);
+    });
+  return sets;
+}
+
 }  // namespace
 
 std::string render_latency_prometheus(const std::vector<const latency_shard*>& shards) {
-  // Sum label sets across workers.
-  struct merged {
-    std::string labels;
-    std::vector<std::vector<std::uint64_t>> buckets;  // per family
-    std::vector<std::uint64_t> counts, sums;
-    std::array<std::uint64_t, outcome_names.size()> requests{};
-    std::uint64_t input = 0, output = 0;
-  };
-  std::map<std::string, merged> sets;
-  for (const auto* shard : shards)
-    shard->each_series([&](const series& s) {
-      auto labels = "route=\"" + escape_label(s.route) + "\",model=\"" + escape_label(s.model) +
-                    "\",upstream=\"" + escape_label(s.upstream) + "\"";
-      auto& m = sets[labels];
-      m.labels = labels;
-      m.buckets.resize(std::size(histogram_families));
-      m.counts.resize(std::size(histogram_families));
-      m.sums.resize(std::size(histogram_families));
-      for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
-        const auto& h = s.*(histogram_families[f].member);
-        m.buckets[f].resize(h.bounds().size() + 1);
-        for (std::size_t b = 0; b <= h.bounds().size(); ++b) m.buckets[f][b] += h.bucket(b);
-        m.counts[f] += h.count();
-        m.sums[f] += h.sum_micros();
-      }
-      for (std::size_t o = 0; o < outcome_names.size(); ++o)
-        m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
-      m.input += s.input_tokens.load(std::memory_order_relaxed);
-      m.output += s.output_tokens.load(std::memory_order_relaxed);
-    });
-
-  std::ostringstream out;
+  const auto sets = merge_series(shards);
+  prometheus_text out;
   for (std::size_t f = 0; f < std::size(histogram_families); ++f) {
     const auto& fam = histogram_families[f];
-    out << "# HELP " << fam.name << ' ' << fam.help << "\n# TYPE " << fam.name << " histogram\n";
-    const auto bounds = fam.bounds;
-    for (const auto& [key, m] : sets) {
-      std::uint64_t cumulative = 0;
-      for (std::size_t b = 0; b < bounds.size(); ++b) {
-        cumulative += m.buckets[f][b];
-        out << fam.name << "_bucket{" << m.labels << ",le=\"" << format_bound(bounds[b]) << "\"} "
-            << cumulative << '\n';
-      }
-      cumulative += m.buckets[f][bounds.size()];
-      out << fam.name << "_bucket{" << m.labels << ",le=\"+Inf\"} " << cumulative << '\n';
-      out << fam.name << "_sum{" << m.labels << "} " << static_cast<double>(m.sums[f]) / 1e6
-          << '\n';
-      out << fam.name << "_count{" << m.labels << "} " << m.counts[f] << '\n';
-    }
+    out.family(fam.name, metric_type::histogram, fam.help);
+    for (const auto& [set, m] : sets)
+      out.histogram(set, fam.bounds, m.buckets[f],
+                    sample_value::general(static_cast<double>(m.sums[f]) / 1e6), m.counts[f]);
   }
-  out << "# HELP tokengate_requests_total Requests by route, model, upstream and outcome.\n"
-         "# TYPE tokengate_requests_total counter\n";
-  for (const auto& [key, m] : sets)
+  out.family("tokengate_requests_total", metric_type::counter,
+             "Requests by route, model, upstream and outcome.");
+  for (const auto& [set, m] : sets)
     for (std::size_t o = 0; o < outcome_names.size(); ++o)
-      out << "tokengate_requests_total{" << m.labels << ",outcome=\"" << outcome_names[o] << "\"} "
-          << m.requests[o] << '\n';
-  out << "# HELP tokengate_tokens_total Tokens by type, from the upstreams' usage (counted events "
-         "where none).\n"
-         "# TYPE tokengate_tokens_total counter\n";
-  for (const auto& [key, m] : sets) {
-    out << "tokengate_tokens_total{" << m.labels << ",type=\"input\"} " << m.input << '\n';
-    out << "tokengate_tokens_total{" << m.labels << ",type=\"output\"} " << m.output << '\n';
+      out.sample(set.with("outcome", outcome_names[o]), m.requests[o]);
+  out.family("tokengate_tokens_total", metric_type::counter,
+             "Tokens by type, from the upstreams' usage (counted events where none).");
+  for (const auto& [set, m] : sets) {
+    out.sample(set.with("type", "input"), m.input);
+    out.sample(set.with("type", "output"), m.output);
   }
-  return out.str();
+  return out.take();
 }
 
 std::string render_stats_json(const std::vector<const latency_shard*>& shards) {

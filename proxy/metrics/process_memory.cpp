@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/prometheus_text.hpp"
+
 namespace tokengate::metrics {
 namespace {
 
@@ -14,16 +16,10 @@ std::string read_whole(const char* path) {
   return text.str();
 }
 
-void sample(std::string& out, const char* name, const char* help,
-            const std::optional<std::uint64_t>& value) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += " gauge\n";
-  if (value) out += std::string(name) + ' ' + std::to_string(*value) + '\n';
+void memory_gauge(prometheus_text& out, const char* name, const char* help,
+                  const std::optional<std::uint64_t>& value) {
+  out.family(name, metric_type::gauge, help);
+  if (value) out.sample(*value);
 }
 
 }  // namespace
@@ -54,16 +50,15 @@ process_memory read_process_memory() {
 }
 
 std::string render_process_memory_prometheus(const process_memory& memory) {
-  std::string out;
-  sample(out, "process_resident_memory_bytes",
-         "Resident memory of the process (RSS), lazily freed pages included.",
-         memory.resident_bytes);
-  sample(out, "tokengate_memory_lazily_freed_bytes",
-         "Of the resident memory, pages the heap marked free (MADV_FREE, memory.after_burst: "
-         "lazy_free): the kernel "
-         "takes them back when it needs memory.",
-         memory.lazily_freed_bytes);
-  return out;
+  prometheus_text out;
+  memory_gauge(out, "process_resident_memory_bytes",
+               "Resident memory of the process (RSS), lazily freed pages included.",
+               memory.resident_bytes);
+  memory_gauge(out, "tokengate_memory_lazily_freed_bytes",
+               "Of the resident memory, pages the heap marked free (MADV_FREE, memory.after_burst: "
+               "lazy_free): the kernel takes them back when it needs memory.",
+               memory.lazily_freed_bytes);
+  return out.take();
 }
 
 }  // namespace tokengate::metrics

@@ -17,6 +17,7 @@
 #include "io/tls_credentials.hpp"
 #include "metrics/cpu_wait.hpp"
 #include "metrics/process_memory.hpp"
+#include "metrics/prometheus_text.hpp"
 #include "server/admin.hpp"
 #include "server/allocator.hpp"
 #include "server/connection_gate.hpp"
@@ -248,38 +249,31 @@ std::string server::metrics_text() const {
   text += fleet_->prometheus();
   if (sharing_) text += sharing_->prometheus();
   if (tracer_) text += tracer_->prometheus();
-  text +=
-      "# HELP tokengate_downstream_cx_limit Client connections this process accepts at once "
-      "(limits.max_connections).\n"
-      "# TYPE tokengate_downstream_cx_limit gauge\n"
-      "tokengate_downstream_cx_limit " +
-      std::to_string(gate_->max_total()) + "\n";
-  text +=
-      "# HELP tokengate_config_reloads_total Policy reloads by result.\n"
-      "# TYPE tokengate_config_reloads_total counter\n"
-      "tokengate_config_reloads_total{result=\"success\"} " +
-      std::to_string(reloads_ok_.load()) +
-      "\n"
-      "tokengate_config_reloads_total{result=\"failure\"} " +
-      std::to_string(reloads_failed_.load()) + "\n";
+  text += own_metrics_text();
+  return text;
+}
+
+// The server's own families: its connection limit, reloads and certificates.
+std::string server::own_metrics_text() const {
+  metrics::prometheus_text out;
+  out.family("tokengate_downstream_cx_limit", metrics::metric_type::gauge,
+             "Client connections this process accepts at once (limits.max_connections).");
+  out.sample(gate_->max_total());
+  out.family("tokengate_config_reloads_total", metrics::metric_type::counter,
+             "Policy reloads by result.");
+  out.sample({{"result", "success"}}, reloads_ok_.load());
+  out.sample({{"result", "failure"}}, reloads_failed_.load());
   // Declared even without TLS listeners, so dashboards and rules find the
   // families; the gauge then has no samples.
-  text +=
-      "# HELP tokengate_tls_certificate_reloads_total Certificate reloads by result.\n"
-      "# TYPE tokengate_tls_certificate_reloads_total counter\n"
-      "tokengate_tls_certificate_reloads_total{result=\"success\"} " +
-      std::to_string(tls_reloads_ok_.load()) +
-      "\n"
-      "tokengate_tls_certificate_reloads_total{result=\"failure\"} " +
-      std::to_string(tls_reloads_failed_.load()) +
-      "\n"
-      "# HELP tokengate_tls_certificate_expiry_timestamp_seconds When the certificate each "
-      "listener presents expires.\n"
-      "# TYPE tokengate_tls_certificate_expiry_timestamp_seconds gauge\n";
+  out.family("tokengate_tls_certificate_reloads_total", metrics::metric_type::counter,
+             "Certificate reloads by result.");
+  out.sample({{"result", "success"}}, tls_reloads_ok_.load());
+  out.sample({{"result", "failure"}}, tls_reloads_failed_.load());
+  out.family("tokengate_tls_certificate_expiry_timestamp_seconds", metrics::metric_type::gauge,
+             "When the certificate each listener presents expires.");
   for (const auto& [listener, credentials] : certificates_)
-    text += "tokengate_tls_certificate_expiry_timestamp_seconds{listener=\"" + listener + "\"} " +
-            std::to_string(credentials->not_after()) + "\n";
-  return text;
+    out.sample({{"listener", listener}}, credentials->not_after());
+  return out.take();
 }
 
 void server::drain_and_stop() {

@@ -94,6 +94,7 @@ class server {
 
  private:
   bool collect_each_heap();  // give_back_free_memory() on each worker's thread, and here
+  std::string own_metrics_text() const;  // (metrics_text's last families)
   void share_the_fleet_index();
 
   std::shared_ptr<const config::config> config_;

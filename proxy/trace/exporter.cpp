@@ -14,6 +14,7 @@
 #include "http/response_head.hpp"
 #include "io/tls_context.hpp"
 #include "io/write_all.hpp"
+#include "metrics/prometheus_text.hpp"
 #include "trace/otlp_json.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/target_url.hpp"
@@ -217,20 +218,17 @@ bool exporter::send_with_retries(const std::string& body, steady::time_point giv
 }
 
 std::string exporter::prometheus() const {
-  return "# HELP tokengate_trace_spans_exported_total Spans the OTLP collector accepted.\n"
-         "# TYPE tokengate_trace_spans_exported_total counter\n"
-         "tokengate_trace_spans_exported_total " +
-         std::to_string(exported_) +
-         "\n# HELP tokengate_trace_spans_dropped_total Spans never exported: the queue was full, "
-         "or their batch failed every try.\n"
-         "# TYPE tokengate_trace_spans_dropped_total counter\n"
-         "tokengate_trace_spans_dropped_total " +
-         std::to_string(dropped_) +
-         "\n# HELP tokengate_trace_export_failures_total Export requests the collector did not "
-         "take (each try counts).\n"
-         "# TYPE tokengate_trace_export_failures_total counter\n"
-         "tokengate_trace_export_failures_total " +
-         std::to_string(failures_) + "\n";
+  metrics::prometheus_text out;
+  out.family("tokengate_trace_spans_exported_total", metrics::metric_type::counter,
+             "Spans the OTLP collector accepted.");
+  out.sample(exported_.load());
+  out.family("tokengate_trace_spans_dropped_total", metrics::metric_type::counter,
+             "Spans never exported: the queue was full, or their batch failed every try.");
+  out.sample(dropped_.load());
+  out.family("tokengate_trace_export_failures_total", metrics::metric_type::counter,
+             "Export requests the collector did not take (each try counts).");
+  out.sample(failures_.load());
+  return out.take();
 }
 
 }  // namespace tokengate::trace
