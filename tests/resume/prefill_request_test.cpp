@@ -2,8 +2,9 @@
 // its client already has.
 #include "resume/prefill_request.hpp"
 
-#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
 
 namespace {
 
@@ -33,18 +34,18 @@ TEST(PrefillRequest, AChatRequestAsksTheEngineToContinueTheDeliveredText) {
 }
 
 TEST(PrefillRequest, AnAnthropicRequestEndsWithTheAssistantsTextAndNothingElse) {
-  auto body = parsed_prefill(
-      R"({"model":"c","max_tokens":10,"messages":[{"role":"user","content":"hi"}]})",
-      dialect::anthropic_messages, "Once", 4);
+  auto body =
+      parsed_prefill(R"({"model":"c","max_tokens":10,"messages":[{"role":"user","content":"hi"}]})",
+                     dialect::anthropic_messages, "Once", 4);
   EXPECT_EQ(body.at("messages").as_array().back().at("content").as_string(), "Once");
   EXPECT_FALSE(body.contains("continue_final_message"));  // Anthropic continues as it is
   EXPECT_EQ(body.at("max_tokens").as_int64(), 6);
 }
 
 TEST(PrefillRequest, ALimitNeverFallsBelowOneToken) {
-  auto body = parsed_prefill(
-      R"({"max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]})",
-      dialect::openai_chat, "text", 9);
+  auto body =
+      parsed_prefill(R"({"max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]})",
+                     dialect::openai_chat, "text", 9);
   EXPECT_EQ(body.at("max_completion_tokens").as_int64(), 1);
 }
 
