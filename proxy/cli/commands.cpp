@@ -39,6 +39,8 @@ constexpr const char* usage =
     "              [--slots N [--kv-tokens N] [--step-ms-per-sequence X]\n"
     "              [--chunked-prefill-tokens N]]  an engine's batching, KV budget,\n"
     "                                        queue, prefix cache and chunked prefill\n"
+    "              [--apis chat_completions,...]  serve only these APIs (the others'\n"
+    "                                        paths answer 404, as llama.cpp's server does)\n"
     "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests "
     "N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
@@ -281,6 +283,25 @@ double number_option(const options& o, const std::string& name, double fallback)
   return fallback;
 }
 
+// --apis chat_completions,responses: the APIs the demo engine serves.
+config::api_set apis_option(const std::string& list) {
+  config::api_set set;
+  std::string_view rest = list;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto name = rest.substr(0, comma);
+    auto a = config::api_named(name);
+    if (!a)
+      throw std::runtime_error("--apis: unknown API '" + std::string(name) +
+                               "' (expected a comma-separated list of " + config::api_names() +
+                               ")");
+    set.add(*a);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (set.bits == 0) throw std::runtime_error("--apis: name at least one API");
+  return set;
+}
+
 int demo_engine_command(const options& o) {
   setup_logging(o.log_level.value_or("info"));
   config::demo_engine_settings settings;
@@ -288,6 +309,8 @@ int demo_engine_command(const options& o) {
   for (const auto& [k, v] : o.named) {
     if (k == "address")
       settings.address = v;
+    else if (k == "apis")
+      settings.apis = apis_option(v);
     else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens" &&
              k != "slots" && k != "kv-tokens" && k != "step-ms-per-sequence" &&
              k != "chunked-prefill-tokens")

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -39,10 +40,28 @@ listener read_listener(const reader& r, std::size_t index) {
   return l;
 }
 
+// `apis: [chat_completions, responses]`: a list of known names, each once.
+api_set read_apis(const reader& r, const char* key) {
+  auto n = r.node()[key];
+  if (!n.IsSequence() || n.size() == 0)
+    r.fail_at(n, std::string("'") + key + "' must be a list of APIs (" + api_names() + ")");
+  api_set set;
+  for (const auto& item : n) {
+    auto name = item.IsScalar() ? r.expand_env(item, item.Scalar()) : std::string();
+    auto a = api_named(name);
+    if (!a)
+      r.fail_at(item, "unknown API '" + name + "' in '" + key +
+                          "' (expected one of: " + api_names() + ")");
+    if (set.has(*a)) r.fail_at(item, "'" + name + "' is listed twice in '" + key + "'");
+    set.add(*a);
+  }
+  return set;
+}
+
 upstream read_upstream(const reader& r, const std::string& name) {
   r.only_keys({"base_url", "kind", "api_key", "ca_file", "timeouts", "pool_size",
                "max_concurrent_streams", "limit_field", "capacity", "health_check",
-               "engine_metrics"});
+               "engine_metrics", "apis"});
   upstream u;
   u.name = name;
   u.base_url = r.text("base_url", "");
@@ -57,6 +76,7 @@ upstream read_upstream(const reader& r, const std::string& name) {
     u.kind = provider_kind::anthropic;
   else
     r.fail_at(r.node()["kind"], "kind must be 'any', 'openai' or 'anthropic'");
+  if (r.has("apis")) u.apis = read_apis(r, "apis");
   u.api_key = r.text("api_key", "");
   u.ca_file = r.text("ca_file", "");
   u.pool_size = r.integer<std::size_t>("pool_size", u.pool_size, 0, 100000);
@@ -239,8 +259,9 @@ demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
                "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status",
                "fail_retry_after", "context_tokens", "slots", "kv_tokens", "step_ms_per_sequence",
-               "chunked_prefill_tokens"});
+               "chunked_prefill_tokens", "apis"});
   demo_engine_settings d;
+  if (r.has("apis")) d.apis = read_apis(r, "apis");
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
   d.fail_retry_after = r.integer<int>("fail_retry_after", 1, -1, 86'400);
   d.context_tokens = r.integer<long long>("context_tokens", 0, 0, 100'000'000);
@@ -350,6 +371,43 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
 }
 
 }  // namespace
+
+namespace {
+constexpr std::array<std::string_view, 5> api_spellings{"chat_completions", "completions",
+                                                        "responses", "messages", "embeddings"};
+}  // namespace
+
+std::optional<api> api_named(std::string_view name) {
+  for (std::size_t i = 0; i < api_spellings.size(); ++i)
+    if (api_spellings[i] == name) return static_cast<api>(i);
+  return std::nullopt;
+}
+
+std::string_view name_of(api a) { return api_spellings[static_cast<std::size_t>(a)]; }
+
+std::string api_names(api_set set) {
+  std::string out;
+  for (std::size_t i = 0; i < api_spellings.size(); ++i)
+    if (set.has(static_cast<api>(i))) out.append(out.empty() ? "" : ", ").append(api_spellings[i]);
+  return out;
+}
+
+api_set served_apis(const upstream& u) {
+  if (u.apis) return *u.apis;
+  switch (u.kind) {
+    case provider_kind::openai:
+      return api_set()
+          .add(api::chat_completions)
+          .add(api::completions)
+          .add(api::responses)
+          .add(api::embeddings);
+    case provider_kind::anthropic:
+      return api_set().add(api::messages);
+    case provider_kind::any:
+      break;
+  }
+  return api_set::all();
+}
 
 bool has_budgets(const config& c) {
   return std::any_of(c.keys.begin(), c.keys.end(), [](const auto& k) { return k.budget.any(); }) ||

@@ -36,6 +36,27 @@ struct listener {
 // is translated (translate/).
 enum class provider_kind { any, openai, anthropic };
 
+// The APIs an upstream serves (its `apis:`, by the paths clients call):
+// llama.cpp's server, Ollama, TGI and older vLLM serve chat completions
+// alone, and a request in another API is translated for them where a
+// translation exists (translate/translation.hpp).
+enum class api { chat_completions, completions, responses, messages, embeddings };
+struct api_set {
+  unsigned bits = 0;
+  static api_set all() { return {(1u << 5) - 1}; }
+  bool has(api a) const { return (bits >> static_cast<unsigned>(a)) & 1u; }
+  api_set& add(api a) {
+    bits |= 1u << static_cast<unsigned>(a);
+    return *this;
+  }
+  bool operator==(const api_set&) const = default;
+};
+// `chat_completions` → api::chat_completions; nothing for an unknown name.
+std::optional<api> api_named(std::string_view name);
+std::string_view name_of(api a);
+// "chat_completions, completions, responses, messages, embeddings"
+std::string api_names(api_set set = api_set::all());
+
 // The spelling of an OpenAI-style output limit an engine honours.
 // llama.cpp's server ignores max_completion_tokens; OpenAI's reasoning
 // models refuse max_tokens. `keep` sends the client's own spelling.
@@ -102,7 +123,14 @@ struct upstream {
   upstream_capacity capacity;
   std::optional<health_check_settings> health_check;
   std::optional<engine_metrics_settings> engine_metrics;
+  // `apis:` as configured; without it, its kind's (served_apis).
+  std::optional<api_set> apis;
 };
+
+// What an upstream serves: its `apis:`, else what its kind means: `any`
+// all of them as sent, `openai` all but messages (OpenAI itself),
+// `anthropic` messages alone.
+api_set served_apis(const upstream& u);
 
 enum class limit_mode { clamp, reject };
 
@@ -309,6 +337,9 @@ struct demo_engine_settings {
   // many prompt tokens beside them (vLLM's chunked prefill); 0: a prefill
   // holds every decode until it is done.
   long long chunked_prefill_tokens = 0;
+  // The APIs it serves; the others' paths answer 404, as llama.cpp's
+  // server answers /v1/responses.
+  api_set apis = api_set::all();
   bool operator==(const demo_engine_settings&) const = default;
 };
 

@@ -65,7 +65,7 @@ struct plan {
   bool stamp = false;
   // The answer is one call of a tool named demo_tool, streamed as its
   // arguments ({"text": "<the tokens>"}) a token at a time, as an agent's
-  // stream mostly is (chat and messages; streaming only).
+  // stream mostly is (chat, streamed or whole; messages, streamed).
   bool tool_call = false;
   // The stream's head carries the two dozen fields a hosted provider sends
   // behind its CDN (rate limits, processing time, cookies, tracing), not
@@ -206,8 +206,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
-    p.tool_call = t->get_bool() && p.stream &&
-                  (kind == api::chat || kind == api::messages);  // (others: text)
+    p.tool_call = t->get_bool() && (kind == api::chat || (kind == api::messages && p.stream));
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool())
     p.provider_head = h->get_bool();
   if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
@@ -418,13 +417,24 @@ class generator {
               {"object", "chat.completion"},
               {"created", created_},
               {"model", plan_.model},
-              {"choices",
-               json::array{json::object{{"index", 0},
-                                        {"message", {{"role", "assistant"}, {"content", text}}},
-                                        {"finish_reason", finish_reason(plan_)}}}},
+              {"choices", json::array{json::object{{"index", 0},
+                                                   {"message", whole_chat_message(text)},
+                                                   {"finish_reason", finish_reason(plan_)}}}},
               {"usage", openai_usage(plan_, plan_.output_tokens)}};
     }
     return body;
+  }
+
+  // A whole chat answer's message: its text, or the call of demo_tool.
+  json::object whole_chat_message(std::string_view text) {
+    if (!plan_.tool_call) return {{"role", "assistant"}, {"content", text}};
+    std::string arguments;
+    for (std::size_t i = 0; i < plan_.output_tokens; ++i)
+      arguments += argument_fragment(i, plan_.output_tokens);
+    json::object call{{"id", "call_" + id_},
+                      {"type", "function"},
+                      {"function", {{"name", "demo_tool"}, {"arguments", arguments}}}};
+    return {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array{call}}};
   }
 
  private:
@@ -898,6 +908,20 @@ std::optional<api> api_of(std::string_view path) {
   return std::nullopt;
 }
 
+config::api config_api(api kind) {
+  switch (kind) {
+    case api::chat:
+      return config::api::chat_completions;
+    case api::completions:
+      return config::api::completions;
+    case api::messages:
+      return config::api::messages;
+    case api::responses:
+      break;
+  }
+  return config::api::responses;
+}
+
 // An answer the engine gives instead of a generation.
 struct canned {
   http::status status;
@@ -918,6 +942,14 @@ canned error_answer(std::optional<api> kind, int status, std::string message,
   }
   if (status == 429) c.retry_after = "1";
   return c;
+}
+
+// An API the engine does not serve (settings.apis): the 404 llama.cpp's
+// server answers, in OpenAI's error shape.
+canned not_served() {
+  json::object body{
+      {"error", {{"code", 404}, {"message", "File Not Found"}, {"type", "not_found_error"}}}};
+  return {http::status::not_found, std::move(body), {}};
 }
 
 // demo.fail_times: only the first N requests that carry the same knobs
@@ -1012,36 +1044,49 @@ std::pair<http::status, json::object> set_failure(demo_engine::state& st, const 
   return {http::status::ok, json::object{{"fail_status", st.settings.fail_status}}};
 }
 
+// What a path that is no generation answers (the probes, the test
+// controls, the model list), and the 404s: no such endpoint, or an API
+// the engine does not serve. Nothing: a generation (or embeddings) to make.
+std::optional<canned> endpoint_answer(demo_engine::state& st,
+                                      const http::request<http::string_body>& req,
+                                      std::string_view path) {
+  const bool get = req.method() == http::verb::get;
+  if (get && path == "/health") {  // (what vLLM, SGLang, TGI and llama.cpp answer on)
+    if (st.settings.fail_status >= 400)
+      return canned{static_cast<http::status>(st.settings.fail_status),
+                    error_body("unhealthy", "server_error"),
+                    {}};
+    return canned{http::status::ok, json::object{{"status", "ok"}}, {}};
+  }
+  if (req.method() == http::verb::post && path == "/demo/fail") {
+    auto set = set_failure(st, req.body());
+    return canned{set.first, std::move(set.second), {}};
+  }
+  if (get && path == "/demo/stats") return canned{http::status::ok, stats_json(st), {}};
+  if (get && path == "/v1/models") return canned{http::status::ok, models_json(), {}};
+  const auto kind = api_of(path);
+  const bool embeddings = path == "/v1/embeddings";
+  if (req.method() != http::verb::post || (!kind && !embeddings))
+    return canned{
+        http::status::not_found, error_body("no such endpoint", "invalid_request_error"), {}};
+  if (!st.settings.apis.has(embeddings ? config::api::embeddings : config_api(*kind)))
+    return not_served();
+  return std::nullopt;
+}
+
 // One request answered; returns whether the connection goes on.
 net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
                             const http::request<http::string_body>& req, std::string_view path) {
   const bool keep = req.keep_alive();
-  const bool get = req.method() == http::verb::get;
-  std::optional<canned> reply;
-  if (get && path == "/metrics") {
+  if (req.method() == http::verb::get && path == "/metrics") {
     // (named first: GCC 12 destroys a ?: temporary passed into a coroutine twice)
     auto text = st.batch ? st.batch->prometheus() : std::string();
     co_await write_text(socket, std::move(text), keep);
     co_return keep;
   }
-  if (get && path == "/health")  // (what vLLM, SGLang, TGI and llama.cpp answer on)
-    reply = st.settings.fail_status >= 400
-                ? canned{static_cast<http::status>(st.settings.fail_status),
-                         error_body("unhealthy", "server_error"),
-                         {}}
-                : canned{http::status::ok, json::object{{"status", "ok"}}, {}};
-  else if (req.method() == http::verb::post && path == "/demo/fail") {
-    auto set = set_failure(st, req.body());
-    reply = canned{set.first, std::move(set.second), {}};
-  } else if (get && path == "/demo/stats")
-    reply = canned{http::status::ok, stats_json(st), {}};
-  else if (get && path == "/v1/models")
-    reply = canned{http::status::ok, models_json(), {}};
+  std::optional<canned> reply = endpoint_answer(st, req, path);
   const auto kind = api_of(path);
   const bool embeddings = path == "/v1/embeddings";
-  if (!reply && (req.method() != http::verb::post || (!kind && !embeddings)))
-    reply = canned{
-        http::status::not_found, error_body("no such endpoint", "invalid_request_error"), {}};
   error_code jec;
   auto parsed = reply ? json::value() : json::parse(req.body(), jec);
   if (!reply && (jec || !parsed.is_object()))

@@ -1,6 +1,8 @@
 #pragma once
 // The built-in demo engine: a simulated LLM that speaks OpenAI's chat,
-// completions and Responses APIs and Anthropic's Messages API. Time to
+// completions and Responses APIs and Anthropic's Messages API (or some of
+// them: demo_engine_settings::apis, as llama.cpp's server serves chat
+// completions alone). Time to
 // first token grows with the prompt (prefill), then tokens come at the
 // decode rate; with `slots` its requests share one engine's time instead
 // (engine/batch_scheduler.hpp), and GET /metrics shows vLLM's gauges. It

@@ -77,8 +77,9 @@ std::optional<early_forward> decide_on_start(worker& w, std::shared_ptr<const co
   if (!choice) return std::nullopt;  // (the whole body will say why)
   plan.target = choice->order.front().target;
   plan.upstream = &cfg->upstreams.at(plan.target->upstream);
-  // (a translated body is made from the whole body)
-  if (translate::translates(dialect_for_path(path), plan.upstream->kind)) return std::nullopt;
+  // (a translated body is made from the whole body; a target that cannot
+  // take the request at all refuses it once it is read)
+  if (!translate::sent_as_is(dialect_for_path(path), *plan.upstream)) return std::nullopt;
   plan.route = routed->route;
   plan.model = routed->model;
   plan.output_limit = routed->output_limit;

@@ -9,18 +9,22 @@ namespace tokengate {
 
 namespace {
 
-// The targets that can take a request in the client's API (each speaks
-// it, or it can be translated for them); when none can, why.
+// The targets that can take a request in the client's API (each serves
+// it, or it can be translated for them); when none can, why (naming the
+// first one's upstream).
 std::optional<request_error> keep_able_targets(const config::config& cfg, fleet_choice& choice,
                                                dialect client, std::string_view path) {
+  const config::upstream* refused = nullptr;
   std::erase_if(choice.order, [&](const ordered_target& o) {
-    return !translate::answer_dialect(client, cfg.upstreams.at(o.target->upstream).kind);
+    const auto& u = cfg.upstreams.at(o.target->upstream);
+    if (translate::answer_dialect(client, u)) return false;
+    if (!refused) refused = &u;
+    return true;
   });
   if (!choice.order.empty()) return std::nullopt;
-  return request_error::client(
-      400, "unsupported_api",
-      "this model's upstreams speak Anthropic's Messages API only: " + std::string(path) +
-          " cannot be translated to it (use /v1/chat/completions)");
+  if (refused) return translate::unsupported_api(*refused, path);
+  return request_error::client(400, "unsupported_api",
+                               "no target of this route can take " + std::string(path));
 }
 
 // The early target goes first; not in the order (taken out of rotation

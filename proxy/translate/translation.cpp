@@ -5,33 +5,73 @@
 #include "translate/request.hpp"
 
 namespace tokengate::translate {
+namespace {
 
-std::optional<dialect> answer_dialect(dialect client, config::provider_kind kind) {
-  using config::provider_kind;
-  if (kind == provider_kind::any) return client;
-  if (kind == provider_kind::openai)
-    return client == dialect::anthropic_messages ? dialect::openai_chat : client;
-  // An Anthropic upstream: its own API, or chat completions translated.
-  if (client == dialect::anthropic_messages) return client;
-  if (client == dialect::openai_chat) return dialect::anthropic_messages;
+// The API a client's dialect is: the only other proxied POST is embeddings.
+config::api api_of(dialect d) {
+  switch (d) {
+    case dialect::openai_chat:
+      return config::api::chat_completions;
+    case dialect::openai_completions:
+      return config::api::completions;
+    case dialect::openai_responses:
+      return config::api::responses;
+    case dialect::anthropic_messages:
+      return config::api::messages;
+    case dialect::other:
+      break;
+  }
+  return config::api::embeddings;
+}
+
+std::string_view target_path(dialect d) {
+  return d == dialect::anthropic_messages ? "/v1/messages" : "/v1/chat/completions";
+}
+
+std::variant<translated_request, request_error> translated_body(std::string_view body,
+                                                                dialect client, dialect upstream,
+                                                                const request_options& options) {
+  if (upstream == dialect::anthropic_messages) return anthropic_request_from_chat(body, options);
+  return chat_request_from_anthropic(body, options);
+}
+
+}  // namespace
+
+std::optional<dialect> answer_dialect(dialect client, const config::upstream& upstream) {
+  using config::api;
+  auto served = config::served_apis(upstream);
+  if (served.has(api_of(client))) return client;
+  // The translations there are: messages ↔ chat completions.
+  if (client == dialect::anthropic_messages && served.has(api::chat_completions))
+    return dialect::openai_chat;
+  if (client == dialect::openai_chat && served.has(api::messages))
+    return dialect::anthropic_messages;
   return std::nullopt;
 }
 
-bool translates(dialect client, config::provider_kind kind) {
-  auto answer = answer_dialect(client, kind);
-  return answer && *answer != client;
+bool sent_as_is(dialect client, const config::upstream& upstream) {
+  return answer_dialect(client, upstream) == client;
+}
+
+request_error unsupported_api(const config::upstream& upstream, std::string_view path) {
+  auto served = config::served_apis(upstream);
+  if (served == config::api_set().add(config::api::messages))
+    return request_error::client(
+        400, "unsupported_api",
+        "upstream '" + upstream.name + "' speaks Anthropic's Messages API only: " +
+            std::string(path) + " cannot be translated to it (use /v1/chat/completions)");
+  return request_error::client(400, "unsupported_api",
+                               "upstream '" + upstream.name + "' serves " +
+                                   config::api_names(served) + " only: " + std::string(path) +
+                                   " cannot be translated for it");
 }
 
 std::variant<target_request, request_error> request_for_target(
     std::string_view body, dialect client, std::string_view path,
     const routing::routed_request& routed, const config::route_target& target,
     const config::upstream& upstream, bool ask_usage) {
-  auto answers_in = answer_dialect(client, upstream.kind);
-  if (!answers_in)
-    return request_error::client(
-        400, "unsupported_api",
-        "upstream '" + upstream.name + "' speaks Anthropic's Messages API only: " +
-            std::string(path) + " cannot be translated to it (use /v1/chat/completions)");
+  auto answers_in = answer_dialect(client, upstream);
+  if (!answers_in) return unsupported_api(upstream, path);
   target_request out;
   if (*answers_in == client) {
     out.edits = routing::edits_for_target(body, path, routed, target, upstream, ask_usage);
@@ -41,13 +81,11 @@ std::variant<target_request, request_error> request_for_target(
   // would ask for: the translation asks for what it needs itself.
   auto edited = routing::body_for_target(body, path, routed, target, upstream, false);
   request_options options{routed.output_limit, upstream.limit_spelling};
-  auto translated = client == dialect::openai_chat ? anthropic_request_from_chat(edited, options)
-                                                   : chat_request_from_anthropic(edited, options);
+  auto translated = translated_body(edited, client, *answers_in, options);
   if (auto* e = std::get_if<request_error>(&translated)) return std::move(*e);
   out.edits.push_back({0, body.size(), std::move(std::get<translated_request>(translated).body)});
-  out.translation = upstream::translated_attempt{
-      *answers_in == dialect::anthropic_messages ? "/v1/messages" : "/v1/chat/completions",
-      *answers_in};
+  out.translation =
+      upstream::translated_attempt{std::string(target_path(*answers_in)), *answers_in};
   return out;
 }
 
@@ -55,9 +93,10 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
                                                                  dialect upstream_dialect,
                                                                  bool usage_asked,
                                                                  std::string model) {
-  if (client_dialect == dialect::openai_chat && upstream_dialect == dialect::anthropic_messages)
+  if (upstream_dialect == dialect::anthropic_messages && client_dialect == dialect::openai_chat)
     return std::make_unique<chat_from_anthropic>(usage_asked);
-  if (client_dialect == dialect::anthropic_messages && upstream_dialect == dialect::openai_chat)
+  if (upstream_dialect != dialect::openai_chat) return nullptr;
+  if (client_dialect == dialect::anthropic_messages)
     return std::make_unique<anthropic_from_chat>(std::move(model));
   return nullptr;
 }

@@ -1,8 +1,9 @@
 #pragma once
-// Where a route's target speaks the other API than the client (its
-// upstream's `kind`), the request is translated for it and its answer
-// back: OpenAI chat completions ↔ Anthropic messages. This file decides
-// it per target, and makes the pieces the exchange and the relay use.
+// Where a route's target does not serve the client's API (its upstream's
+// `apis:`, or what its `kind` means), the request is translated for it
+// and its answer back: OpenAI chat completions ↔ Anthropic messages. This
+// file decides it per target, and makes the pieces the exchange and the
+// relay use.
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,13 +20,17 @@
 
 namespace tokengate::translate {
 
-// The dialect an upstream of `kind` answers a `client` request in: the
-// client's own, or the other API's; nothing when it cannot take the
-// request at all (OpenAI's Responses or completions at Anthropic).
-std::optional<dialect> answer_dialect(dialect client, config::provider_kind kind);
+// The dialect `upstream` answers a `client` request in: the client's own
+// when it serves that API, else the one the request is translated to;
+// nothing when it cannot take the request at all (OpenAI's Responses or
+// completions at Anthropic).
+std::optional<dialect> answer_dialect(dialect client, const config::upstream& upstream);
 
-// Whether a request in `client` dialect is translated for an upstream of `kind`.
-bool translates(dialect client, config::provider_kind kind);
+// Whether a request in `client` dialect goes to `upstream` as it is.
+bool sent_as_is(dialect client, const config::upstream& upstream);
+
+// The 400 unsupported_api for a request on `path` that `upstream` cannot take.
+request_error unsupported_api(const config::upstream& upstream, std::string_view path);
 
 // One target's request: the policy's edits, or the whole body translated
 // (one edit replacing it) and where it goes; or why the target cannot

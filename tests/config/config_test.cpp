@@ -49,6 +49,39 @@ TEST(Config, AnUpstreamsKindSaysWhichAPIItSpeaks) {
   EXPECT_NE(error.find("test.yaml:8:"), std::string::npos) << error;
 }
 
+TEST(Config, AnUpstreamsApisSayWhatItServesOrItsKindDoes) {
+  auto served = [](const std::string& extra) {
+    return served_apis(load_config_text(minimal + extra, "test.yaml")->upstreams.at("local"));
+  };
+  EXPECT_EQ(served(""), api_set::all());
+  EXPECT_EQ(api_names(served("    kind: openai\n")),
+            "chat_completions, completions, responses, embeddings");
+  EXPECT_EQ(api_names(served("    kind: anthropic\n")), "messages");
+  EXPECT_EQ(served("    apis: [chat_completions]\n"), api_set().add(api::chat_completions));
+  EXPECT_EQ(api_names(served("    kind: openai\n    apis: [chat_completions, embeddings]\n")),
+            "chat_completions, embeddings");
+  EXPECT_FALSE(load_config_text(minimal, "test.yaml")->upstreams.at("local").apis);
+
+  auto error = error_of(std::string(minimal) + "    apis: [chat_completions, chat]\n");
+  EXPECT_NE(error.find("test.yaml:8:30: unknown API 'chat' in 'apis' (expected one of: "
+                       "chat_completions, completions, responses, messages, embeddings)"),
+            std::string::npos)
+      << error;
+  error = error_of(std::string(minimal) + "    apis: [responses, responses]\n");
+  EXPECT_NE(error.find("test.yaml:8:23: 'responses' is listed twice in 'apis'"), std::string::npos)
+      << error;
+  for (const char* bad : {"    apis: []\n", "    apis: chat_completions\n"}) {
+    error = error_of(std::string(minimal) + bad);
+    EXPECT_NE(error.find("test.yaml:8:11: 'apis' must be a list of APIs"), std::string::npos)
+        << error;
+  }
+  error = error_of(std::string(minimal) + "demo_engine: {apis: [rerank]}\n");
+  EXPECT_NE(error.find("unknown API 'rerank'"), std::string::npos) << error;
+  EXPECT_EQ(load_config_text(std::string(minimal) + "demo_engine: {apis: [messages]}\n", "t.yaml")
+                ->demo_engine->apis,
+            api_set().add(api::messages));
+}
+
 TEST(Config, TracingNeedsAnEndpointAndSaneBounds) {
   auto c = load_config_text(std::string(minimal) +
                                 "tracing:\n"
