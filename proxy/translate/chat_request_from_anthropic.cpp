@@ -198,11 +198,6 @@ refusal tool_choice_for_chat(const json::value& v, json::object& out) {
   return std::nullopt;
 }
 
-std::string_view chat_limit_key(config::limit_field spelling) {
-  return spelling == config::limit_field::max_completion_tokens ? "max_completion_tokens"
-                                                                : "max_tokens";
-}
-
 refusal member_for_chat(std::string_view key, const json::value& v, json::object& out,
                         json::array& messages, const request_options& options) {
   if (key == "model" || key == "temperature" || key == "top_p") {

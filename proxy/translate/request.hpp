@@ -1,10 +1,9 @@
 #pragma once
-// A request body in the other API's terms: OpenAI chat completions ↔
-// Anthropic messages. The policy's edits (model name, output limit) are
-// applied first, so the translation starts from the body the policy
-// would have sent. A member with no counterpart is refused (400, naming
-// it) unless the provider's own compatibility layer drops it too: then it
-// is dropped (the lists are in docs/configuration.md, "Translation").
+// A request body in another API's terms: OpenAI chat completions ↔
+// Anthropic messages, OpenAI Responses → chat completions. The policy's edits (model name, output
+// limit) are applied first, so the translation starts from the body the policy would have sent. A
+// member with no counterpart is refused (400, naming it) unless the provider's own compatibility
+// layer drops it too: then it is dropped (the lists are in docs/configuration.md, "Translation").
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +22,13 @@ struct request_options {
   config::limit_field limit_spelling = config::limit_field::keep;
 };
 
+// The chat completions member an upstream takes the output limit in
+// (`keep`: max_tokens, which every engine knows).
+inline std::string_view chat_limit_key(config::limit_field spelling) {
+  return spelling == config::limit_field::max_completion_tokens ? "max_completion_tokens"
+                                                                : "max_tokens";
+}
+
 // When no limit is known at all (no max_tokens, no route limit).
 inline constexpr long long fallback_max_tokens = 4096;
 
@@ -34,6 +40,11 @@ struct translated_request {
 std::variant<translated_request, request_error> anthropic_request_from_chat(
     std::string_view body, const request_options& options);
 std::variant<translated_request, request_error> chat_request_from_anthropic(
+    std::string_view body, const request_options& options);
+// Stateless only: what needs a response stored at OpenAI
+// (previous_response_id, conversation, background) or a tool that runs
+// there (web search, file search, …) is refused, naming the member.
+std::variant<translated_request, request_error> chat_request_from_responses(
     std::string_view body, const request_options& options);
 
 }  // namespace tokengate::translate

@@ -3,6 +3,7 @@
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_chat.hpp"
 
 namespace tokengate::translate {
 namespace {
@@ -32,6 +33,7 @@ std::variant<translated_request, request_error> translated_body(std::string_view
                                                                 dialect client, dialect upstream,
                                                                 const request_options& options) {
   if (upstream == dialect::anthropic_messages) return anthropic_request_from_chat(body, options);
+  if (client == dialect::openai_responses) return chat_request_from_responses(body, options);
   return chat_request_from_anthropic(body, options);
 }
 
@@ -41,8 +43,9 @@ std::optional<dialect> answer_dialect(dialect client, const config::upstream& up
   using config::api;
   auto served = config::served_apis(upstream);
   if (served.has(api_of(client))) return client;
-  // The translations there are: messages ↔ chat completions.
-  if (client == dialect::anthropic_messages && served.has(api::chat_completions))
+  // The translations there are: messages ↔ chat completions, Responses → chat completions.
+  if ((client == dialect::anthropic_messages || client == dialect::openai_responses) &&
+      served.has(api::chat_completions))
     return dialect::openai_chat;
   if (client == dialect::openai_chat && served.has(api::messages))
     return dialect::anthropic_messages;
@@ -98,6 +101,8 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
   if (upstream_dialect != dialect::openai_chat) return nullptr;
   if (client_dialect == dialect::anthropic_messages)
     return std::make_unique<anthropic_from_chat>(std::move(model));
+  if (client_dialect == dialect::openai_responses)
+    return std::make_unique<responses_from_chat>(std::move(model));
   return nullptr;
 }
 

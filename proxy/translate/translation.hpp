@@ -1,9 +1,9 @@
 #pragma once
 // Where a route's target does not serve the client's API (its upstream's
 // `apis:`, or what its `kind` means), the request is translated for it
-// and its answer back: OpenAI chat completions ↔ Anthropic messages. This
-// file decides it per target, and makes the pieces the exchange and the
-// relay use.
+// and its answer back: OpenAI chat completions ↔ Anthropic messages, and
+// OpenAI Responses → chat completions. This file decides it per target,
+// and makes the pieces the exchange and the relay use.
 #include <memory>
 #include <optional>
 #include <string>

@@ -67,8 +67,10 @@ const listenerLine = (tls) =>
 // speak; translated requests follow from it). The proxy is the last of
 // the processes started.
 // upstreamYaml: lines added under the demo upstream (4-space indent).
-export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls, kind, upstreamYaml = [] } = {}) {
-  const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200"]);
+// engineArgs: more arguments for the demo engine (e.g. --apis chat_completions).
+export async function startProxy({ upstreamKeyEnv, topYaml = [], tls, upstreamTls, kind, upstreamYaml = [],
+  engineArgs = [] } = {}) {
+  const engine = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "200", ...engineArgs]);
   const children = [engine];
   const dir = mkdtempSync(join(tmpdir(), "tokengate-e2e-"));
   let port, enginePort;

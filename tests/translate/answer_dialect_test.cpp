@@ -38,7 +38,7 @@ TEST(AnswerDialect, KindsKeepTheirMeaningAndApisDecideWhereGiven) {
   EXPECT_EQ(translate::answer_dialect(messages, anthropic), messages);
   for (auto d : {responses, completions, embeddings})
     EXPECT_FALSE(translate::answer_dialect(d, anthropic));
-  EXPECT_FALSE(translate::answer_dialect(responses, llama));  // (no translation yet)
+  EXPECT_EQ(translate::answer_dialect(responses, llama), chat);
   EXPECT_EQ(translate::answer_dialect(messages, llama), chat);
   EXPECT_EQ(translate::answer_dialect(chat, llama), chat);
   EXPECT_FALSE(translate::sent_as_is(responses, llama));
