@@ -10,6 +10,7 @@
 #include "cache/replay.hpp"
 #include "io/any_stream.hpp"
 #include "io/write_all.hpp"
+#include "server/admitted_exchange.hpp"
 #include "server/worker.hpp"
 
 namespace tokengate {
@@ -86,6 +87,28 @@ bool completed(const upstream::answer_copy& copy, const request_context& ctx) {
   return natural_finish(ctx.streamed ? ctx.finish_reason : whole_finish(copy.bytes));
 }
 
+// The kept answer, re-framed and written at once.
+net::awaitable<bool> replay(any_stream& stream, worker& w, const cache::entry& e,
+                            const client_request& request, request_context& ctx, bool keep_alive) {
+  auto age = std::chrono::duration_cast<std::chrono::seconds>(cache::wall_clock::now() - e.stored);
+  auto bytes = cache::replayed(e, {request.head.version, keep_alive, ctx.usage_injected,
+                                   ctx.request_id, std::max(age, std::chrono::seconds(0))});
+  ctx.status = 200;
+  ctx.streamed = e.streamed;
+  ctx.upstream = "cache";
+  const std::array<net::const_buffer, 1> pieces{net::buffer(bytes)};
+  stream.expires_after(w.config().limits.client_write_timeout);
+  auto [ec, n] = co_await write_all(stream, pieces);
+  stream.expires_never();
+  ctx.bytes_to_client += n;
+  ctx.first_token_written = clock::now();
+  if (ec) {
+    ctx.client_gone = true;
+    co_return false;
+  }
+  co_return keep_alive;
+}
+
 }  // namespace
 
 cache_decision look_up_answer(worker& w, const routing::routed_request& routed,
@@ -123,24 +146,18 @@ void prepare_exchange(const cache_decision& d, upstream::exchange_plan& plan,
 
 net::awaitable<bool> answer_from_cache(any_stream& stream, worker& w, const cache::entry& e,
                                        const client_request& request, request_context& ctx,
-                                       bool keep_alive) {
-  auto age = std::chrono::duration_cast<std::chrono::seconds>(cache::wall_clock::now() - e.stored);
-  auto bytes = cache::replayed(e, {request.head.version, keep_alive, ctx.usage_injected,
-                                   ctx.request_id, std::max(age, std::chrono::seconds(0))});
-  ctx.status = 200;
-  ctx.streamed = e.streamed;
-  ctx.upstream = "cache";
-  const std::array<net::const_buffer, 1> pieces{net::buffer(bytes)};
-  stream.expires_after(w.config().limits.client_write_timeout);
-  auto [ec, n] = co_await write_all(stream, pieces);
-  stream.expires_never();
-  ctx.bytes_to_client += n;
-  ctx.first_token_written = clock::now();
-  if (ec) {
-    ctx.client_gone = true;
-    co_return false;
+                                       budget::demand demand, bool keep_alive) {
+  std::optional<budget::admission> counted;
+  if (auto requests = budget::requests_only(std::move(demand)); !requests.empty()) {
+    counted = co_await w.budgets().admit(std::move(requests));
+    if (counted->outcome != budget::admission::verdict::admitted) {
+      co_await refuse_by_budget(stream, *counted, keep_alive, ctx);
+      co_return keep_alive;
+    }
   }
-  co_return keep_alive;
+  bool keep = co_await replay(stream, w, e, request, ctx, keep_alive);
+  if (counted) w.budgets().settle(*counted, {});
+  co_return keep;
 }
 
 void keep_answer(worker& w, const cache_decision& d, upstream::exchange_plan& plan,

@@ -1,7 +1,8 @@
 #pragma once
 // The cache phase, on a route with `cache:` (cache/): once the route is
 // known and before any admission, the answer kept for the same request is
-// looked up. A hit is answered from it: no budget, no slot, no upstream. A
+// looked up. A hit is answered from it: a request against the budgets, no
+// tokens, no slot, no upstream. A
 // miss goes on to the exchange with a copy of its answer taken, and the
 // answer is kept once the exchange has ended, if it completed: a natural
 // finish with usage, never an error, a cut at the output limit, a failed
@@ -11,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "budget/demand.hpp"
 #include "cache/store.hpp"
 #include "config/config.hpp"
 #include "http/client_request.hpp"
@@ -39,10 +41,13 @@ cache_decision look_up_answer(worker& w, const routing::routed_request& routed,
 void prepare_exchange(const cache_decision& d, upstream::exchange_plan& plan,
                       const request_context& ctx);
 
-// A hit, answered. Returns whether the connection may carry another request.
+// A hit, answered: it counts as a request against the key's and the
+// route's requests_per_minute (refused as any request past it), never
+// tokens or dollars. Returns whether the connection may carry another
+// request.
 net::awaitable<bool> answer_from_cache(any_stream& stream, worker& w, const cache::entry& e,
                                        const client_request& request, request_context& ctx,
-                                       bool keep_alive);
+                                       budget::demand demand, bool keep_alive);
 
 // After the exchange: its answer kept, when it may be.
 void keep_answer(worker& w, const cache_decision& d, upstream::exchange_plan& plan,

@@ -44,13 +44,13 @@ std::variant<planned_request, request_error> plan_request(
   if (auto* e = std::get_if<request_error>(&routed)) return std::move(*e);
   const auto& r = std::get<routing::routed_request>(routed);
   planned_request planned;
+  planned.demand =
+      budget::demand_for(*cfg, *r.route, r.key, r.model, body_text(request).size(), r.output_limit);
   planned.cache = look_up_answer(w, r, request, ctx);
   if (planned.cache.hit) return planned;
   auto targets = order_targets(w, *cfg, r, body_text(request), ctx, early);
   if (auto* e = std::get_if<request_error>(&targets)) return std::move(*e);
   const auto& ordered = std::get<ordered_targets>(targets);
-  planned.demand =
-      budget::demand_for(*cfg, *r.route, r.key, r.model, body_text(request).size(), r.output_limit);
   planned.admission = admission_for(r, ordered.choice);
   auto plan = plan_attempts(std::move(cfg), ordered, r, body_text(request), ctx, early);
   if (auto* e = std::get_if<request_error>(&plan)) return std::move(*e);
@@ -95,7 +95,8 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
     co_return co_await refuse(stream, std::move(*e), keep_alive, ctx);
   auto& p = std::get<planned_request>(planned);
   if (p.cache.hit)
-    co_return co_await answer_from_cache(stream, w, *p.cache.hit, request, ctx, keep_alive);
+    co_return co_await answer_from_cache(stream, w, *p.cache.hit, request, ctx, std::move(p.demand),
+                                         keep_alive);
   bool keep = co_await admitted_exchange(stream, watcher, request, w, p.plan, ctx,
                                          std::move(p.demand), std::move(p.admission), keep_alive);
   keep_answer(w, p.cache, p.plan, ctx);

@@ -252,6 +252,33 @@ TEST(ResponseCache, AnEntryLivesForItsTtl) {
   EXPECT_EQ(cache_header(ask(f, path, b)), "miss");
 }
 
+TEST(ResponseCache, AHitIsARequestToItsBudgetButNoTokens) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: "
+      "{ttl: 60s}}\nkeys:\n  - name: a\n    sha256: " +
+      routing::sha256_hex(key_a) +
+      "\n    budget: {requests_per_minute: 3, tokens_per_minute: 100000}\n";
+  proxy_fixture f(o);
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, false);
+  auto tokens_used = [&] {
+    auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
+    for (const auto& v : page.at("budgets").as_array())
+      if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
+    return -1.0;
+  };
+  ask_kept(f, path, b);
+  const auto after_miss = tokens_used();
+  EXPECT_GT(after_miss, 0);
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  EXPECT_EQ(tokens_used(), after_miss);  // the hits cost no tokens
+  auto refused = ask(f, path, b);        // … but each was a request: the fourth is one too many
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(error_code_of(refused), "rate_limit_exceeded");
+}
+
 TEST(ResponseCache, ItsCountsAreOnTheMetricsPage) {
   auto f = cached_proxy();
   const std::string path = "/v1/chat/completions";
