@@ -20,7 +20,7 @@ set(layer_lines
   "upstream redis"
   "stream"
   "routing"
-  "budget fleet translate trace resume"
+  "budget fleet translate trace resume cache"
   "server"
   "engine bench"
   "cli")

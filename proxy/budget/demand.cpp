@@ -93,4 +93,11 @@ demand demand_for(const config::config& cfg, const config::route& route,
   return d;
 }
 
+demand requests_only(demand d) {
+  std::erase_if(d.counters,
+                [](const counter& c) { return c.kind != limit_kind::requests_per_minute; });
+  d.estimate = {};
+  return d;
+}
+
 }  // namespace tokengate::budget

@@ -65,6 +65,10 @@ long long amount_of(limit_kind kind, const usage& u, const demand& d);
 // The counters that apply to a request on `route` by `key` (null without
 // keys) for `model`, whose body is `body_bytes` long and whose output limit
 // after policy is `output_limit`. Empty when neither has a budget.
+// What an answer from the response cache asks: a request, never tokens
+// or dollars (its counters of requests per minute alone).
+demand requests_only(demand d);
+
 demand demand_for(const config::config& cfg, const config::route& route,
                   const config::client_key* key, std::string_view model, std::size_t body_bytes,
                   std::optional<long long> output_limit);

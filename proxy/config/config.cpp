@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "config/budget_section.hpp"
+#include "config/cache_section.hpp"
 #include "config/fleet_section.hpp"
 #include "config/tracing_section.hpp"
 #include "config/yaml_reader.hpp"
@@ -200,7 +201,7 @@ resume_settings read_resume(const reader& r) {
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
                "max_prompt_tokens", "retries", "retry_backoff", "retry", "resume", "budget",
-               "balance", "affinity", "queue"});
+               "balance", "affinity", "queue", "cache"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -230,6 +231,7 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   if (r.has("resume")) rt.resume = read_resume(r.child("resume"));
   if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
   read_route_fleet(r, rt);
+  if (r.has("cache")) rt.cache = read_route_cache(r.child("cache"), rt.name);
   return rt;
 }
 
@@ -302,7 +304,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
   root.only_keys({"log_level", "workers", "drain_timeout", "listeners", "upstreams", "routes",
                   "keys", "health", "limits", "admin", "demo_engine", "memory", "prices", "redis",
-                  "tracing"});
+                  "tracing", "cache"});
   auto c = std::make_shared<config>();
   c->source = file;
   c->log_level = root.text("log_level", c->log_level);
@@ -365,6 +367,8 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("tracing")) c->tracing = read_tracing(root.child("tracing"));
   check_budgets(root, *c);
   check_fleet(root, *c);
+  if (root.has("cache")) c->cache_max_bytes = read_cache_bound(root.child("cache"));
+  check_caches(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
   if (root.has("memory")) c->after_burst = read_after_burst(root.child("memory"));
   return c;
@@ -413,6 +417,10 @@ bool has_budgets(const config& c) {
   return std::any_of(c.keys.begin(), c.keys.end(), [](const auto& k) { return k.budget.any(); }) ||
          std::any_of(c.routes.begin(), c.routes.end(),
                      [](const auto& r) { return r.budget.any(); });
+}
+
+bool has_caches(const config& c) {
+  return std::any_of(c.routes.begin(), c.routes.end(), [](const auto& r) { return r.cache; });
 }
 
 std::shared_ptr<const config> load_config_text(std::string_view yaml, std::string source_name) {

@@ -212,6 +212,16 @@ struct resume_settings {
   bool operator==(const resume_settings&) const = default;
 };
 
+// cache/: a route's response cache. Off unless the route has `cache:`.
+enum class cache_mode { deterministic, always };
+enum class cache_scope { key, route };
+struct cache_settings {
+  duration ttl{0};                            // required: an entry older than this is gone
+  std::size_t max_entry_bytes = 1024 * 1024;  // an answer larger than this is not kept
+  cache_mode mode = cache_mode::deterministic;
+  cache_scope scope = cache_scope::key;
+};
+
 struct route {
   std::string name;
   std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
@@ -228,6 +238,7 @@ struct route {
   balance_mode balance = balance_mode::least_loaded;
   std::optional<affinity_settings> affinity;
   std::optional<queue_settings> queue;
+  std::optional<cache_settings> cache;
 };
 
 struct model_price {
@@ -369,6 +380,9 @@ struct config {
   limit_settings limits;
   std::optional<admin_settings> admin;
   std::optional<demo_engine_settings> demo_engine;
+  // `cache: {max_bytes}`: the in-process response cache's bound, every
+  // route's entries together.
+  std::size_t cache_max_bytes = 256 * 1024 * 1024;
   // memory.after_burst: what the heap does with the memory a burst freed
   // (allocator.hpp). Read at start only.
   memory_after_burst after_burst = memory_after_burst::give_back;
@@ -380,6 +394,8 @@ struct config {
 
 // Whether any key or route has a budget.
 bool has_budgets(const config& c);
+// Whether any route has a response cache.
+bool has_caches(const config& c);
 // Every configuration error names the place: "file:line:column: message".
 class config_error : public std::runtime_error {
  public:

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "http/dialect.hpp"
@@ -85,6 +86,8 @@ struct request_context {
   std::vector<attempt_span> attempt_spans;
   std::optional<long long> output_limit;  // as enforced
   std::string finish_reason;              // the stream's last, as its dialect spells it
+  // On a route with a response cache (cache/): "hit", "miss" or "bypass".
+  std::string_view cache;
 };
 
 }  // namespace tokengate

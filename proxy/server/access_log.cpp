@@ -73,6 +73,7 @@ void log_access(const request_context& ctx) {
       {"stream_failed", ctx.upstream_failed_midstream},
   };
   if (ctx.limit_enforced) line["limit"] = "enforced";
+  if (!ctx.cache.empty()) line["cache"] = ctx.cache;  // a route with a response cache
   // (A log line leads to its trace, where the trace was exported.)
   if (ctx.trace.sampled) line["trace_id"] = to_hex(ctx.trace.trace);
   if (ctx.error) {

@@ -35,22 +35,6 @@ class reservation_end {
   bool refused_before_upstream_ = false;
 };
 
-net::awaitable<void> refuse_by_budget(any_stream& client, const budget::admission& a,
-                                      bool keep_alive, request_context& ctx) {
-  const bool anthropic = ctx.path == "/v1/messages";
-  error_extras extras;
-  extras.headers = a.headers;
-  if (a.outcome == budget::admission::verdict::refused) {
-    extras.headers.emplace_back("retry-after", budget::retry_after(*a.asked, a.held));
-    if (anthropic) extras.anthropic_type = "rate_limit_error";
-    co_await send_error(client, budget::refusal(*a.asked, a.held), keep_alive, ctx, extras);
-  } else {
-    extras.headers.emplace_back("retry-after", "1");
-    if (anthropic) extras.anthropic_type = "api_error";
-    co_await send_error(client, budget::store_unavailable(), keep_alive, ctx, extras);
-  }
-}
-
 // (With the budget's x-ratelimit-* headers, when it admitted the request.)
 net::awaitable<void> refuse_by_fleet(any_stream& client, const request_error& r,
                                      const std::optional<budget::admission>& reserved,
@@ -93,6 +77,22 @@ void learn_from_answer(worker& w, const std::vector<std::uint64_t>& blocks,
 }
 
 }  // namespace
+
+net::awaitable<void> refuse_by_budget(any_stream& client, const budget::admission& a,
+                                      bool keep_alive, request_context& ctx) {
+  const bool anthropic = ctx.path == "/v1/messages";
+  error_extras extras;
+  extras.headers = a.headers;
+  if (a.outcome == budget::admission::verdict::refused) {
+    extras.headers.emplace_back("retry-after", budget::retry_after(*a.asked, a.held));
+    if (anthropic) extras.anthropic_type = "rate_limit_error";
+    co_await send_error(client, budget::refusal(*a.asked, a.held), keep_alive, ctx, extras);
+  } else {
+    extras.headers.emplace_back("retry-after", "1");
+    if (anthropic) extras.anthropic_type = "api_error";
+    co_await send_error(client, budget::store_unavailable(), keep_alive, ctx, extras);
+  }
+}
 
 budget::usage usage_of(const request_context& ctx, const budget::demand& d) {
   const bool answered = ctx.upstream_headers != clock::time_point{};

@@ -9,6 +9,7 @@
 // whole. An admitted request's reservation is settled at its end with
 // what the upstream really used.
 #include "budget/demand.hpp"
+#include "budget/gate.hpp"
 #include "fleet/board.hpp"
 #include "http/client_request.hpp"
 #include "http/request_context.hpp"
@@ -27,6 +28,11 @@ class worker;
 // sent), or the estimate for an answer that was not streamed. Nothing,
 // when no upstream answered or it answered an error without usage.
 budget::usage usage_of(const request_context& ctx, const budget::demand& d);
+
+// A budget's refusal (429 with Retry-After, or 503 while its store does
+// not answer), in the client's API.
+net::awaitable<void> refuse_by_budget(any_stream& client, const budget::admission& a,
+                                      bool keep_alive, request_context& ctx);
 
 // Returns whether the client connection may carry another request.
 // `demand` may be empty (no budget applies).

@@ -7,6 +7,7 @@
 #include "io/any_stream.hpp"
 #include "server/admitted_exchange.hpp"
 #include "server/attempt_plan.hpp"
+#include "server/cache_phase.hpp"
 #include "server/early_forward.hpp"
 #include "server/models_list.hpp"
 #include "server/passthrough.hpp"
@@ -24,14 +25,14 @@ struct planned_request {
   upstream::exchange_plan plan;
   budget::demand demand;               // what the budget reserves
   fleet::admission_request admission;  // what the fleet is asked for
+  cache_decision cache;                // a hit, or a miss whose answer may be kept
 };
 
-// The planning phases, in order: route, order the targets, plan the
-// attempts. A plain function, not part of the coroutine: what they read of
-// the body (every top-level member, the route, the attempt order) is gone
-// once the plan is made, instead of staying in the request's coroutine
-// frame for the length of the stream (1.5 KB of each stream's memory,
-// heaptrack).
+// The planning phases, in order: route, look up the cache (a hit needs
+// nothing more), order the targets, plan the attempts. A plain function, not part of the coroutine:
+// what they read of the body (every top-level member, the route, the attempt order) is gone once
+// the plan is made, instead of staying in the request's coroutine frame for the length of the
+// stream (1.5 KB of each stream's memory, heaptrack).
 //
 // When the body was forwarded early, the whole body's decision must agree
 // with the one sent (early_forward::agrees_with): then its target goes
@@ -42,16 +43,19 @@ std::variant<planned_request, request_error> plan_request(
   auto routed = route_request(w, *cfg, body_text(request), client_key, ctx);
   if (auto* e = std::get_if<request_error>(&routed)) return std::move(*e);
   const auto& r = std::get<routing::routed_request>(routed);
-  auto targets = order_targets(w, *cfg, r, body_text(request), ctx, early);
-  if (auto* e = std::get_if<request_error>(&targets)) return std::move(*e);
-  const auto& ordered = std::get<ordered_targets>(targets);
   planned_request planned;
   planned.demand =
       budget::demand_for(*cfg, *r.route, r.key, r.model, body_text(request).size(), r.output_limit);
+  planned.cache = look_up_answer(w, r, request, ctx);
+  if (planned.cache.hit) return planned;
+  auto targets = order_targets(w, *cfg, r, body_text(request), ctx, early);
+  if (auto* e = std::get_if<request_error>(&targets)) return std::move(*e);
+  const auto& ordered = std::get<ordered_targets>(targets);
   planned.admission = admission_for(r, ordered.choice);
   auto plan = plan_attempts(std::move(cfg), ordered, r, body_text(request), ctx, early);
   if (auto* e = std::get_if<request_error>(&plan)) return std::move(*e);
   planned.plan = std::move(std::get<upstream::exchange_plan>(plan));
+  prepare_exchange(planned.cache, planned.plan, ctx);
   return planned;
 }
 
@@ -65,8 +69,9 @@ net::awaitable<bool> refuse(any_stream& stream, request_error error, bool keep_a
 
 // The request's phases, in order: check the head, take the policy, then
 // either pass through (no routes) or answer the models list, or plan
-// (route, targets, attempts: plan_request), admit (budget, fleet) and
-// exchange; the exchange records the request at its end.
+// (route, cache, targets, attempts: plan_request), then answer a cache
+// hit, or admit (budget, fleet), exchange and keep the answer for the
+// cache; the session records the request at its end.
 net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx,
@@ -89,8 +94,13 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
   if (auto* e = std::get_if<request_error>(&planned))
     co_return co_await refuse(stream, std::move(*e), keep_alive, ctx);
   auto& p = std::get<planned_request>(planned);
-  co_return co_await admitted_exchange(stream, watcher, request, w, p.plan, ctx,
-                                       std::move(p.demand), std::move(p.admission), keep_alive);
+  if (p.cache.hit)
+    co_return co_await answer_from_cache(stream, w, *p.cache.hit, request, ctx, std::move(p.demand),
+                                         keep_alive);
+  bool keep = co_await admitted_exchange(stream, watcher, request, w, p.plan, ctx,
+                                         std::move(p.demand), std::move(p.admission), keep_alive);
+  keep_answer(w, p.cache, p.plan, ctx);
+  co_return keep;
 }
 
 }  // namespace tokengate

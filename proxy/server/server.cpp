@@ -9,6 +9,7 @@
 #include <latch>
 
 #include "budget/gate.hpp"
+#include "cache/store.hpp"
 #include "config/reload.hpp"
 #include "fleet/board.hpp"
 #include "fleet/index_sharing.hpp"
@@ -34,13 +35,14 @@ server::server(std::shared_ptr<const config::config> config)
       limits.max_connections_per_client);
   budgets_ = std::make_unique<budget::budgets>(config_->redis);
   fleet_ = std::make_unique<fleet::board>();
+  cache_ = std::make_unique<cache::store>(config_->cache_max_bytes);
   if (config_->tracing) tracer_ = std::make_unique<trace::exporter>(*config_->tracing);
   int count = config_->workers > 0
                   ? config_->workers
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < count; ++i)
     workers_.push_back(
-        std::make_unique<worker>(i, store_, *gate_, *budgets_, *fleet_, tracer_.get()));
+        std::make_unique<worker>(i, store_, *gate_, *budgets_, *fleet_, *cache_, tracer_.get()));
   // Health checks and engine metrics: on the first worker's thread.
   prober_ = std::make_unique<fleet::prober>(
       *fleet_, [store = store_] { return store->snapshot(); }, workers_.front()->upstreams());
@@ -207,6 +209,7 @@ std::string server::stats_json() const {
 std::vector<std::string> server::reload(std::shared_ptr<const config::config> next) {
   config::check_bound_listeners_keep_an_upstream(config_->listeners, *next);
   store_->replace(next);
+  cache_->set_bound(next->cache_max_bytes);
   // Each worker's pools are its own thread's: it adopts the new settings there.
   for (auto& w : workers_)
     net::post(w->io(), [w = w.get(), next] { w->upstreams().adopt_settings(*next); });
@@ -247,6 +250,7 @@ std::string server::metrics_text() const {
   text += metrics::render_cpu_wait_prometheus(metrics::read_cpu_wait_ns());
   if (config::has_budgets(*store_->snapshot()) || config_->redis) text += budgets_->prometheus();
   text += fleet_->prometheus();
+  if (config::has_caches(*store_->snapshot())) text += cache_->prometheus();
   if (sharing_) text += sharing_->prometheus();
   if (tracer_) text += tracer_->prometheus();
   text += own_metrics_text();

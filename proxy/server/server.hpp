@@ -28,6 +28,9 @@ class prober;
 namespace trace {
 class exporter;
 }
+namespace cache {
+class store;
+}
 
 class server {
  public:
@@ -102,6 +105,7 @@ class server {
   std::unique_ptr<connection_gate> gate_;     // before workers_: they hold a reference
   std::unique_ptr<budget::budgets> budgets_;  // (the same)
   std::unique_ptr<fleet::board> fleet_;       // (the same)
+  std::unique_ptr<cache::store> cache_;       // (the same)
   std::unique_ptr<fleet::prober> prober_;
   std::unique_ptr<trace::exporter> tracer_;  // (the same; null without `tracing`)
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};

@@ -29,13 +29,15 @@ any_stream tls_stream_for(tcp::socket plain, std::shared_ptr<net::ssl::context> 
 }  // namespace
 
 worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& gate,
-               budget::budgets& budgets, fleet::board& fleet, trace::exporter* tracer)
+               budget::budgets& budgets, fleet::board& fleet, cache::store& cache,
+               trace::exporter* tracer)
     : index_(index),
       store_(std::move(store)),
       gate_(gate),
       config_(store_->snapshot()),
       budget_gate_(io_.get_executor(), budgets),
       fleet_(fleet),
+      cache_(cache),
       tracer_(tracer) {
   // Fail at start-up, not on the first request, on a bad URL or CA file.
   for (const auto& [name, settings] : config_->upstreams) upstreams_.pool_for(settings);

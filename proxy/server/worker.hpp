@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "budget/gate.hpp"
+#include "cache/store.hpp"
 #include "config/config.hpp"
 #include "fleet/board.hpp"
 #include "io/net.hpp"
@@ -60,7 +61,8 @@ struct bound_listener {
 class worker {
  public:
   worker(int index, std::shared_ptr<config_store> store, connection_gate& gate,
-         budget::budgets& budgets, fleet::board& fleet, trace::exporter* tracer);
+         budget::budgets& budgets, fleet::board& fleet, cache::store& cache,
+         trace::exporter* tracer);
   ~worker();
 
   int index() const { return index_; }
@@ -81,6 +83,8 @@ class worker {
   // Every upstream's load and the admission queue, shared by all workers.
   fleet::board& fleet() { return fleet_; }
   trace::exporter* tracer() { return tracer_; }  // null: tracing is off
+  // The response cache, shared by all workers (routes with `cache:`).
+  cache::store& response_cache() { return cache_; }
   body_pool& bodies() { return bodies_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
@@ -136,6 +140,7 @@ class worker {
   setup_pacer setups_{io_.get_executor(), setup_pacer::default_per_turn};
   budget::gate budget_gate_;
   fleet::board& fleet_;
+  cache::store& cache_;
   trace::exporter* tracer_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections

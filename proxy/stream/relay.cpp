@@ -186,6 +186,7 @@ class response_relay {
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
   buffers frame_holding(const std::vector<net::const_buffer>& what, bool ends_body);
   buffers forward_translated();
+  void copy_for_cache();
   std::span<char> in_hand();
   void note_relay_delay();
   void note_resumed();
@@ -612,9 +613,23 @@ void response_relay::note_relay_delay() {
   windows_.relay_delay.record(micros, now_);
 }
 
+// The body as it came, for the response cache: only while within its
+// bound (past it the copy is let go, and so is the entry).
+void response_relay::copy_for_cache() {
+  auto& copy = *plan_.copy;
+  if (!copy.usable) return;
+  if (copy.bytes.size() + bytes_.size() > copy.limit) {
+    copy = {{}, copy.limit, false};
+    return;
+  }
+  copy.bytes.append(bytes_);
+}
+
 buffers response_relay::forward() {
   bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin,
                             part_.size);
+  if (plan_.copy) [[unlikely]]
+    copy_for_cache();
   if (!ctx_.streamed) {
     if (!whole_usage_) whole_usage_ = std::make_unique<whole_usage>();
     whole_usage_->feed(bytes_);
@@ -915,6 +930,8 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
                                     bool client_keep_alive, unsigned client_http_version,
                                     answer_translator* translator,
                                     const upstream::suspended_stream* resumed) {
+  if (plan.copy) [[unlikely]]  // (this attempt's answer is the one a cache would keep)
+    *plan.copy = {{}, plan.copy->limit, translator == nullptr};
   if (translator &&
       !answer.head.value_of(known_field::content_type).starts_with("text/event-stream")) {
     bool keep =

@@ -75,6 +75,7 @@ std::vector<attribute> server_attributes(const request_context& ctx, const std::
   a.push_back({"tokengate.limit_clamped", ctx.limit_clamped});
   a.push_back({"tokengate.limit_cut", ctx.limit_enforced});
   a.push_back({"tokengate.client_cancelled", ctx.client_gone});
+  if (!ctx.cache.empty()) a.push_back({"tokengate.cache", std::string(ctx.cache)});
   if (set(ctx.admitted) && set(ctx.request_read) && ctx.admitted >= ctx.request_read)
     a.push_back(
         {"tokengate.queue_wait_ms",

@@ -36,6 +36,16 @@ struct translated_attempt {
   dialect answers_in;
 };
 
+// The answer's body as the upstream sent it (de-chunked), for the response
+// cache (cache/): kept only while within `limit` bytes and only for an
+// answer in the client's own dialect; the attempt that answers last is the
+// one kept.
+struct answer_copy {
+  std::string bytes;
+  std::size_t limit = 0;
+  bool usable = true;  // false: past the limit, or translated
+};
+
 struct exchange_plan {
   std::shared_ptr<const config::config> config;    // the snapshot this request runs on
   std::vector<const config::upstream*> upstreams;  // attempt order; more than one = fallback
@@ -59,6 +69,8 @@ struct exchange_plan {
   // arrived (server/early_forward.hpp): it holds all of the request but
   // the body's last byte. Or the failure to connect met then.
   std::optional<acquire_result> first_connection;
+  // Set on a route with a response cache, for a request it may keep.
+  std::unique_ptr<answer_copy> copy;
 };
 
 // A client's stream whose upstream failed after content reached it, kept

@@ -4,8 +4,8 @@
 # tests/fixtures/metrics_families.txt (a line per family: `name{label,...}
 # type`). The proxy runs with every feature that adds families: budgets in
 # a real redis-server, a demo engine read by its metrics page and balanced
-# by balance: fastest with a queue, prompts shared through Redis, traces, a
-# TLS listener, a retry, a resumed stream and a refusal. (One replica: the
+# by balance: fastest with a queue and a response cache, prompts shared
+# through Redis, traces, a TLS listener, a retry, a resumed stream and a refusal. (One replica: the
 # page is then the same from run to run but for timings.) A family or
 # label added, removed or renamed fails with its name; adding a metric is
 # adding its line to the list. Each family has one HELP and one TYPE, and
@@ -40,6 +40,7 @@ routes:
     balance: fastest
     queue: {max_waiting: 16, timeout: 10s}
     resume: {mode: restart}
+    cache: {ttl: 60s, mode: always}
 keys:
   - name: app
     sha256: "$("$bin" hash-key "$key")"
@@ -58,6 +59,7 @@ ask() {  # DEMO-KNOBS: one streamed answer through the fleet route, its status
     -d "{\"model\":\"fleet-model\",\"max_tokens\":8,\"stream\":true,\"demo\":$1,\"messages\":[{\"role\":\"user\",\"content\":\"count\"}]}"
 }
 [[ $(ask '{}') == 200 ]] || fail "a plain request failed"
+[[ $(ask '{}') == 200 ]] || fail "a plain request asked again (a cache hit) failed"
 [[ $(ask '{"status":500,"fail_times":1}') == 200 ]] || fail "the retried request failed"
 [[ $(ask '{"reset_after":3,"fail_times":1}') == 200 ]] || fail "the resumed request failed"
 # A request with no key: an error by side and code.

@@ -108,6 +108,35 @@ TEST(Config, TracingNeedsAnEndpointAndSaneBounds) {
             std::string::npos);
 }
 
+TEST(Config, ARouteCacheNeedsATtlAndSharesOnlyBetweenKeysOfTheSameModels) {
+  const std::string route = "routes:\n  - {name: r, models: ['*'], targets: [{upstream: local}], ";
+  auto c = load_config_text(std::string(minimal) + route +
+                                "cache: {ttl: 10m, mode: always, max_entry_bytes: 4096}}\n"
+                                "cache: {max_bytes: 1048576}\n",
+                            "test.yaml");
+  ASSERT_TRUE(c->routes.at(0).cache);
+  EXPECT_EQ(c->routes.at(0).cache->ttl, std::chrono::minutes(10));
+  EXPECT_EQ(c->routes.at(0).cache->mode, cache_mode::always);
+  EXPECT_EQ(c->routes.at(0).cache->scope, cache_scope::key);
+  EXPECT_EQ(c->routes.at(0).cache->max_entry_bytes, 4096u);
+  EXPECT_EQ(c->cache_max_bytes, 1048576u);
+  EXPECT_TRUE(has_caches(*c));
+  EXPECT_NE(
+      error_of(std::string(minimal) + route + "cache: {mode: always}}\n").find("needs a 'ttl'"),
+      std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + "cache: {ttl: 1m, mode: sometimes}}\n")
+                .find("deterministic or always"),
+            std::string::npos);
+  const std::string keys = "keys:\n  - {name: a, sha256: " + std::string(64, 'a') +
+                           ", models: [x]}\n"
+                           "  - {name: b, sha256: " +
+                           std::string(64, 'b') + "}\n";
+  auto shared = error_of(std::string(minimal) + route + "cache: {ttl: 1m, scope: route}}\n" + keys);
+  EXPECT_NE(shared.find("test.yaml:"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("different models"), std::string::npos) << shared;
+  EXPECT_EQ(error_of(std::string(minimal) + route + "cache: {ttl: 1m, scope: key}}\n" + keys), "");
+}
+
 TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));

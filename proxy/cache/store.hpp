@@ -1,0 +1,79 @@
+#pragma once
+// The in-process response cache: completed answers by key (cache/key.hpp),
+// least recently used first out, bounded in bytes, shared by the workers
+// behind one mutex (a lookup or an insert is a hash-table step and a list
+// splice: nothing is copied under the lock but a shared pointer).
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "http/dialect.hpp"
+
+namespace tokengate::cache {
+
+using wall_clock = std::chrono::system_clock;
+
+// One completed answer, as the upstream sent its body (an event stream, or
+// one JSON document), in the client's dialect.
+struct entry {
+  std::string route;  // whose answer it is (its eviction is counted there)
+  std::string body;
+  bool streamed = false;
+  tokengate::dialect dialect = tokengate::dialect::other;
+  std::string content_type;
+  long long input_tokens = 0, output_tokens = 0;  // what it cost when it was asked
+  wall_clock::time_point stored;
+  wall_clock::time_point expires;
+  std::size_t bytes() const { return body.size() + content_type.size() + 256; }
+};
+
+// What happened to requests on one route, for /metrics.
+struct route_counts {
+  std::uint64_t hits = 0, misses = 0, bypasses = 0, stored = 0, evictions = 0;
+  std::uint64_t tokens_saved = 0;  // input and output tokens a hit did not ask for again
+};
+
+class store {
+ public:
+  explicit store(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // The entry under `key`, unless it has expired or is older than
+  // `max_age` (a client's Cache-Control: max-age).
+  std::shared_ptr<const entry> find(const std::string& key, wall_clock::time_point now,
+                                    std::optional<std::chrono::seconds> max_age);
+  // Keeps `e` under `key` (replacing what was there), then lets the least
+  // recently used go until the bytes are within the bound. An entry larger
+  // than the whole bound is not kept.
+  void keep(const std::string& key, std::shared_ptr<const entry> e);
+
+  void set_bound(std::size_t max_bytes);
+  void count_hit(const std::string& route, long long tokens_saved);
+  void count_miss(const std::string& route);
+  void count_bypass(const std::string& route);
+
+  // The cache's families for /metrics (through the one metrics writer).
+  std::string prometheus() const;
+
+ private:
+  struct slot {
+    std::string key;
+    std::shared_ptr<const entry> e;
+  };
+  void drop(std::list<slot>::iterator it);
+  void evict_to_bound();
+
+  mutable std::mutex mutex_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::list<slot> recent_;  // most recently used first
+  std::unordered_map<std::string, std::list<slot>::iterator> by_key_;
+  std::map<std::string, route_counts> counts_;
+};
+
+}  // namespace tokengate::cache

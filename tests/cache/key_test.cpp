@@ -1,0 +1,60 @@
+// cache/key: which requests are one entry, and which are not cached.
+#include "cache/key.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using tokengate::cache::key_for;
+using tokengate::cache::key_material;
+namespace config = tokengate::config;
+
+std::string key_of(std::string_view body, std::string_view identity = "key:a",
+                   bool streamed = false,
+                   config::cache_mode mode = config::cache_mode::deterministic) {
+  config::cache_settings s;
+  s.mode = mode;
+  return key_for(s,
+                 key_material{identity, "route", "model", "/v1/chat/completions", body, streamed})
+      .key;
+}
+
+TEST(CacheKey, MembersInAnyOrderAndThoseThatDoNotChangeTheAnswerAreOneRequest) {
+  auto a = key_of(R"({"model":"m","temperature":0,"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a,
+            key_of(R"({"messages":[{"content":"x","role":"user"}],"temperature":0,"model":"m"})"));
+  EXPECT_EQ(
+      a, key_of(R"({"model":"m","temperature":0,"stream_options":{"include_usage":true},)"
+                R"("user":"u1","metadata":{"k":"v"},"messages":[{"role":"user","content":"x"}]})"));
+  EXPECT_NE(a,
+            key_of(R"({"model":"m","temperature":0,"messages":[{"role":"user","content":"y"}]})"));
+  EXPECT_NE(
+      a,
+      key_of(
+          R"({"model":"m","temperature":0,"max_tokens":5,"messages":[{"role":"user","content":"x"}]})"));
+}
+
+TEST(CacheKey, WhoAsksAndInWhichFormAreItsOwn) {
+  const std::string body = R"({"temperature":0,"messages":[]})";
+  EXPECT_NE(key_of(body, "key:a"), key_of(body, "key:b"));
+  EXPECT_NE(key_of(body, "key:a", false), key_of(body, "key:a", true));
+}
+
+TEST(CacheKey, OnlyDeterministicRequestsUnderModeDeterministic) {
+  config::cache_settings s;
+  auto reason = [&](std::string_view body) {
+    return std::string(key_for(s, key_material{"i", "r", "m", "/p", body, false}).not_cached);
+  };
+  EXPECT_EQ(reason(R"({"messages":[]})"), "mode");
+  EXPECT_EQ(reason(R"({"temperature":0.7})"), "mode");
+  EXPECT_EQ(reason(R"({"temperature":0.0})"), "");
+  EXPECT_EQ(reason(R"({"seed":3,"temperature":1})"), "");
+  EXPECT_EQ(reason(R"({"seed":null})"), "mode");
+  EXPECT_EQ(reason("[1,2]"), "body");
+  EXPECT_EQ(reason("not json"), "body");
+  s.mode = config::cache_mode::always;
+  EXPECT_EQ(reason(R"({"temperature":0.7})"), "");
+}
+
+}  // namespace

@@ -1,0 +1,298 @@
+// The response cache through the real proxy and the demo engine: a
+// completed answer is kept and replayed, streamed event by event or whole,
+// in every API, with fresh ids and the client's own usage chunk; a hit
+// never reaches the upstream; what must not be kept is not; the client's
+// Cache-Control is honoured; one key never reads another's answers.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <chrono>
+#include <thread>
+
+#include "routing/policy.hpp"
+#include "support/proxy_fixture.hpp"
+
+namespace tokengate::test::response_cache {
+namespace {
+
+namespace json = boost::json;
+
+const std::string key_a = "sk-cache-a", key_b = "sk-cache-b";
+
+std::string keys_yaml() {
+  return "keys:\n"
+         "  - {name: a, sha256: " +
+         routing::sha256_hex(key_a) +
+         "}\n"
+         "  - {name: b, sha256: " +
+         routing::sha256_hex(key_b) + "}\n";
+}
+
+proxy_fixture cached_proxy(const std::string& cache = "{ttl: 60s}") {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: " + cache +
+      "}\n" + keys_yaml();
+  return proxy_fixture(o);
+}
+
+// A deterministic request (temperature 0) of four tokens, which ends on
+// its own; `demo`: the engine's knobs, `say`: the question.
+std::string body(std::string_view path, bool stream,
+                 std::string_view demo = R"({"tokens":4,"interval_ms":1})",
+                 std::string_view say = "hi") {
+  std::string b = R"({"model":"demo","temperature":0,"max_tokens":50,"demo":)" + std::string(demo);
+  b += stream ? R"(,"stream":true)" : "";
+  if (path == "/v1/responses") return b + R"(,"input":")" + std::string(say) + "\"}";
+  return b + R"(,"messages":[{"role":"user","content":")" + std::string(say) + "\"}]}";
+}
+
+http_response ask(const proxy_fixture& f, std::string_view path, const std::string& b,
+                  const std::string& key = key_a, const std::string& headers = "") {
+  http_client c(f.port());
+  c.send(post_json(std::string(path), b, "Authorization: Bearer " + key + "\r\n" + headers));
+  auto r = read_response(c);
+  EXPECT_TRUE(r.complete) << path;
+  return r;
+}
+
+// The answers kept so far (the count on /metrics).
+long long kept(const proxy_fixture& f) {
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  const std::string series = "tokengate_cache_stored_total{route=\"demo\"} ";
+  auto at = page.find(series);
+  return at == std::string::npos ? 0 : std::stoll(page.substr(at + series.size()));
+}
+
+// A request whose answer is to be kept. The answer is kept once its
+// exchange has ended, which may be a moment after its client has it all:
+// this waits for that.
+http_response ask_kept(const proxy_fixture& f, std::string_view path, const std::string& b,
+                       const std::string& key = key_a) {
+  auto before = kept(f);
+  auto r = ask(f, path, b, key);
+  EXPECT_TRUE(wait_until([&] { return kept(f) > before; }, 2s, "the answer to be kept"));
+  return r;
+}
+
+std::string cache_header(const http_response& r) {
+  auto h = r.headers.find("x-tokengate-cache");
+  return h == r.headers.end() ? "" : h->second;
+}
+
+// The text of every content event of a stream, or of a whole answer, in
+// any of the three APIs (the ids aside, what a client reads).
+std::string text_of(const http_response& r) {
+  std::string text;
+  auto take = [&](const json::value& v) {
+    if (!v.is_object()) return;
+    const auto& o = v.as_object();
+    if (auto* d = o.if_contains("delta"); d && d->is_string()) text += d->as_string();  // Responses
+    if (auto* d = o.if_contains("delta"); d && d->is_object())
+      if (auto* t = d->as_object().if_contains("text")) text += t->as_string();  // Anthropic
+    if (auto* c = o.if_contains("choices"); c && c->is_array())
+      for (const auto& choice : c->as_array()) {
+        const auto& ch = choice.as_object();
+        const auto* part =
+            ch.if_contains("delta") ? ch.if_contains("delta") : ch.if_contains("message");
+        if (part && part->is_object())
+          if (auto* t = part->as_object().if_contains("content"); t && t->is_string())
+            text += t->as_string();
+      }
+  };
+  if (r.body.starts_with("{")) {
+    auto whole = json::parse(r.body);
+    take(whole);
+    if (auto* content = whole.as_object().if_contains("content"); content && content->is_array())
+      for (const auto& block : content->as_array()) text += block.at("text").as_string();
+    if (auto* output = whole.as_object().if_contains("output"); output && output->is_array())
+      for (const auto& item : output->as_array())
+        for (const auto& part : item.at("content").as_array()) text += part.at("text").as_string();
+    return text;
+  }
+  for (std::size_t at = r.body.find("data: "); at != std::string::npos;
+       at = r.body.find("data: ", at + 1)) {
+    auto line = r.body.substr(at + 6, r.body.find('\n', at) - at - 6);
+    if (line != "[DONE]") take(json::parse(line));
+  }
+  return text;
+}
+
+std::size_t events_in(const http_response& r) {
+  std::size_t n = 0;
+  for (auto at = r.body.find("data: "); at != std::string::npos; at = r.body.find("data: ", at + 1))
+    ++n;
+  return n;
+}
+
+TEST(ResponseCache, AStreamIsReplayedEventByEventWithFreshIdsAndNeverReachesTheUpstream) {
+  auto f = cached_proxy();
+  const auto b = body("/v1/chat/completions", true);
+  auto first = ask_kept(f, "/v1/chat/completions", b);
+  EXPECT_EQ(cache_header(first), "miss");
+  const auto asked = f.engine_stats().requests.load();
+  auto again = ask(f, "/v1/chat/completions", b);
+  EXPECT_EQ(cache_header(again), "hit");
+  EXPECT_EQ(again.headers.at("age"), "0");
+  EXPECT_EQ(again.headers.at("content-type"), "text/event-stream");
+  EXPECT_EQ(f.engine_stats().requests.load(), asked);  // the upstream was not asked
+  EXPECT_EQ(text_of(again), "The quick brown fox");
+  EXPECT_EQ(text_of(again), text_of(first));
+  EXPECT_EQ(events_in(again), events_in(first));  // the same events, not one aggregated
+  EXPECT_GT(events_in(again), 4u);
+  EXPECT_NE(again.body.find("[DONE]"), std::string::npos);
+  // The ids are the hit's own; the usage chunk this client did not ask for stays out.
+  auto id_of = [](const http_response& r) {
+    auto line = r.body.substr(r.body.find("data: ") + 6);
+    return std::string(json::parse(line.substr(0, line.find('\n'))).at("id").as_string());
+  };
+  EXPECT_NE(id_of(again), id_of(first));
+  EXPECT_EQ(again.body.find("\"usage\""), std::string::npos);
+  auto third = ask(f, "/v1/chat/completions", b);
+  EXPECT_NE(id_of(third), id_of(again));
+}
+
+TEST(ResponseCache, EachApiIsReplayedInItsOwnShapeStreamedAndWhole) {
+  auto f = cached_proxy();
+  for (std::string path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
+    for (bool stream : {true, false}) {
+      auto b = body(path, stream);
+      auto first = ask_kept(f, path, b);
+      auto again = ask(f, path, b);
+      EXPECT_EQ(cache_header(first), "miss") << path << " " << stream;
+      EXPECT_EQ(cache_header(again), "hit") << path << " " << stream;
+      EXPECT_EQ(text_of(again), "The quick brown fox") << path << " " << stream;
+      if (!stream) {  // the usage a whole answer carries is the original's
+        EXPECT_EQ(json::parse(again.body).at("usage"), json::parse(first.body).at("usage"));
+        EXPECT_NE(json::parse(again.body).at("id"), json::parse(first.body).at("id"));
+      }
+    }
+}
+
+TEST(ResponseCache, WhatDidNotCompleteIsNeverKept) {
+  auto f = cached_proxy();
+  const std::string path = "/v1/chat/completions";
+  auto twice_asked = [&](const std::string& b) {
+    auto before = f.engine_stats().requests.load();
+    ask(f, path, b);
+    auto second = ask(f, path, b);
+    EXPECT_NE(cache_header(second), "hit") << b;
+    return f.engine_stats().requests.load() - before;
+  };
+  // cut at the output limit (the engine's finish: length)
+  EXPECT_EQ(twice_asked(R"({"model":"demo","temperature":0,"max_tokens":2,"stream":true,)"
+                        R"("messages":[{"role":"user","content":"a"}]})"),
+            2u);
+  // an error status (each one retried by the route's default retry policy)
+  EXPECT_GE(twice_asked(body(path, false, R"({"status":500})")), 2u);
+  // a stream that fails mid-answer
+  EXPECT_GE(twice_asked(body(path, true, R"({"tokens":6,"reset_after":3})")), 2u);
+}
+
+TEST(ResponseCache, SampledRequestsPassByUnlessModeIsAlways) {
+  const std::string path = "/v1/chat/completions";
+  const std::string sampled =
+      R"({"model":"demo","max_tokens":50,"demo":{"tokens":4},"messages":[{"role":"user","content":"hi"}]})";
+  {
+    auto f = cached_proxy();
+    EXPECT_EQ(cache_header(ask(f, path, sampled)), "bypass");
+    EXPECT_EQ(cache_header(ask(f, path, sampled)), "bypass");
+    // a seed makes it deterministic enough
+    const std::string seeded =
+        R"({"model":"demo","seed":7,"max_tokens":50,"demo":{"tokens":4},"messages":[{"role":"user","content":"hi"}]})";
+    ask_kept(f, path, seeded);
+    EXPECT_EQ(cache_header(ask(f, path, seeded)), "hit");
+  }
+  auto f = cached_proxy("{ttl: 60s, mode: always}");
+  ask_kept(f, path, sampled);
+  EXPECT_EQ(cache_header(ask(f, path, sampled)), "hit");
+}
+
+TEST(ResponseCache, TheClientsCacheControlIsHonoured) {
+  auto f = cached_proxy();
+  const std::string path = "/v1/chat/completions";
+  // no-store: answered, not kept
+  const auto b1 = body(path, false, R"({"tokens":4})", "one");
+  ask(f, path, b1, key_a, "Cache-Control: no-store\r\n");
+  EXPECT_EQ(cache_header(ask(f, path, b1)), "miss");
+  // no-cache: not read (the upstream answers), and still kept
+  const auto b2 = body(path, false, R"({"tokens":4})", "two");
+  ask_kept(f, path, b2);
+  auto before = f.engine_stats().requests.load();
+  EXPECT_EQ(cache_header(ask(f, path, b2, key_a, "Cache-Control: no-cache\r\n")), "bypass");
+  EXPECT_EQ(f.engine_stats().requests.load(), before + 1);
+  // max-age: only an entry younger than that
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(cache_header(ask(f, path, b2, key_a, "Cache-Control: max-age=0\r\n")), "miss");
+  auto aged = ask(f, path, b2, key_a, "Cache-Control: max-age=60\r\n");
+  EXPECT_EQ(cache_header(aged), "hit");
+}
+
+TEST(ResponseCache, OneKeyNeverReadsAnothersAnswersUnlessTheRouteSharesThem) {
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, true);
+  {
+    auto f = cached_proxy();
+    ask_kept(f, path, b, key_a);
+    EXPECT_EQ(cache_header(ask(f, path, b, key_b)), "miss");
+    EXPECT_EQ(cache_header(ask(f, path, b, key_a)), "hit");
+  }
+  auto f = cached_proxy("{ttl: 60s, scope: route}");
+  ask_kept(f, path, b, key_a);
+  EXPECT_EQ(cache_header(ask(f, path, b, key_b)), "hit");
+}
+
+TEST(ResponseCache, AnEntryLivesForItsTtl) {
+  auto f = cached_proxy("{ttl: 1s}");
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, false);
+  ask_kept(f, path, b);
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(cache_header(ask(f, path, b)), "miss");
+}
+
+TEST(ResponseCache, AHitIsARequestToItsBudgetButNoTokens) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: "
+      "{ttl: 60s}}\nkeys:\n  - name: a\n    sha256: " +
+      routing::sha256_hex(key_a) +
+      "\n    budget: {requests_per_minute: 3, tokens_per_minute: 100000}\n";
+  proxy_fixture f(o);
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, false);
+  auto tokens_used = [&] {
+    auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
+    for (const auto& v : page.at("budgets").as_array())
+      if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
+    return -1.0;
+  };
+  ask_kept(f, path, b);
+  const auto after_miss = tokens_used();
+  EXPECT_GT(after_miss, 0);
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  EXPECT_EQ(tokens_used(), after_miss);  // the hits cost no tokens
+  auto refused = ask(f, path, b);        // … but each was a request: the fourth is one too many
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(error_code_of(refused), "rate_limit_exceeded");
+}
+
+TEST(ResponseCache, ItsCountsAreOnTheMetricsPage) {
+  auto f = cached_proxy();
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, false);
+  ask_kept(f, path, b);
+  ask(f, path, b);
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(page.find("tokengate_cache_requests_total{route=\"demo\",result=\"hit\"} 1"),
+            std::string::npos);
+  EXPECT_NE(page.find("tokengate_cache_requests_total{route=\"demo\",result=\"miss\"} 1"),
+            std::string::npos);
+  EXPECT_NE(page.find("tokengate_cache_stored_total{route=\"demo\"} 1"), std::string::npos);
+  EXPECT_NE(page.find("tokengate_cache_entries 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tokengate::test::response_cache
