@@ -100,6 +100,23 @@ TEST(StatusPage, ClosingTheClientEndsItsFeed) {
   EXPECT_TRUE(wait_until([&] { return open_feeds(f) == 0; }, 500ms, "the feed to end"));
 }
 
+// A feed still open when the server stops neither holds the drain nor
+// outlives the listener (its frame goes with the worker's io_context).
+TEST(StatusPage, AnOpenFeedDoesNotHoldTheDrain) {
+  std::unique_ptr<http_client> c;
+  auto started = clock::now();
+  {
+    proxy_fixture f;
+    c = std::make_unique<http_client>(f.admin_port());
+    c->send(get_request("/stats/stream"));
+    ASSERT_TRUE(read_events(*c, 1, 2s));
+    started = clock::now();
+  }
+  EXPECT_LT(clock::now() - started, 1s);
+  EXPECT_FALSE(c->read_some(1s));  // closed
+  EXPECT_TRUE(c->eof());
+}
+
 TEST(StatusPage, TheSeventeenthFeedIsRefused) {
   proxy_fixture f;
   std::vector<std::unique_ptr<http_client>> feeds;
