@@ -208,10 +208,12 @@ TEST(StatusPage, StatsSayTheirVersionAndWhatThePageShows) {
   auto answer = read_response(c);
   ASSERT_EQ(answer.status, 200);
   json::object stats;
+  // (The route is listed from the stream's start; the request is counted
+  // just after its last byte.)
   ASSERT_TRUE(wait_until(
       [&] {
         stats = json::parse(http_get(f.admin_port(), "/stats").body).as_object();
-        return stats.at("routes").as_object().contains("chat");
+        return !stats.at("slowest").as_array().empty();
       },
       2s, "the request to be recorded"));
   EXPECT_EQ(stats.begin()->key(), "version");
