@@ -30,6 +30,12 @@ void board::record(const demand& d, const reservation& r, std::int64_t now_ms) {
   }
 }
 
+std::uint64_t board::refusals(const std::string& scope, std::string_view kind) const {
+  std::lock_guard lock(mutex_);
+  auto it = gauges_.find({scope, std::string(kind)});
+  return it == gauges_.end() ? 0 : it->second.refusals;
+}
+
 std::string board::prometheus(std::int64_t now_ms) const {
   struct row {
     metrics::labels set;

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "budget/ledger.hpp"
@@ -18,6 +19,8 @@ class board {
   void record(const demand& d, const reservation& r, std::int64_t now_ms);
   // Prometheus text for every counter seen; a window that has ended shows 0 used.
   std::string prometheus(std::int64_t now_ms) const;
+  // The requests this process refused by one limit since start.
+  std::uint64_t refusals(const std::string& scope, std::string_view kind) const;
 
  private:
   struct gauge {

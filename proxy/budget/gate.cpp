@@ -39,7 +39,8 @@ demand everything_configured(const config::config& cfg) {
   return all;
 }
 
-boost::json::object counter_json(const counter& c, const counter_state& s, std::int64_t now) {
+boost::json::object counter_json(const counter& c, const counter_state& s, std::int64_t now,
+                                 const board& refusals) {
   auto colon = c.scope.find(':');
   const bool usd = c.kind == limit_kind::usd_per_day || c.kind == limit_kind::usd_per_month;
   auto shown = [&](long long v) -> boost::json::value {
@@ -57,6 +58,7 @@ boost::json::object counter_json(const counter& c, const counter_state& s, std::
     o["resets_in_ms"] = s.reset_ms;
     o["resets_at_unix_ms"] = now + s.reset_ms;
   }
+  o["refusals"] = refusals.refusals(c.scope, kind_name(c.kind));  // (by this process)
   return o;
 }
 
@@ -285,7 +287,7 @@ net::awaitable<std::string> gate::report_json(const config::config& cfg) {
   }
   boost::json::array list;
   for (std::size_t i = 0; states && i < all.counters.size(); ++i)
-    list.push_back(counter_json(all.counters[i], (*states)[i], now));
+    list.push_back(counter_json(all.counters[i], (*states)[i], now, shared_.board()));
   out["budgets"] = std::move(list);
   co_return boost::json::serialize(out) + "\n";
 }

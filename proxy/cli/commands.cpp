@@ -145,7 +145,7 @@ void reload_policy(server& srv, const std::string& file, bool level_from_command
     reload_log_level(*previous, *next, level_from_command_line);
     for (const auto& w : next->warnings) spdlog::warn("reload: {}", w);
   } catch (const std::exception& e) {
-    srv.count_failed_reload();
+    srv.count_failed_reload(e.what());
     spdlog::error("reload refused, the running policy stays: {}", e.what());
   }
 }

@@ -299,6 +299,20 @@ memory_after_burst read_after_burst(const reader& m) {
   return memory_after_burst::keep;
 }
 
+admin_settings read_admin(const reader& a) {
+  a.only_keys({"address", "port", "token", "trace_url"});
+  admin_settings s{a.text("address", "127.0.0.1"), a.integer<std::uint16_t>("port", 9090, 0, 65535),
+                   a.text("token", ""), a.text("trace_url", "")};
+  // (A link the status page opens: only a web address, and one that
+  // names the trace, or every row would lead to the same page.)
+  const auto& url = s.trace_url;
+  if (!url.empty() && ((url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) ||
+                       url.find("{trace_id}") == std::string::npos))
+    a.fail_at(a.node()["trace_url"],
+              "trace_url must be an http:// or https:// URL with {trace_id} in it");
+  return s;
+}
+
 std::shared_ptr<const config> build(const YAML::Node& root_node, const std::string& file) {
   reader root(root_node, file);
   if (!root_node.IsMap()) root.fail("the top level must be a mapping");
@@ -355,13 +369,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
     c->health.cooldown = h.time("cooldown", c->health.cooldown);
   }
   if (root.has("limits")) read_limits(root.child("limits"), c->limits);
-  if (root.has("admin")) {
-    auto a = root.child("admin");
-    a.only_keys({"address", "port", "token"});
-    c->admin =
-        admin_settings{a.text("address", "127.0.0.1"),
-                       a.integer<std::uint16_t>("port", 9090, 0, 65535), a.text("token", "")};
-  }
+  if (root.has("admin")) c->admin = read_admin(root.child("admin"));
   if (root.has("prices")) c->prices = read_prices(root.child("prices"));
   if (root.has("redis")) c->redis = read_redis(root.child("redis"));
   if (root.has("tracing")) c->tracing = read_tracing(root.child("tracing"));

@@ -318,6 +318,9 @@ struct admin_settings {
   // When set, every admin path but /healthz and /readyz needs
   // `Authorization: Bearer TOKEN` (/budgets shows tenants' usage).
   std::string token;
+  // Where the status page links a slow request's trace: a URL with
+  // {trace_id} in it (e.g. https://tempo/trace/{trace_id}); empty: no link.
+  std::string trace_url;
   bool operator==(const admin_settings&) const = default;
 };
 

@@ -434,6 +434,35 @@ std::string board::replicas_json() const {
   return boost::json::serialize(out);
 }
 
+std::string board::upstreams_json() const {
+  std::map<const upstream_load*, int> queued;
+  {
+    std::lock_guard lock(queue_lock_);
+    for (const auto& w : waiters_)
+      for (const auto& c : w->asked.candidates) ++queued[c.load];
+  }
+  using boost::json::value;
+  auto known = [](int v) { return v < 0 ? value(nullptr) : value(v); };
+  boost::json::object out;
+  std::shared_lock read(loads_lock_);
+  for (const auto& [upstream, l] : loads_) {
+    const auto running = l->engine_running.load();
+    const auto prompt = static_cast<double>(l->reported_prompt_tokens.load());
+    const auto cached = static_cast<double>(l->reported_cached_tokens.load());
+    auto in_queue = queued.find(l.get());
+    out[upstream] = boost::json::object{
+        {"healthy", l->probed_healthy.load()},
+        {"in_flight_streams", l->streams.load()},
+        {"queued", in_queue == queued.end() ? 0 : in_queue->second},
+        {"engine_running", known(running)},
+        {"engine_waiting",
+         running < 0 ? value(nullptr) : value(std::max(0, l->engine_waiting.load()))},
+        {"prefix_cache_hit_ratio",
+         prompt > 0 ? value(std::round(1000 * cached / prompt) / 1000) : value(nullptr)}};
+  }
+  return boost::json::serialize(out);
+}
+
 // tokengate_upstream_* and balance: fastest's tokengate_fleet_*.
 void board::upstream_prometheus(metrics::prometheus_text& out) const {
   std::shared_lock read(loads_lock_);

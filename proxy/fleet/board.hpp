@@ -142,6 +142,12 @@ class board {
   // /stats' "replicas": what balance: fastest has learned of each replica
   // (a JSON object by upstream name; empty without such a route).
   std::string replicas_json() const;
+  // /stats' "upstreams" as far as the board knows them (a JSON object by
+  // the name of each upstream used or checked since start): the health
+  // check's verdict, this instance's streams there and requests queued
+  // for it, the engine's own running and waiting (null while unknown), and
+  // the share of prompt tokens it reported cached (null where none were).
+  std::string upstreams_json() const;
 
  private:
   friend class slot;

@@ -40,6 +40,8 @@ struct upstream_load {
   // The prompt tokens predicted cached there, and those the engine then
   // reported cached, over the answers that reported them.
   std::atomic<long long> predicted_cached_tokens{0}, reported_cached_tokens{0};
+  // … and those answers' prompt tokens (the engine's prefix cache hit ratio).
+  std::atomic<long long> reported_prompt_tokens{0};
 
   void prefill_sent(long long tokens) {
     if (tokens <= 0) return;

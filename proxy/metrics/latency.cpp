@@ -152,39 +152,85 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
   return out.take();
 }
 
-std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
-  namespace json = boost::json;
-  using clock = windowed_histogram::clock;
-  auto now = clock::now();
-  struct route_read {
-    merged_histogram minute[5], five[5], all[5];
-  };
+namespace {
+
+namespace json = boost::json;
+constexpr std::size_t window_count = 5;
+constexpr const char* window_names[window_count] = {
+    "ttft_us", "inter_token_us", "time_per_output_token_us", "duration_us", "relay_delay_us"};
+
+// A route across the shards: its windows read, its counts summed.
+struct route_read {
+  merged_histogram minute[window_count], five[window_count], all[window_count];
+  std::array<std::uint64_t, outcome_names.size()> requests{};
+  std::uint64_t input = 0, output = 0, clamped = 0, cut = 0;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> errors;  // (side, code)
+};
+
+std::map<std::string, route_read> read_routes(const std::vector<const latency_shard*>& shards,
+                                              windowed_histogram::clock::time_point now) {
   std::map<std::string, route_read> routes;
-  for (const auto* shard : shards)
+  for (const auto* shard : shards) {
     shard->each_route([&](const std::string& name, const route_windows& w) {
       auto& r = routes[name];
-      const windowed_histogram* hs[5] = {&w.ttft, &w.inter_token, &w.time_per_output_token,
-                                         &w.duration, &w.relay_delay};
-      for (int i = 0; i < 5; ++i) hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
+      const windowed_histogram* hs[window_count] = {
+          &w.ttft, &w.inter_token, &w.time_per_output_token, &w.duration, &w.relay_delay};
+      for (std::size_t i = 0; i < window_count; ++i)
+        hs[i]->read(r.minute[i], r.five[i], r.all[i], now);
+      r.clamped += w.limit_clamped.get();
+      r.cut += w.limit_cut.get();
+      w.errors.each([&](std::string_view side, std::string_view code, std::uint64_t n) {
+        r.errors[{std::string(side), std::string(code)}] += n;
+      });
     });
-  // Integer microseconds: exact to read, and no exponent notation.
-  auto summary = [](const merged_histogram& h) {
-    auto us = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
-    return json::object{{"count", h.total()},
-                        {"p50", us(h.quantile(0.50))},
-                        {"p95", us(h.quantile(0.95))},
-                        {"p99", us(h.quantile(0.99))},
-                        {"max", h.max()}};
-  };
-  static constexpr const char* names[5] = {"ttft_us", "inter_token_us", "time_per_output_token_us",
-                                           "duration_us", "relay_delay_us"};
+    // (A route's label sets are made with its windows, by the same request.)
+    shard->each_series([&](const series& s) {
+      auto& r = routes[s.route];
+      for (std::size_t o = 0; o < outcome_names.size(); ++o)
+        r.requests[o] += s.requests[o].load(std::memory_order_relaxed);
+      r.input += s.input_tokens.load(std::memory_order_relaxed);
+      r.output += s.output_tokens.load(std::memory_order_relaxed);
+    });
+  }
+  return routes;
+}
+
+// Integer microseconds: exact to read, and no exponent notation.
+json::object summary(const merged_histogram& h) {
+  auto us = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
+  return json::object{{"count", h.total()},
+                      {"p50", us(h.quantile(0.50))},
+                      {"p95", us(h.quantile(0.95))},
+                      {"p99", us(h.quantile(0.99))},
+                      {"max", h.max()}};
+}
+
+// The route's counters since start (a reader takes rates from two reads).
+void add_counts(json::object& route, const route_read& r) {
+  json::object requests, errors;
+  for (std::size_t o = 0; o < outcome_names.size(); ++o) requests[outcome_names[o]] = r.requests[o];
+  for (const auto& [key, n] : r.errors) {
+    auto& side = errors[key.first];
+    if (!side.is_object()) side = json::object();
+    side.as_object()[key.second] = n;
+  }
+  route["requests"] = std::move(requests);
+  route["tokens"] = json::object{{"input", r.input}, {"output", r.output}};
+  route["errors"] = std::move(errors);
+  route["limits"] = json::object{{"clamped", r.clamped}, {"cut", r.cut}};
+}
+
+}  // namespace
+
+std::string render_stats_json(const std::vector<const latency_shard*>& shards) {
   json::object out_routes;
-  for (const auto& [name, r] : routes) {
+  for (const auto& [name, r] : read_routes(shards, windowed_histogram::clock::now())) {
     json::object route;
-    for (int i = 0; i < 5; ++i)
-      route[names[i]] = json::object{{"last_1m", summary(r.minute[i])},
-                                     {"last_5m", summary(r.five[i])},
-                                     {"since_start", summary(r.all[i])}};
+    for (std::size_t i = 0; i < window_count; ++i)
+      route[window_names[i]] = json::object{{"last_1m", summary(r.minute[i])},
+                                            {"last_5m", summary(r.five[i])},
+                                            {"since_start", summary(r.all[i])}};
+    add_counts(route, r);
     out_routes[name] = std::move(route);
   }
   return json::serialize(json::object{{"routes", std::move(out_routes)}});

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/counters.hpp"
 #include "metrics/histogram.hpp"
 
 namespace tokengate::metrics {
@@ -69,6 +70,11 @@ class windowed_histogram {
 
 struct route_windows {
   windowed_histogram ttft, inter_token, time_per_output_token, duration, relay_delay;
+  // For /stats (the status page shows them per route): answers whose
+  // output limit was clamped to the route's ceiling, streams cut at their
+  // limit, and the requests that ended in an error or a refusal.
+  counter limit_clamped, limit_cut;
+  error_counts errors;
 };
 
 class latency_shard {
@@ -95,7 +101,9 @@ class latency_shard {
 };
 
 // Prometheus text for the label sets of all shards (summed), and the
-// /stats JSON (p50 / p95 / p99 / max per route for 1 m, 5 m and all time).
+// /stats JSON's routes (p50 / p95 / p99 / max per route for 1 m, 5 m and
+// all time; requests by outcome, tokens, errors by side and code, limit
+// actions), as {"routes": {...}}.
 std::string render_latency_prometheus(const std::vector<const latency_shard*>& shards);
 std::string render_stats_json(const std::vector<const latency_shard*>& shards);
 

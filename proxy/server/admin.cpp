@@ -14,6 +14,8 @@
 
 #include "http/head_bytes.hpp"
 #include "http/json_error.hpp"
+#include "server/admin_feed.hpp"
+#include "server/status_page.hpp"
 
 namespace tokengate {
 namespace {
@@ -36,15 +38,44 @@ bool authorized(const admin_request& req, const std::string& token) {
          CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
 }
 
-net::awaitable<void> answer(const admin_request& req, admin_response& res,
-                            const admin_handlers& handlers) {
+using feed_count = std::shared_ptr<std::atomic<std::size_t>>;
+
+// The status page's files: no data in them, so no token needed to load
+// them (the page then asks for it).
+void page_answer(admin_response& res, const page_asset& asset) {
+  res.set(http::field::content_type, content_type_of(asset));
+  res.set("Content-Security-Policy", status_page_csp);
+  res.set("Referrer-Policy", "no-referrer");
+  res.set(http::field::cache_control, "no-cache");
+  res.body() = std::string(asset.body);
+}
+
+// What /stats/stream gets when it may not start: a 503 once every feed is
+// taken. Returns whether it may.
+bool feed_admitted(admin_response& res, const feed_count& feeds) {
+  if (feeds->load() < admin_listener::max_feeds) return true;
+  res.set(http::field::retry_after, "5");
+  json_answer(res, http::status::service_unavailable,
+              json_error_body("every one of the " + std::to_string(admin_listener::max_feeds) +
+                                  " /stats/stream feeds is taken; try again later",
+                              "server_error", "too_many_feeds"));
+  return false;
+}
+
+// Answers one request into `res`; returns whether it starts a feed instead
+// (/stats/stream, admitted: `res` is then unused).
+net::awaitable<bool> answer(const admin_request& req, admin_response& res,
+                            const admin_handlers& handlers, const feed_count& feeds) {
   auto target = std::string_view(req.target());
   auto path = target.substr(0, target.find('?'));
   const bool probe = path == "/healthz" || path == "/readyz";
+  res.set("X-Content-Type-Options", "nosniff");
   if (req.method() != http::verb::get && req.method() != http::verb::head) {
     json_answer(res, http::status::method_not_allowed,
                 json_error_body("admin endpoints accept GET only", "invalid_request_error",
                                 "method_not_allowed"));
+  } else if (const auto* asset = find_page_asset(path)) {
+    page_answer(res, *asset);
   } else if (!probe && !authorized(req, handlers.token)) {
     res.set(http::field::www_authenticate, "Bearer");
     json_answer(res, http::status::unauthorized,
@@ -58,6 +89,8 @@ net::awaitable<void> answer(const admin_request& req, admin_response& res,
     res.result(ready ? http::status::ok : http::status::service_unavailable);
     res.set(http::field::content_type, "text/plain");
     res.body() = ready ? "ready\n" : "not ready\n";
+  } else if (path == "/stats/stream" && req.method() == http::verb::get) {
+    co_return feed_admitted(res, feeds);
   } else if (path == "/stats") {
     json_answer(res, http::status::ok, handlers.stats_json());
   } else if (path == "/budgets" && handlers.budgets_json) {
@@ -70,9 +103,22 @@ net::awaitable<void> answer(const admin_request& req, admin_response& res,
                 json_error_body("unknown admin path " + std::string(path), "invalid_request_error",
                                 "unknown_url"));
   }
+  co_return false;
 }
 
-net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handlers& handlers) {
+// A feed's place, taken for as long as it runs.
+net::awaitable<void> feed(beast::tcp_stream& stream, const admin_handlers& handlers,
+                          feed_count feeds) {
+  feeds->fetch_add(1);
+  struct give_back {
+    feed_count& feeds;
+    ~give_back() { feeds->fetch_sub(1); }
+  } place{feeds};
+  co_await run_stats_feed(stream, handlers.stats_json);
+}
+
+net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handlers& handlers,
+                                   feed_count feeds) {
   beast::flat_buffer buffer;
   for (;;) {
     admin_request req;
@@ -80,7 +126,10 @@ net::awaitable<void> admin_session(beast::tcp_stream stream, const admin_handler
     auto [ec, n] = co_await http::async_read(stream, buffer, req, use_tuple);
     if (ec) break;
     admin_response res{http::status::ok, 11};
-    co_await answer(req, res, handlers);
+    if (co_await answer(req, res, handlers, feeds)) {
+      co_await feed(stream, handlers, feeds);
+      break;
+    }
     res.keep_alive(req.keep_alive());
     res.content_length(res.body().size());
     // The head and the body in one write; a HEAD request gets the head only.
@@ -131,7 +180,8 @@ net::awaitable<void> admin_listener::accept_loop() {
       continue;
     }
     net::co_spawn(acceptor_.get_executor(),
-                  admin_session(beast::tcp_stream(std::move(socket)), handlers_), net::detached);
+                  admin_session(beast::tcp_stream(std::move(socket)), handlers_, feeds_),
+                  net::detached);
   }
 }
 

@@ -67,6 +67,8 @@ void learn_from_answer(worker& w, const std::vector<std::uint64_t>& blocks,
   if (ctx.cached_tokens) {  // what the engine held, against what was predicted
     c.load->predicted_cached_tokens.fetch_add(c.matched_tokens, std::memory_order_relaxed);
     c.load->reported_cached_tokens.fetch_add(*ctx.cached_tokens, std::memory_order_relaxed);
+    if (ctx.input_tokens)
+      c.load->reported_prompt_tokens.fetch_add(*ctx.input_tokens, std::memory_order_relaxed);
     c.load->index.correct(blocks, c.matched_tokens, *ctx.cached_tokens);
   }
   const bool answered = ctx.first_token != clock::time_point{} && ctx.resumes == 0;

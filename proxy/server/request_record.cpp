@@ -59,7 +59,13 @@ void record_request(worker& w, const request_context& ctx) {
   auto output = ctx.output_tokens ? *ctx.output_tokens : static_cast<long long>(ctx.content_events);
   if (output > 0) metrics::bump(series.output_tokens, static_cast<std::uint64_t>(output));
 
-  if (ctx.error) w.metrics().errors.add(side_name(ctx.error->side), ctx.error->code);
+  if (ctx.limit_clamped) windows.limit_clamped.add();
+  if (ctx.limit_enforced) windows.limit_cut.add();
+  if (ctx.error) {
+    w.metrics().errors.add(side_name(ctx.error->side), ctx.error->code);
+    windows.errors.add(side_name(ctx.error->side), ctx.error->code);
+  }
+  w.slowest().offer(ctx);
   log_access(ctx);
   if (ctx.trace.sampled && w.tracer()) w.tracer()->submit(trace::spans_for(ctx, *w.snapshot()));
 }

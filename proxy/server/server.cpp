@@ -200,10 +200,31 @@ std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
 
 std::string server::stats_json() const {
   std::vector<const metrics::latency_shard*> latency;
-  for (const auto& w : workers_) latency.push_back(&w->latency());
-  auto stats = boost::json::parse(metrics::render_stats_json(latency)).as_object();
-  stats["replicas"] = boost::json::parse(fleet_->replicas_json());
-  return boost::json::serialize(stats);
+  std::vector<slow_request> slow;
+  for (const auto& w : workers_) {
+    latency.push_back(&w->latency());
+    w->slowest().collect(slow, clock::now());
+  }
+  auto routes = boost::json::parse(metrics::render_stats_json(latency)).as_object();
+  auto cfg = store_->snapshot();
+  process_facts facts{started_, cfg.get(), config_.get(), reloads_ok_, reloads_failed_};
+  {
+    std::lock_guard lock(reload_note_mutex_);
+    facts.last_reload = last_reload_;
+  }
+  facts.ports = ports_;
+  facts.admin_port = admin_port();
+  facts.open_feeds = admin_ ? admin_->open_feeds() : 0;
+  facts.max_feeds = admin_listener::max_feeds;
+  // (The members older readers know keep their place and shape; "version"
+  // says which shape the rest has.)
+  return boost::json::serialize(boost::json::object{
+      {"version", 1},
+      {"routes", std::move(routes["routes"])},
+      {"replicas", boost::json::parse(fleet_->replicas_json())},
+      {"upstreams", upstreams_json(*cfg, boost::json::parse(fleet_->upstreams_json()).as_object())},
+      {"slowest", slowest_json(slowest_of(std::move(slow), slow_requests::kept))},
+      {"process", process_json(facts)}});
 }
 
 std::vector<std::string> server::reload(std::shared_ptr<const config::config> next) {
@@ -214,7 +235,23 @@ std::vector<std::string> server::reload(std::shared_ptr<const config::config> ne
   for (auto& w : workers_)
     net::post(w->io(), [w = w.get(), next] { w->upstreams().adopt_settings(*next); });
   ++reloads_ok_;
+  {
+    std::lock_guard lock(reload_note_mutex_);
+    last_reload_ = {"success", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count()};
+  }
   return config::changes_needing_restart(*config_, *next);
+}
+
+void server::count_failed_reload(std::string why) {
+  ++reloads_failed_;
+  std::lock_guard lock(reload_note_mutex_);
+  last_reload_ = {"failure",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count(),
+                  std::move(why)};
 }
 
 std::size_t server::reload_certificates(bool only_changed) {

@@ -4,11 +4,13 @@
 // (real sockets on 127.0.0.1, port 0).
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/config.hpp"
+#include "server/status_snapshot.hpp"
 
 namespace tokengate {
 
@@ -46,8 +48,10 @@ class server {
   std::size_t worker_count() const { return workers_.size(); }
   std::size_t max_connections() const;  // limits.max_connections, or its default
   std::string metrics_text() const;
-  std::string stats_json()
-      const;  // p50/p95/p99/max per route: last minute, five minutes, since start
+  // /stats (docs/operations.md): per route p50/p95/p99/max over the last
+  // minute, five minutes and since start, and their counts; the replicas,
+  // the upstreams, the slowest recent requests and the process.
+  std::string stats_json() const;
 
   // Swaps in a new policy (already validated). Requests in flight keep the
   // one they started with. Throws config_error, and the running policy
@@ -58,7 +62,9 @@ class server {
   std::shared_ptr<const config::config> current_config() const;
   std::uint64_t reloads_ok() const { return reloads_ok_; }
   std::uint64_t reloads_failed() const { return reloads_failed_; }
-  void count_failed_reload() { ++reloads_failed_; }
+  // A reload refused before reload() took it (a file that did not
+  // validate), with the reason: counted, and shown on the status page.
+  void count_failed_reload(std::string why);
 
   // Reads every TLS listener's certificate and key again (all of them, or
   // only those whose files changed since the last attempt). New handshakes
@@ -109,6 +115,9 @@ class server {
   std::unique_ptr<fleet::prober> prober_;
   std::unique_ptr<trace::exporter> tracer_;  // (the same; null without `tracing`)
   std::atomic<std::uint64_t> reloads_ok_{0}, reloads_failed_{0};
+  mutable std::mutex reload_note_mutex_;  // (reloads come from serve's thread)
+  reload_note last_reload_;
+  std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
   std::unique_ptr<admin_listener> admin_;

@@ -20,6 +20,7 @@
 #include "metrics/realtime_estimate.hpp"
 #include "server/body_pool.hpp"
 #include "server/setup_pacer.hpp"
+#include "server/slow_requests.hpp"
 #include "upstream/worker_upstreams.hpp"
 
 namespace tokengate {
@@ -86,6 +87,8 @@ class worker {
   // The response cache, shared by all workers (routes with `cache:`).
   cache::store& response_cache() { return cache_; }
   body_pool& bodies() { return bodies_; }
+  slow_requests& slowest() { return slowest_; }
+  const slow_requests& slowest() const { return slowest_; }
 
   // Binds a listener; with port 0 the first worker picks the port and the
   // others pass it here so every worker listens on the same one.
@@ -124,6 +127,7 @@ class worker {
   // gives its request's body buffer back to bodies_ (counted in metrics_).
   metrics::shard metrics_;
   body_pool bodies_;
+  slow_requests slowest_;
   // One thread runs it, and every socket operation of this worker happens
   // on that thread (other threads only post: drain, stop), so the reactor
   // skips its per-socket lock around each read and write; the scheduler

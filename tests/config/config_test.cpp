@@ -399,6 +399,27 @@ TEST(Config, BadValuesAreExplained) {
   EXPECT_NE(error_of("upstreams: {}\n").find("at least one upstream"), std::string::npos);
 }
 
+// admin.trace_url: the status page's link to a trace, a web address that
+// names the trace.
+TEST(Config, AnAdminTraceUrlIsAWebAddressWithTheTraceId) {
+  auto c = load_config_text(
+      std::string(minimal) + "admin:\n  port: 0\n  trace_url: https://tempo/trace/{trace_id}\n",
+      "test.yaml");
+  ASSERT_TRUE(c->admin);
+  EXPECT_EQ(c->admin->trace_url, "https://tempo/trace/{trace_id}");
+  EXPECT_EQ(
+      load_config_text(std::string(minimal) + "admin: {port: 0}\n", "test.yaml")->admin->trace_url,
+      "");
+  for (const char* bad :
+       {"https://tempo/trace/", "javascript:alert({trace_id})", "/trace/{trace_id}"}) {
+    auto error = error_of(std::string(minimal) + "admin:\n  trace_url: \"" + bad + "\"\n");
+    EXPECT_NE(error.find("test.yaml:9:14: trace_url must be an http:// or https:// URL with "
+                         "{trace_id} in it"),
+              std::string::npos)
+        << bad << ": " << error;
+  }
+}
+
 // memory.after_burst: give_back by default, lazy_free or keep on request,
 // nothing else.
 TEST(Config, MemoryAfterABurstIsGivenBackUnlessLazyFreeOrKeepIsAsked) {
