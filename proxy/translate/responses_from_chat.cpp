@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 #include <ctime>
 
+#include "http/json_error.hpp"
 #include "scan/hex.hpp"
 #include "stream/json_fields.hpp"
 #include "translate/event_json.hpp"
@@ -14,16 +15,10 @@ namespace {
 
 namespace json = boost::json;
 using stream::json_fields::arr;
+using stream::json_fields::chat_reasoning;
 using stream::json_fields::integer;
 using stream::json_fields::obj;
 using stream::json_fields::str;
-
-// Chat's reasoning text: reasoning_content (DeepSeek, llama.cpp, SGLang)
-// or reasoning (vLLM since 0.10, Ollama).
-std::string_view reasoning_in(const json::object& d) {
-  auto r = str(d, "reasoning_content");
-  return r.empty() ? str(d, "reasoning") : r;
-}
 
 json::object output_text_part(std::string_view text) {
   return {{"type", "output_text"},
@@ -106,7 +101,7 @@ void responses_from_chat::start(const json::object* c, std::string& out) {
 }
 
 void responses_from_chat::delta(const json::object& d, std::string& out) {
-  if (auto reasoning = reasoning_in(d); !reasoning.empty())
+  if (auto reasoning = chat_reasoning(d); !reasoning.empty())
     piece(running(item_kind::reasoning, out), reasoning, out);
   if (auto text = str(d, "content"); !text.empty())
     piece(running(item_kind::message, out), text, out);
@@ -356,7 +351,7 @@ std::string responses_from_chat::next_id(std::string_view prefix) {
 
 // A whole answer's message, as if streamed in one piece of each kind.
 void responses_from_chat::whole_message(const json::object& m, std::string& ignored) {
-  if (auto reasoning = reasoning_in(m); !reasoning.empty())
+  if (auto reasoning = chat_reasoning(m); !reasoning.empty())
     piece(running(item_kind::reasoning, ignored), reasoning, ignored);
   if (auto text = str(m, "content"); !text.empty())
     piece(running(item_kind::message, ignored), text, ignored);
@@ -372,9 +367,16 @@ void responses_from_chat::whole_message(const json::object& m, std::string& igno
 }
 
 void responses_from_chat::whole(unsigned& status, std::string& body) {
-  if (status >= 400) return;  // (an OpenAI-style engine's errors are OpenAI's shape already)
   boost::system::error_code ec;
   auto parsed = json::parse(body, ec);
+  // An OpenAI-style engine's errors are OpenAI's shape already; one that
+  // is not JSON at all is said in that shape, not passed on.
+  if (status >= 400) {
+    if (ec || !parsed.is_object())
+      body = json_error_body("upstream answered " + std::to_string(status), "server_error",
+                             "upstream_error");
+    return;
+  }
   const json::object* choice0 = nullptr;
   if (!ec && parsed.is_object())
     if (auto* choices = arr(parsed.get_object(), "choices"); choices && !choices->empty())

@@ -6,6 +6,7 @@ set(FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
                -fno-omit-frame-pointer -g -O1)
 add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp proxy/config/budget_section.cpp
+  proxy/config/cache_section.cpp
   proxy/config/fleet_section.cpp proxy/config/glob.cpp proxy/config/tracing_section.cpp
   proxy/routing/json_scan.cpp proxy/routing/policy.cpp proxy/upstream/body_edits.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observation.cpp proxy/stream/observer.cpp proxy/stream/chat_dialect.cpp
@@ -16,6 +17,7 @@ add_library(fuzz_parsing STATIC
   proxy/http/message_head.cpp proxy/http/response_head.cpp
   proxy/translate/anthropic_from_chat.cpp proxy/translate/chat_from_anthropic.cpp
   proxy/translate/anthropic_request_from_chat.cpp proxy/translate/chat_request_from_anthropic.cpp
+  proxy/translate/chat_request_from_responses.cpp proxy/translate/responses_from_chat.cpp
   proxy/translate/errors.cpp proxy/stream/error_event.cpp proxy/http/json_error.cpp
   ${EMBEDDED_CONFIG_CPP})
 add_dependencies(fuzz_parsing layers_checked)

@@ -1,5 +1,6 @@
 // libFuzzer target: the translations between OpenAI chat completions and
-// Anthropic messages, on arbitrary input.
+// Anthropic messages, and of OpenAI Responses to chat completions and back,
+// on arbitrary input.
 // Oracles: a request either is refused (a 400) or becomes a JSON object;
 // a stream, fed whole or split at a point taken from the input, becomes
 // the same well-formed events (each event's data a JSON object, or
@@ -14,6 +15,7 @@
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_chat.hpp"
 
 using namespace tokengate;
 
@@ -28,7 +30,8 @@ bool is_json_object(std::string_view text) {
 void check_request(std::string_view body) {
   translate::request_options options{100, config::limit_field::max_completion_tokens};
   for (auto out : {translate::anthropic_request_from_chat(body, options),
-                   translate::chat_request_from_anthropic(body, options)}) {
+                   translate::chat_request_from_anthropic(body, options),
+                   translate::chat_request_from_responses(body, options)}) {
     if (auto* e = std::get_if<request_error>(&out)) {
       check(e->status == 400);
       continue;
@@ -91,5 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_stream([] { return std::make_unique<translate::chat_from_anthropic>(true, 1796000000); },
                input, split);
   check_stream([] { return std::make_unique<translate::anthropic_from_chat>("m"); }, input, split);
+  check_stream(
+      [] { return std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"); },
+      input, split);
   return 0;
 }

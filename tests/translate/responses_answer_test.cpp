@@ -363,7 +363,8 @@ TEST(ResponsesFromChat, AWholeCompletionIsAResponse) {
   EXPECT_EQ(r.at("usage").at("total_tokens"), 105);
 
   // An empty answer is still a message; an error passes as it is (it is
-  // OpenAI's shape already); a 200 that is no completion is not passed on.
+  // OpenAI's shape already) unless it is not JSON; a 200 that is no
+  // completion is not passed on.
   auto empty = fixed_responses_translator();
   body =
       R"({"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]})";
@@ -376,6 +377,10 @@ TEST(ResponsesFromChat, AWholeCompletionIsAResponse) {
   fixed_responses_translator()->whole(status, body);
   EXPECT_EQ(status, 429u);
   EXPECT_EQ(body, before);
+  body = "<html>Bad Gateway</html>";  // (an error that is not JSON is said in OpenAI's shape)
+  fixed_responses_translator()->whole(status, body);
+  EXPECT_EQ(status, 429u);
+  EXPECT_EQ(json::parse(body).at("error").at("code"), "upstream_error");
   status = 200;
   body = "<html>";
   fixed_responses_translator()->whole(status, body);
