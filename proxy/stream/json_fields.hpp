@@ -16,6 +16,13 @@ inline std::string_view str(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
+// A chat delta's or message's reasoning text: reasoning_content (DeepSeek,
+// llama.cpp, SGLang) or reasoning (vLLM since 0.10, Ollama).
+inline std::string_view chat_reasoning(const json::object& o) {
+  auto r = str(o, "reasoning_content");
+  return r.empty() ? str(o, "reasoning") : r;
+}
+
 inline const json::object* obj(const json::object& o, std::string_view key) {
   auto* v = o.if_contains(key);
   return v && v->is_object() ? &v->get_object() : nullptr;

@@ -13,16 +13,10 @@ namespace {
 
 namespace json = boost::json;
 using stream::json_fields::arr;
+using stream::json_fields::chat_reasoning;
 using stream::json_fields::integer;
 using stream::json_fields::obj;
 using stream::json_fields::str;
-
-// OpenAI's reasoning text: reasoning_content (DeepSeek, llama.cpp, SGLang)
-// or reasoning (vLLM since 0.10, Ollama).
-std::string_view reasoning_of(const json::object& d) {
-  auto r = str(d, "reasoning_content");
-  return r.empty() ? str(d, "reasoning") : r;
-}
 
 }  // namespace
 
@@ -93,7 +87,7 @@ void anthropic_from_chat::start_message(const json::object& c, std::string& out)
 }
 
 void anthropic_from_chat::delta(const json::object& d, std::string& out) {
-  if (auto reasoning = reasoning_of(d); !reasoning.empty()) {
+  if (auto reasoning = chat_reasoning(d); !reasoning.empty()) {
     if (open_ != block::thinking) open_block(block::thinking, out);
     block_delta(open_index_, "thinking_delta", "thinking", reasoning, out);
   }
@@ -253,7 +247,7 @@ void anthropic_from_chat::whole(unsigned& status, std::string& body) {
   read_usage(obj(c, "usage"));
   json::array content;
   if (auto* m = obj(*choice0, "message")) {
-    if (auto r = reasoning_of(*m); !r.empty())
+    if (auto r = chat_reasoning(*m); !r.empty())
       content.push_back(json::object{{"type", "thinking"}, {"thinking", r}, {"signature", ""}});
     if (auto text = str(*m, "content"); !text.empty())
       content.push_back(json::object{{"type", "text"}, {"text", text}});
