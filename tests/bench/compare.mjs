@@ -17,6 +17,11 @@
 // budgeted/tokengate gives what the budget costs. 2bw is the same load
 // with whole answers (not streamed), each settled from its usage. The budget is far above
 // what the load takes: nothing is refused.
+// BENCH_STATUS_PAGE=1 keeps tokengate's status page open for the whole run,
+// as a browser on the admin port would have it: the /stats/stream feed read
+// as it comes, and /budgets asked each second (the baseline's, when there
+// is one, stays closed). With BENCH_BASELINE set to the same binary, the
+// tokengate/baseline line is what an open page costs.
 // BENCH_PROXY_FIFO=1 runs both proxies (not the source or the load) at
 // real-time priority (SCHED_FIFO 1, `chrt -f 1`): what a deployment that
 // gives the proxy its core's first claim gets (docs/performance.md,
@@ -56,6 +61,22 @@ const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()
 // core, not the proxy's (left free, it ran there 186 ms of 8 s in scenario
 // 3c, perf sched). Every thread of it; those started later inherit it.
 execFileSync("taskset", ["-a", "-cp", "1", String(process.pid)]);
+
+// The status page's traffic, from this script (on the load's core): the
+// live feed read until closed, /budgets once a second. Returns the closer.
+function openStatusPage(adminPort) {
+  const controller = new AbortController();
+  const base = `http://127.0.0.1:${adminPort}`;
+  (async () => {
+    const res = await fetch(`${base}/stats/stream`, { signal: controller.signal });
+    for await (const _ of res.body) if (controller.signal.aborted) break;
+  })().catch(() => {});
+  const budgets = setInterval(() => fetch(`${base}/budgets`, { signal: controller.signal }).catch(() => {}), 1000);
+  return () => {
+    clearInterval(budgets);
+    controller.abort();
+  };
+}
 
 function freePort() {
   return new Promise((resolve) => {
@@ -260,6 +281,7 @@ async function main() {
     };
   };
   const proxies = await startProxies(1);
+  const closePage = process.env.BENCH_STATUS_PAGE === "1" ? openStatusPage(proxies.tokengate.adminPorts[0]) : null;
   const direct = { url: `http://127.0.0.1:${enginePort}/v1`, pid: null, port: enginePort, idleKb: 0 };
 
   const targets = { direct, nginx: proxies.nginx, tokengate: proxies.tokengate,
@@ -713,6 +735,10 @@ tracing: {endpoint: "http://127.0.0.1:${collectorPort}/v1/traces", sampling_rati
     lines.push(`over the rounds with host steal under ${quietSteal} % on both cores: TTFT p99 median nginx ` +
       `${fmt(median(qn), 3)} ms (${qn.length} of ${ttftRounds} rounds), tokengate ${fmt(median(qt), 3)} ms ` +
       `(${qt.length} of ${ttftRounds}); tokengate minus nginx ${fmt(median(qt) - median(qn), 3)} ms`);
+  }
+  if (closePage) {
+    closePage();
+    lines.push("\n(tokengate ran with its status page open: /stats/stream read, /budgets each second)");
   }
   const runSeconds = (performance.now() - runStartedAt) / 1000, steal = runSteal();
   if (traceSummary) lines.push(traceSummary);
