@@ -452,6 +452,9 @@ std::string board::upstreams_json() const {
     auto in_queue = queued.find(l.get());
     out[upstream] = boost::json::object{
         {"healthy", l->probed_healthy.load()},
+        {"health_changed_unix_ms", l->health_changed_unix_ms.load() == 0
+                                       ? value(nullptr)
+                                       : value(l->health_changed_unix_ms.load())},
         {"in_flight_streams", l->streams.load()},
         {"queued", in_queue == queued.end() ? 0 : in_queue->second},
         {"engine_running", known(running)},

@@ -124,6 +124,17 @@ net::awaitable<void> prober::check(std::shared_ptr<const config::config> cfg, st
   tracks_[name].checking = false;
 }
 
+namespace {
+
+void health_changed(upstream_load& load, bool healthy) {
+  load.probed_healthy = healthy;
+  load.health_changed_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+}
+
+}  // namespace
+
 void prober::judge(const config::upstream& u, bool passed, const std::string& why) {
   auto& t = tracks_[u.name];
   auto& load = board_.load_of(u.name);
@@ -131,7 +142,7 @@ void prober::judge(const config::upstream& u, bool passed, const std::string& wh
   if (passed) {
     t.failures = 0;
     if (++t.passes >= h.healthy_after && !load.probed_healthy) {
-      load.probed_healthy = true;
+      health_changed(load, true);
       spdlog::info("upstream '{}' passed {} health checks in a row: back in rotation", u.name,
                    t.passes);
     }
@@ -139,7 +150,7 @@ void prober::judge(const config::upstream& u, bool passed, const std::string& wh
   }
   t.passes = 0;
   if (++t.failures >= h.unhealthy_after && load.probed_healthy) {
-    load.probed_healthy = false;
+    health_changed(load, false);
     spdlog::warn(
         "upstream '{}' failed {} health checks in a row ({}): out of rotation until it "
         "passes {}",

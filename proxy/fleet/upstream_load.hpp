@@ -26,6 +26,7 @@ struct upstream_load {
   std::atomic<std::int64_t> prefill_busy_since_ns{0};
   std::atomic<long long> prefill_sent_since_busy{0};
   std::atomic<bool> probed_healthy{true};  // the active check's verdict (true until one fails)
+  std::atomic<std::int64_t> health_changed_unix_ms{0};  // … when it last changed; 0: never
   // The engine's own gauges (engine_metrics): -1 while unknown.
   std::atomic<int> engine_running{-1};
   std::atomic<int> engine_waiting{-1};

@@ -200,9 +200,11 @@ std::uint16_t server::admin_port() const { return admin_ ? admin_->port() : 0; }
 
 std::string server::stats_json() const {
   std::vector<const metrics::latency_shard*> latency;
+  std::vector<const metrics::shard*> counts;
   std::vector<slow_request> slow;
   for (const auto& w : workers_) {
     latency.push_back(&w->latency());
+    counts.push_back(&w->metrics());
     w->slowest().collect(slow, clock::now());
   }
   auto routes = boost::json::parse(metrics::render_stats_json(latency)).as_object();
@@ -216,13 +218,15 @@ std::string server::stats_json() const {
   facts.admin_port = admin_port();
   facts.open_feeds = admin_ ? admin_->open_feeds() : 0;
   facts.max_feeds = admin_listener::max_feeds;
+  auto upstreams = upstreams_json(*cfg, boost::json::parse(fleet_->upstreams_json()).as_object());
+  add_retries_and_resumes(upstreams, routes["routes"].as_object(), counts);
   // (The members older readers know keep their place and shape; "version"
   // says which shape the rest has.)
   return boost::json::serialize(boost::json::object{
       {"version", 1},
       {"routes", std::move(routes["routes"])},
       {"replicas", boost::json::parse(fleet_->replicas_json())},
-      {"upstreams", upstreams_json(*cfg, boost::json::parse(fleet_->upstreams_json()).as_object())},
+      {"upstreams", std::move(upstreams)},
       {"slowest", slowest_json(slowest_of(std::move(slow), slow_requests::kept))},
       {"process", process_json(facts)}});
 }

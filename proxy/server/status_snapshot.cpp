@@ -51,13 +51,14 @@ boost::json::object upstreams_json(const config::config& cfg, const boost::json:
   boost::json::object out;
   for (const auto& [name, u] : cfg.upstreams) {
     auto known = board.if_contains(name);
-    boost::json::object o =
-        known ? known->as_object() : boost::json::object{{"healthy", true},
-                                                         {"in_flight_streams", 0},
-                                                         {"queued", 0},
-                                                         {"engine_running", nullptr},
-                                                         {"engine_waiting", nullptr},
-                                                         {"prefix_cache_hit_ratio", nullptr}};
+    boost::json::object o = known ? known->as_object()
+                                  : boost::json::object{{"healthy", true},
+                                                        {"health_changed_unix_ms", nullptr},
+                                                        {"in_flight_streams", 0},
+                                                        {"queued", 0},
+                                                        {"engine_running", nullptr},
+                                                        {"engine_waiting", nullptr},
+                                                        {"prefix_cache_hit_ratio", nullptr}};
     // (Without a check the verdict stays "healthy": the page says unchecked.)
     o["health_check"] =
         u.health_check
@@ -65,9 +66,31 @@ boost::json::object upstreams_json(const config::config& cfg, const boost::json:
                                         {"interval_ms", u.health_check->interval.count()},
                                         {"unhealthy_after", u.health_check->unhealthy_after}})
             : value(nullptr);
+    o["retries"] = 0;
     out[name] = std::move(o);
   }
   return out;
+}
+
+void add_retries_and_resumes(boost::json::object& upstreams, boost::json::object& routes,
+                             const std::vector<const metrics::shard*>& shards) {
+  auto bump = [](boost::json::object& o, std::string_view key, std::uint64_t n) {
+    auto* v = o.if_contains(key);
+    o[key] = (v ? v->to_number<std::int64_t>() : 0) + static_cast<std::int64_t>(n);
+  };
+  for (const auto* s : shards) {
+    s->retries.each([&](const auto& k, std::uint64_t n) {  // route, upstream, reason
+      if (auto* u = upstreams.if_contains(k[1]); u && u->is_object())
+        bump(u->as_object(), "retries", n);
+    });
+    s->resumes.each([&](const auto& k, std::uint64_t n) {  // route, mode, reason, result
+      auto* r = routes.if_contains(k[0]);
+      if (!r || !r->is_object()) return;
+      auto& route = r->as_object();
+      if (!route.contains("resumes")) route["resumes"] = boost::json::object();
+      bump(route["resumes"].as_object(), k[3], n);
+    });
+  }
 }
 
 boost::json::array slowest_json(const std::vector<slow_request>& slowest) {

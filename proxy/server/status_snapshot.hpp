@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "metrics/counters.hpp"
 #include "server/slow_requests.hpp"
 
 namespace tokengate {
@@ -39,5 +40,9 @@ boost::json::object process_json(const process_facts& facts);
 // upstreams_json, parsed), or its defaults, and its health check's settings.
 boost::json::object upstreams_json(const config::config& cfg, const boost::json::object& board);
 boost::json::array slowest_json(const std::vector<slow_request>& slowest);
+// The workers' same-target retries added to each upstream ("retries"), and
+// their resumed streams to each route ("resumes": by result).
+void add_retries_and_resumes(boost::json::object& upstreams, boost::json::object& routes,
+                             const std::vector<const metrics::shard*>& shards);
 
 }  // namespace tokengate

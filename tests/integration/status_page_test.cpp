@@ -239,5 +239,35 @@ TEST(StatusPage, StatsSayTheirVersionAndWhatThePageShows) {
             "http://127.0.0.1:" + std::to_string(f.port()) + "/v1");
 }
 
+TEST(StatusPage, StatsCountEachUpstreamsRetriesAndEachRoutesResumes) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n"
+      "  - {name: chat, models: ['*'], targets: [{upstream: demo}], retry_backoff: 1ms,\n"
+      "     resume: {mode: restart}}\n";
+  proxy_fixture f(o);
+  auto ask = [&](const std::string& knobs) {
+    http_client c(f.port());
+    c.send(post_json("/v1/chat/completions",
+                     R"({"model":"demo","stream":true,"max_tokens":20,"demo":)" + knobs +
+                         R"(,"messages":[{"role":"user","content":"hi"}]})"));
+    EXPECT_EQ(read_response(c).status, 200) << knobs;
+  };
+  ask(R"({"tokens":6,"status":500,"fail_times":1})");     // a 500, then the same target again
+  ask(R"({"tokens":6,"reset_after":3,"fail_times":1})");  // reset mid-answer, then resumed
+  json::object stats;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        stats = json::parse(http_get(f.admin_port(), "/stats").body).as_object();
+        auto* resumes = stats.at("routes").at("chat").as_object().if_contains("resumes");
+        return resumes && resumes->as_object().contains("completed");
+      },
+      2s, "the resume to be counted"));
+  const auto& demo = stats.at("upstreams").at("demo");
+  EXPECT_GE(demo.at("retries").to_number<int>(), 1);
+  EXPECT_TRUE(demo.at("health_changed_unix_ms").is_null());  // (no check: never changed)
+  EXPECT_EQ(stats.at("routes").at("chat").at("resumes").at("completed").to_number<int>(), 1);
+}
+
 }  // namespace
 }  // namespace tokengate::test

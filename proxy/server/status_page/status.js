@@ -168,6 +168,7 @@
         ["requests", count(requests)],
         ["clamped", count(r.limits.clamped)],
         ["cut at limit", count(r.limits.cut)],
+        ["resumed", count(r.resumes ? sum(r.resumes) : 0)],
       ].map(([label, value]) => {
         const s = element("span", "", `${label} `);
         s.append(element("b", "", value));
@@ -222,11 +223,14 @@
 
   function showUpstreams(upstreams) {
     const rows = Object.entries(upstreams).map(([name, u]) => {
+      const verdict = u.healthy ? "healthy" : "unhealthy";
+      const since = u.health_changed_unix_ms ? ` since ${clock(u.health_changed_unix_ms)}` : "";
       const health = u.health_check
-        ? element("span", u.healthy ? "healthy" : "unhealthy", u.healthy ? "healthy" : "unhealthy")
+        ? element("span", verdict, verdict + since)
         : element("span", "muted", "not checked");
       const tr = row([name, health, u.in_flight_streams, u.queued, u.engine_running, u.engine_waiting,
-        u.prefix_cache_hit_ratio === null ? null : `${(100 * u.prefix_cache_hit_ratio).toFixed(1)} %`]);
+        u.prefix_cache_hit_ratio === null ? null : `${(100 * u.prefix_cache_hit_ratio).toFixed(1)} %`,
+        u.retries]);
       tr.dataset.upstream = name;
       tr.dataset.health = u.health_check ? (u.healthy ? "healthy" : "unhealthy") : "unchecked";
       return tr;
