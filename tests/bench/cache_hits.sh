@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The response cache's hits against the same requests asked upstream, in
+# one run: tokengate (core 0) in front of the demo engine (core 1, 20 ms to
+# the first token, 64 tokens a millisecond apart), one route with
+# `cache: {ttl: 10m, mode: always}` and one without. `tokengate bench`
+# (core 1) asks one request REQUESTS times at CONCURRENCY; on the cached
+# route all but the first wave are hits. Prints each form's TTFT p50/p99
+# (the first wave left out) and the proxy's CPU per request (/proc).
+# On demand, not a test.
+# Usage: tests/bench/cache_hits.sh TOKENGATE_BIN [REQUESTS] [CONCURRENCY]
+set -euo pipefail
+bin=$1 requests=${2:-2000} concurrency=${3:-1}
+source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
+
+engine=$(free_port) port=$(free_port) admin=$(free_port)
+taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
+pids+=($!)
+cat > "$work/cfg.yaml" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: $port}]
+upstreams: {demo: {base_url: "http://127.0.0.1:$engine/v1"}}
+routes:
+  - {name: cached, models: [cached], targets: [{upstream: demo}], cache: {ttl: 10m, mode: always}}
+  - {name: asked, models: [asked], targets: [{upstream: demo}]}
+admin: {address: 127.0.0.1, port: $admin}
+YAML
+taskset -c 0 "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
+proxy=$!
+pids+=("$proxy")
+wait_listening "$work/proxy.log" 10
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$proxy/stat"; }
+run() {  # MODEL: the load, then its line
+  local before after
+  before=$(cpu_ticks)
+  "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$1" --requests "$requests" \
+    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json \
+    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$work/$1.json"
+  after=$(cpu_ticks)
+  python3 - "$work/$1.json" "$1" "$((after - before))" "$(getconf CLK_TCK)" "$concurrency" << 'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+each = sorted(r["ttft_ms_each"][int(sys.argv[5]):])  # (the first wave asks upstream)
+q = lambda p: each[int(p * (len(each) - 1))]
+cpu_us = int(sys.argv[3]) / int(sys.argv[4]) * 1e6 / r["requests"]
+print(f"  {sys.argv[2]:6} {r['ok']}/{r['requests']} ok, TTFT p50 {q(0.5):.3f} ms, p99 {q(0.99):.3f} ms, "
+      f"proxy CPU {cpu_us:.0f} us a request")
+PY
+}
+echo "$requests requests, $concurrency at a time:"
+run asked
+run cached
+curl -s "http://127.0.0.1:$admin/metrics" | grep '^tokengate_cache_requests_total{route="cached"' | sed 's/^/  /'
