@@ -4,8 +4,11 @@
 # the first token, 64 tokens a millisecond apart), one route with
 # `cache: {ttl: 10m, mode: always}` and one without. `tokengate bench`
 # (core 1) asks one request REQUESTS times at CONCURRENCY; on the cached
-# route all but the first wave are hits. Prints each form's TTFT p50/p99
-# (the first wave left out) and the proxy's CPU per request (/proc).
+# route all but the first wave are hits. Then the cached route again with
+# `Cache-Control: no-cache`: every request asked upstream and its answer
+# copied and kept, as a miss is (its key made, its body copied, the entry
+# replaced). Prints each form's TTFT p50/p99 (the first wave left out) and
+# the proxy's CPU per request (/proc).
 # On demand, not a test.
 # Usage: tests/bench/cache_hits.sh TOKENGATE_BIN [REQUESTS] [CONCURRENCY]
 set -euo pipefail
@@ -31,14 +34,15 @@ pids+=("$proxy")
 wait_listening "$work/proxy.log" 10
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$proxy/stat"; }
-run() {  # MODEL: the load, then its line
-  local before after
+run() {  # MODEL LABEL [BENCH-ARGS...]: the load, then its line
+  local model=$1 label=$2 before after
+  shift 2
   before=$(cpu_ticks)
-  "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$1" --requests "$requests" \
-    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json \
-    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$work/$1.json"
+  "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
+    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json "$@" \
+    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$work/$label.json"
   after=$(cpu_ticks)
-  python3 - "$work/$1.json" "$1" "$((after - before))" "$(getconf CLK_TCK)" "$concurrency" << 'PY'
+  python3 - "$work/$label.json" "$label" "$((after - before))" "$(getconf CLK_TCK)" "$concurrency" << 'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
 each = sorted(r["ttft_ms_each"][int(sys.argv[5]):])  # (the first wave asks upstream)
@@ -49,6 +53,7 @@ print(f"  {sys.argv[2]:6} {r['ok']}/{r['requests']} ok, TTFT p50 {q(0.5):.3f} ms
 PY
 }
 echo "$requests requests, $concurrency at a time:"
-run asked
-run cached
+run asked asked
+run cached hit
+run cached missed --header 'Cache-Control: no-cache'
 curl -s "http://127.0.0.1:$admin/metrics" | grep '^tokengate_cache_requests_total{route="cached"' | sed 's/^/  /'
