@@ -8,7 +8,8 @@ import { join } from "node:path";
 const bin = process.env.TOKENGATE_BIN;
 if (!bin) throw new Error("TOKENGATE_BIN must point at the tokengate binary");
 
-function waitForLine(child, pattern, what) {
+// Resolves to the first match of `pattern` in what `child` prints.
+export function printed(child, pattern, what) {
   return new Promise((resolve, reject) => {
     let seen = "";
     const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}:\n${seen}`)), 10000);
@@ -26,7 +27,7 @@ function waitForLine(child, pattern, what) {
           out.resume();
         }
         seen = "";
-        resolve(match[1]);
+        resolve(match);
       }
     };
     child.stdout.on("data", onData);
@@ -34,6 +35,9 @@ function waitForLine(child, pattern, what) {
     child.on("exit", (code) => reject(new Error(`${what}: process exited with ${code}:\n${seen}`)));
   });
 }
+
+// The first group of that match.
+const waitForLine = async (child, pattern, what) => (await printed(child, pattern, what))[1];
 
 // A self-signed P-256 certificate for localhost, made in `dir` by openssl:
 // {cert, key}, the files' paths.

@@ -18,6 +18,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
+import { printed } from "../e2e/harness.mjs";
+
 const bin = process.env.TOKENGATE_BIN;
 if (!bin) throw new Error("TOKENGATE_BIN must point at the tokengate binary");
 const chromium = [process.env.CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => p && existsSync(p));
@@ -37,28 +39,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const children = [];
 const dir = mkdtempSync(join(tmpdir(), "tokengate-status-page-"));
-
-// Resolves to the first match of `pattern` in what `child` prints.
-function printed(child, pattern, what) {
-  return new Promise((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}:\n${seen}`)), 10000);
-    const onData = (data) => {
-      seen += data.toString();
-      const match = seen.match(pattern);
-      if (!match) return;
-      clearTimeout(timer);
-      for (const out of [child.stdout, child.stderr]) {
-        out.off("data", onData);
-        out.resume();
-      }
-      resolve(match);
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`${what}: exited with ${code}:\n${seen}`)));
-  });
-}
 
 async function engine() {
   const child = spawn(bin, ["demo-engine", "--port", "0", "--decode-tps", "40", "--slots", "4"]);
