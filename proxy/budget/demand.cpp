@@ -59,9 +59,15 @@ long long amount_of(limit_kind kind, const usage& u, const demand& d) {
     case limit_kind::tokens_per_day:
       return u.input_tokens + u.output_tokens;
     case limit_kind::usd_per_day:
-    case limit_kind::usd_per_month:
-      return std::llround(static_cast<double>(u.input_tokens) * d.input_price +
+    case limit_kind::usd_per_month: {
+      const long long cached = std::clamp(u.cached_input_tokens, 0LL, u.input_tokens);
+      const long long written = std::clamp(u.cache_write_tokens, 0LL, u.input_tokens - cached);
+      const long long plain = u.input_tokens - cached - written;
+      return std::llround(static_cast<double>(plain) * d.input_price +
+                          static_cast<double>(cached) * d.cached_input_price +
+                          static_cast<double>(written) * d.cache_write_price +
                           static_cast<double>(u.output_tokens) * d.output_price);
+    }
   }
   return 0;
 }
@@ -77,6 +83,8 @@ demand demand_for(const config::config& cfg, const config::route& route,
   if (const auto* price = price_of(cfg, model)) {
     d.input_price = price->input_per_million;  // micro-dollars per token
     d.output_price = price->output_per_million;
+    d.cached_input_price = price->cached_input_per_million.value_or(d.input_price);
+    d.cache_write_price = price->cache_write_per_million.value_or(d.input_price);
   }
   std::int64_t longest_ms = 0;
   for (const auto& target : route.targets)

@@ -41,8 +41,13 @@ struct counter {
 };
 
 struct usage {
-  long long input_tokens = 0;
+  long long input_tokens = 0;  // every prompt token, cached and cache-written included
   long long output_tokens = 0;
+  // Of input_tokens: read from the provider's prompt cache, and written to
+  // it (priced apart in the USD counters; the token counters count them
+  // as input).
+  long long cached_input_tokens = 0;
+  long long cache_write_tokens = 0;
 };
 
 struct demand {
@@ -50,6 +55,9 @@ struct demand {
   usage estimate;  // what the reservation assumed
   // Micro-dollars per token, for the USD counters (0 without a price).
   double input_price = 0, output_price = 0;
+  // … for input read from a prompt cache, and written to one (the input
+  // price where the model's price names none).
+  double cached_input_price = 0, cache_write_price = 0;
   std::string key_name;  // for the refusal's message; empty without a key
   // How long a concurrency slot may outlive its request in the shared
   // store when the instance holding it dies (the longest upstream total

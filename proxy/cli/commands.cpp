@@ -41,6 +41,8 @@ constexpr const char* usage =
     "                                        queue, prefix cache and chunked prefill\n"
     "              [--apis chat_completions,...]  serve only these APIs (the others'\n"
     "                                        paths answer 404, as llama.cpp's server does)\n"
+    "              [--prompt-cache-min-tokens N]  the shortest prefix a cache_control\n"
+    "                                        breakpoint caches on /v1/messages (1024)\n"
     "  bench --url URL [--api openai|responses|anthropic] [--model M] [--key-env VAR] [--requests "
     "N]\n"
     "        [--concurrency 1,8,32] [--prompt-tokens 100,1000,4000] [--max-tokens N]\n"
@@ -313,7 +315,7 @@ int demo_engine_command(const options& o) {
       settings.apis = apis_option(v);
     else if (k != "port" && k != "decode-tps" && k != "prefill-ms-per-1k" && k != "output-tokens" &&
              k != "slots" && k != "kv-tokens" && k != "step-ms-per-sequence" &&
-             k != "chunked-prefill-tokens")
+             k != "chunked-prefill-tokens" && k != "prompt-cache-min-tokens")
       throw std::runtime_error("unknown option --" + k);
   }
   settings.port = static_cast<std::uint16_t>(number_option(o, "port", settings.port));
@@ -330,6 +332,10 @@ int demo_engine_command(const options& o) {
       number_option(o, "step-ms-per-sequence", settings.step_ms_per_sequence);
   settings.chunked_prefill_tokens = static_cast<long long>(number_option(
       o, "chunked-prefill-tokens", static_cast<double>(settings.chunked_prefill_tokens)));
+  settings.prompt_cache_min_tokens = static_cast<long long>(number_option(
+      o, "prompt-cache-min-tokens", static_cast<double>(settings.prompt_cache_min_tokens)));
+  if (settings.prompt_cache_min_tokens < 1)
+    throw std::runtime_error("--prompt-cache-min-tokens: at least 1");
   engine::demo_engine demo(settings);
   demo.start();
   spdlog::info("demo engine listening on http://{}:{}/v1", settings.address, demo.port());

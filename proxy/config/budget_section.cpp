@@ -79,13 +79,20 @@ budget_limits read_budget(const reader& r) {
 
 std::map<std::string, model_price> read_prices(const reader& r) {
   if (!r.node().IsMap())
-    r.fail("'prices' must map model names to {input_per_million, output_per_million}");
+    r.fail(
+        "'prices' must map model names to {input_per_million, output_per_million, "
+        "cached_input_per_million, cache_write_per_million}");
   std::map<std::string, model_price> prices;
   for (const auto& entry : r.node()) {
     reader p(entry.second, r.file());
-    p.only_keys({"input_per_million", "output_per_million"});
+    p.only_keys({"input_per_million", "output_per_million", "cached_input_per_million",
+                 "cache_write_per_million"});
     model_price price{p.number("input_per_million", 0, 0, 1e9),
                       p.number("output_per_million", 0, 0, 1e9)};
+    if (p.has("cached_input_per_million"))
+      price.cached_input_per_million = p.number("cached_input_per_million", 0, 0, 1e9);
+    if (p.has("cache_write_per_million"))
+      price.cache_write_per_million = p.number("cache_write_per_million", 0, 0, 1e9);
     prices.emplace(entry.first.as<std::string>(), price);
   }
   return prices;

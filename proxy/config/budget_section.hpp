@@ -10,7 +10,8 @@ namespace tokengate::config {
 // concurrent_streams, usd_per_day, usd_per_month}`: every value positive.
 budget_limits read_budget(const reader& r);
 
-// `prices: {MODEL: {input_per_million, output_per_million}}`.
+// `prices: {MODEL: {input_per_million, output_per_million,
+// cached_input_per_million, cache_write_per_million}}`.
 std::map<std::string, model_price> read_prices(const reader& r);
 
 // `redis: {url: redis://[:PASSWORD@]HOST[:PORT][/DB], timeout, on_store_failure,

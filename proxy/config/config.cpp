@@ -198,10 +198,27 @@ resume_settings read_resume(const reader& r) {
   return s;
 }
 
+// `prompt_cache: auto | off`, or `{mode: auto, min_tokens: N}`.
+prompt_cache_settings read_prompt_cache(const reader& r) {
+  prompt_cache_settings s;
+  std::string mode;
+  if (r.node().IsScalar()) {
+    mode = r.node().as<std::string>();
+  } else {
+    r.only_keys({"mode", "min_tokens"});
+    mode = r.text("mode", "auto");
+    s.min_tokens = r.integer<long long>("min_tokens", s.min_tokens, 1, 10'000'000);
+  }
+  if (mode != "auto" && mode != "off")
+    r.fail("prompt_cache must be auto or off (or {mode, min_tokens})");
+  s.automatic = mode == "auto";
+  return s;
+}
+
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
                "max_prompt_tokens", "retries", "retry_backoff", "retry", "resume", "budget",
-               "balance", "affinity", "queue", "cache"});
+               "balance", "affinity", "queue", "cache", "prompt_cache"});
   route rt;
   rt.name = r.text("name", "route" + std::to_string(index));
   rt.paths = string_list(r, "paths");
@@ -232,6 +249,7 @@ route read_route(const reader& r, std::size_t index, const config& c) {
   if (r.has("budget")) rt.budget = read_budget(r.child("budget"));
   read_route_fleet(r, rt);
   if (r.has("cache")) rt.cache = read_route_cache(r.child("cache"), rt.name);
+  if (r.has("prompt_cache")) rt.prompt_cache = read_prompt_cache(r.child("prompt_cache"));
   return rt;
 }
 
@@ -261,7 +279,7 @@ demo_engine_settings read_demo_engine(const reader& r) {
   r.only_keys({"address", "port", "prefill_base", "prefill_ms_per_1k_tokens",
                "decode_tokens_per_second", "default_output_tokens", "honour_limit", "fail_status",
                "fail_retry_after", "context_tokens", "slots", "kv_tokens", "step_ms_per_sequence",
-               "chunked_prefill_tokens", "apis"});
+               "chunked_prefill_tokens", "apis", "prompt_cache_min_tokens", "prompt_cache_ttl"});
   demo_engine_settings d;
   if (r.has("apis")) d.apis = read_apis(r, "apis");
   d.fail_status = r.integer<int>("fail_status", 0, 0, 599);
@@ -286,6 +304,11 @@ demo_engine_settings read_demo_engine(const reader& r) {
   d.step_ms_per_sequence = r.number("step_ms_per_sequence", d.step_ms_per_sequence, 0, 1000);
   d.chunked_prefill_tokens =
       r.integer<long long>("chunked_prefill_tokens", d.chunked_prefill_tokens, 0, 1LL << 32);
+  d.prompt_cache_min_tokens =
+      r.integer<long long>("prompt_cache_min_tokens", d.prompt_cache_min_tokens, 1, 10'000'000);
+  d.prompt_cache_ttl = r.time("prompt_cache_ttl", d.prompt_cache_ttl);
+  if (d.prompt_cache_ttl.count() <= 0)
+    r.fail_at(r.node()["prompt_cache_ttl"], "prompt_cache_ttl must be more than 0");
   return d;
 }
 

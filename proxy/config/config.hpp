@@ -222,6 +222,16 @@ struct cache_settings {
   cache_scope scope = cache_scope::key;
 };
 
+// `prompt_cache:` on a route (translate/prompt_cache.hpp): where its
+// requests are translated for Anthropic's Messages API, `auto` places
+// cache breakpoints for the client, who cannot (OpenAI's APIs have none);
+// only prefixes of at least `min_tokens` (estimated) get one, Anthropic's
+// smallest cacheable prompt for most models.
+struct prompt_cache_settings {
+  bool automatic = false;
+  long long min_tokens = 1024;
+};
+
 struct route {
   std::string name;
   std::vector<std::string> paths;   // API paths it serves; empty = all that carry a model
@@ -239,11 +249,16 @@ struct route {
   std::optional<affinity_settings> affinity;
   std::optional<queue_settings> queue;
   std::optional<cache_settings> cache;
+  prompt_cache_settings prompt_cache;
 };
 
 struct model_price {
   double input_per_million = 0;  // USD per million input tokens
   double output_per_million = 0;
+  // Input read from a provider's prompt cache, and input written to it
+  // (Anthropic's cache_creation_input_tokens): unset, at the input price.
+  std::optional<double> cached_input_per_million;
+  std::optional<double> cache_write_per_million;
 };
 enum class store_failure_mode { deny, allow_local };
 // `redis:`: where budgets are shared by every instance. Without it each
@@ -354,6 +369,11 @@ struct demo_engine_settings {
   // The APIs it serves; the others' paths answer 404, as llama.cpp's
   // server answers /v1/responses.
   api_set apis = api_set::all();
+  // Anthropic's prompt caching on /v1/messages (engine/prompt_cache.hpp):
+  // the shortest prefix a breakpoint caches (Anthropic's 1024 for most
+  // models; tests set a few), and how long an entry lives unread.
+  long long prompt_cache_min_tokens = 1024;
+  duration prompt_cache_ttl{std::chrono::minutes(5)};
   bool operator==(const demo_engine_settings&) const = default;
 };
 

@@ -22,6 +22,7 @@
 
 #include "engine/batch_scheduler.hpp"
 #include "engine/demo_text.hpp"
+#include "engine/prompt_cache.hpp"
 #include "http/head_bytes.hpp"
 
 namespace tokengate::engine {
@@ -88,6 +89,9 @@ struct plan {
   // submitted (whose cached tokens the usage reports).
   std::vector<std::uint64_t> prompt_blocks;
   std::shared_ptr<batch_scheduler::sequence> sequence;
+  // Anthropic's prompt caching (/v1/messages with cache_control): what the
+  // prompt read from the cache and wrote to it (engine/prompt_cache.hpp).
+  prompt_cache_usage cache;
 };
 
 // The prompt as the prefix cache sees it: the system prompt and the
@@ -287,6 +291,21 @@ json::object openai_usage(const plan& p, std::size_t produced) {
   return usage;
 }
 
+// An Anthropic usage object: with the cache's counts when the request
+// marked breakpoints (input_tokens is then what neither read nor wrote).
+json::object anthropic_usage(const plan& p, std::size_t output) {
+  json::object usage;
+  if (p.cache.marked) {
+    usage["input_tokens"] = p.cache.uncached();
+    usage["cache_creation_input_tokens"] = p.cache.written;
+    usage["cache_read_input_tokens"] = p.cache.read;
+  } else {
+    usage["input_tokens"] = p.prompt_tokens;
+  }
+  usage["output_tokens"] = output;
+  return usage;
+}
+
 class generator {
  public:
   generator(tcp::socket& socket, const plan& p, std::uint64_t id, demo_stats& stats)
@@ -400,8 +419,7 @@ class generator {
               {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
               {"stop_reason", finish_reason(plan_)},
               {"stop_sequence", nullptr},
-              {"usage",
-               {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", plan_.output_tokens}}}};
+              {"usage", anthropic_usage(plan_, plan_.output_tokens)}};
     } else if (plan_.kind == api::completions) {
       body = {{"id", "cmpl-" + id_},
               {"object", "text_completion"},
@@ -446,15 +464,10 @@ class generator {
 
   std::string opening_events() {
     if (plan_.kind == api::messages) {
-      json::object message{
-          {"id", "msg_" + id_},
-          {"type", "message"},
-          {"role", "assistant"},
-          {"content", json::array{}},
-          {"model", plan_.model},
-          {"stop_reason", nullptr},
-          {"stop_sequence", nullptr},
-          {"usage", {{"input_tokens", plan_.prompt_tokens}, {"output_tokens", 1}}}};
+      json::object message{{"id", "msg_" + id_},       {"type", "message"},
+                           {"role", "assistant"},      {"content", json::array{}},
+                           {"model", plan_.model},     {"stop_reason", nullptr},
+                           {"stop_sequence", nullptr}, {"usage", anthropic_usage(plan_, 1)}};
       json::object block{{"type", "text"}, {"text", ""}};
       if (plan_.tool_call)
         block = {{"type", "tool_use"},
@@ -545,12 +558,17 @@ class generator {
 
   std::string closing_events() {
     auto reason = finish_reason(plan_);
-    if (plan_.kind == api::messages)
+    if (plan_.kind == api::messages) {
+      // (Anthropic's message_delta repeats the input counts; without a
+      // breakpoint the engine keeps to the output's, as it always has.)
+      json::object usage{{"output_tokens", plan_.output_tokens}};
+      if (plan_.cache.marked) usage = anthropic_usage(plan_, plan_.output_tokens);
       return sse("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
              sse("message_delta", {{"type", "message_delta"},
                                    {"delta", {{"stop_reason", reason}, {"stop_sequence", nullptr}}},
-                                   {"usage", {{"output_tokens", plan_.output_tokens}}}}) +
+                                   {"usage", std::move(usage)}}) +
              sse("message_stop", {{"type", "message_stop"}});
+    }
     if (plan_.kind == api::responses) {
       std::string text;
       for (std::size_t i = 0; i < plan_.output_tokens; ++i)
@@ -766,6 +784,7 @@ struct demo_engine::state {
   // Requests seen per fault (demo.fail_times): the first N of each fail.
   std::map<std::string, std::int64_t> fault_counts;
   std::unique_ptr<batch_scheduler> batch;  // the realistic mode (slots > 0)
+  std::unique_ptr<prompt_cache> cache;     // Anthropic's prompt caching (/v1/messages)
 };
 
 namespace {
@@ -1019,6 +1038,17 @@ std::optional<canned> failure_asked(demo_engine::state& st, const json::object& 
   return std::nullopt;
 }
 
+// Anthropic's prompt caching (/v1/messages): the request's reads and
+// writes into `out`, or the 400 its marking earns.
+std::optional<canned> use_prompt_cache(demo_engine::state& st, const json::object& body,
+                                       std::optional<api> kind, prompt_cache_usage& out) {
+  if (kind != api::messages) return std::nullopt;
+  auto used = st.cache->use(body, prompt_cache::clock::now());
+  if (auto* message = std::get_if<std::string>(&used)) return error_answer(kind, 400, *message);
+  out = std::get<prompt_cache_usage>(used);
+  return std::nullopt;
+}
+
 // The knobs of a request whose body cannot carry them (a client whose
 // requests tokengate translates: an unknown member is refused there) come
 // in an x-demo header, as the same JSON object.
@@ -1088,6 +1118,7 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
   const auto kind = api_of(path);
   const bool embeddings = path == "/v1/embeddings";
   error_code jec;
+  prompt_cache_usage cache_use;
   auto parsed = reply ? json::value() : json::parse(req.body(), jec);
   if (!reply && (jec || !parsed.is_object()))
     reply = canned{http::status::bad_request,
@@ -1101,6 +1132,7 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
       count = count.is_int64() ? count.get_int64() + 1 : 1;
     }
     reply = failure_asked(st, body, kind);
+    if (!reply) reply = use_prompt_cache(st, body, kind, cache_use);
     if (!reply && embeddings) {
       st.stats->completed++;
       reply = canned{http::status::ok, embeddings_json(body), {}};
@@ -1112,6 +1144,10 @@ net::awaitable<bool> answer(tcp::socket& socket, demo_engine::state& st,
     co_return keep;
   }
   auto p = make_plan(*kind, parsed.get_object(), st.settings);
+  if (cache_use.marked) {
+    p.cache = cache_use;
+    p.prompt_tokens = cache_use.total;  // (tools included)
+  }
   if (auto* d = parsed.get_object().if_contains("demo"); d && d->is_object())
     if (auto* v = d->get_object().if_contains("vary_text"); v && v->is_bool() && v->get_bool())
       p.word_shift = st.stats->requests.load();
@@ -1172,6 +1208,8 @@ demo_engine::demo_engine(config::demo_engine_settings settings)
   state_ = std::make_shared<state>();
   state_->settings = settings_;
   state_->stats = stats_;
+  state_->cache =
+      std::make_unique<prompt_cache>(settings_.prompt_cache_min_tokens, settings_.prompt_cache_ttl);
 }
 
 demo_engine::~demo_engine() { stop(); }

@@ -7,7 +7,9 @@
 // decode rate; with `slots` its requests share one engine's time instead
 // (engine/batch_scheduler.hpp), and GET /metrics shows vLLM's gauges. It
 // is the quick start's upstream and every integration test's upstream, so
-// it also reports what it saw at GET /demo/stats.
+// it also reports what it saw at GET /demo/stats. On /v1/messages it
+// caches prompts at their cache_control breakpoints as Anthropic does
+// (engine/prompt_cache.hpp).
 //
 // Per-request knobs, in an optional "demo" object of the request body:
 //   ttft_ms, interval_ms   override the simulated timing

@@ -11,6 +11,8 @@ constexpr std::array<std::string_view, 24> words{
     " dog",  " while", " the",   " proxy", " relays",  " every", " token",   " as",
     " soon", " as",    " it",    " is",    " decoded", ",",      " without", " delay."};
 
+}  // namespace
+
 std::size_t text_bytes(const boost::json::value& v) {
   if (v.is_string()) return v.get_string().size();
   std::size_t n = 0;
@@ -23,8 +25,6 @@ std::size_t text_bytes(const boost::json::value& v) {
   }
   return n;
 }
-
-}  // namespace
 
 std::string_view demo_token(std::size_t i) { return words[i % words.size()]; }
 

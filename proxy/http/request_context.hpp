@@ -69,8 +69,13 @@ struct request_context {
   // balance: fastest: the chosen replica's predicted time to first token
   // (ms; negative: none), the prompt tokens its cache was predicted to
   // hold, and why it was chosen: "cache", "load" or "only_one_free".
-  bool wants_cached_tokens = false;           // … whose answer's cached tokens are read
-  std::optional<std::int64_t> cached_tokens;  // … the prompt tokens the engine had cached
+  bool wants_cached_tokens = false;  // … whose answer's cached tokens are read
+  // The prompt tokens the engine had cached (read from the usage of every
+  // answer: budgets price them apart), and those an Anthropic upstream
+  // wrote to its cache (cache_creation_input_tokens). Both are part of
+  // input_tokens.
+  std::optional<std::int64_t> cached_tokens;
+  std::optional<std::int64_t> cache_write_tokens;
   double fleet_predicted_ms = -1;
   long long fleet_matched_tokens = 0;
   std::string_view fleet_reason;

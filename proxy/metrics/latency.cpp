@@ -96,7 +96,7 @@ struct merged_series {
   std::vector<std::vector<std::uint64_t>> buckets;  // per family
   std::vector<std::uint64_t> counts, sums;
   std::array<std::uint64_t, outcome_names.size()> requests{};
-  std::uint64_t input = 0, output = 0;
+  std::uint64_t input = 0, output = 0, cache_read = 0, cache_write = 0;
 };
 
 void add_series(merged_series& m, const series& s) {
@@ -113,6 +113,8 @@ void add_series(merged_series& m, const series& s) {
   for (std::size_t o = 0; o < outcome_names.size(); ++o)
     m.requests[o] += s.requests[o].load(std::memory_order_relaxed);
   m.input += s.input_tokens.load(std::memory_order_relaxed);
+  m.cache_read += s.cache_read_tokens.load(std::memory_order_relaxed);
+  m.cache_write += s.cache_write_tokens.load(std::memory_order_relaxed);
   m.output += s.output_tokens.load(std::memory_order_relaxed);
 }
 
@@ -144,10 +146,16 @@ std::string render_latency_prometheus(const std::vector<const latency_shard*>& s
     for (std::size_t o = 0; o < outcome_names.size(); ++o)
       out.sample(set.with("outcome", outcome_names[o]), m.requests[o]);
   out.family("tokengate_tokens_total", metric_type::counter,
-             "Tokens by type, from the upstreams' usage (counted events where none).");
+             "Tokens by type, from the upstreams' usage (counted events where none); "
+             "cache_read and cache_write are parts of input.");
   for (const auto& [set, m] : sets) {
     out.sample(set.with("type", "input"), m.input);
     out.sample(set.with("type", "output"), m.output);
+    // (Only where a prompt cache was used: most routes never see one.)
+    if (m.cache_read || m.cache_write) {
+      out.sample(set.with("type", "cache_read"), m.cache_read);
+      out.sample(set.with("type", "cache_write"), m.cache_write);
+    }
   }
   return out.take();
 }

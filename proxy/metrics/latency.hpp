@@ -43,6 +43,8 @@ struct series {
   fixed_histogram time_to_resume{ttft_bounds};
   std::array<std::atomic<std::uint64_t>, outcome_names.size()> requests{};
   std::atomic<std::uint64_t> input_tokens{0}, output_tokens{0};
+  // Of the input: read from the upstream's prompt cache, written to it.
+  std::atomic<std::uint64_t> cache_read_tokens{0}, cache_write_tokens{0};
 };
 
 // A route's values over time: since start, and in 30 s slots so that the

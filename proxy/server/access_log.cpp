@@ -25,6 +25,13 @@ double tokens_per_second(const request_context& ctx) {
                      : 0;
 }
 
+// The upstream's prompt cache, where its usage says (parts of input_tokens).
+void add_prompt_cache(boost::json::object& line, const request_context& ctx) {
+  if (!ctx.cached_tokens && !ctx.cache_write_tokens) return;
+  line["cache_read_tokens"] = ctx.cached_tokens.value_or(0);
+  line["cache_write_tokens"] = ctx.cache_write_tokens.value_or(0);
+}
+
 }  // namespace
 
 void log_access(const request_context& ctx) {
@@ -74,6 +81,7 @@ void log_access(const request_context& ctx) {
   };
   if (ctx.limit_enforced) line["limit"] = "enforced";
   if (!ctx.cache.empty()) line["cache"] = ctx.cache;  // a route with a response cache
+  add_prompt_cache(line, ctx);
   // (A log line leads to its trace, where the trace was exported.)
   if (ctx.trace.sampled) line["trace_id"] = to_hex(ctx.trace.trace);
   if (ctx.error) {

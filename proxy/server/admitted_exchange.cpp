@@ -107,7 +107,12 @@ budget::usage usage_of(const request_context& ctx, const budget::demand& d) {
   else
     u.output_tokens =
         ctx.streamed ? static_cast<long long>(ctx.content_events) : d.estimate.output_tokens;
-  // A resumed stream: what its failed attempts cost upstream too.
+  // Of the prompt, what the upstream's cache held and what it wrote there
+  // (their own prices).
+  u.cached_input_tokens = ctx.cached_tokens.value_or(0);
+  u.cache_write_tokens = ctx.cache_write_tokens.value_or(0);
+  // A resumed stream: what its failed attempts cost upstream too (at the
+  // full input price: what they found cached is not known).
   u.input_tokens += static_cast<long long>(ctx.failed_attempts) * u.input_tokens;
   u.output_tokens += static_cast<long long>(ctx.failed_attempts_output);
   return u;

@@ -55,6 +55,10 @@ void record_request(worker& w, const request_context& ctx) {
   }
   if (ctx.input_tokens && *ctx.input_tokens > 0)
     metrics::bump(series.input_tokens, static_cast<std::uint64_t>(*ctx.input_tokens));
+  if (ctx.cached_tokens && *ctx.cached_tokens > 0)
+    metrics::bump(series.cache_read_tokens, static_cast<std::uint64_t>(*ctx.cached_tokens));
+  if (ctx.cache_write_tokens && *ctx.cache_write_tokens > 0)
+    metrics::bump(series.cache_write_tokens, static_cast<std::uint64_t>(*ctx.cache_write_tokens));
   // Usage where the upstream reported it; counted content events otherwise.
   auto output = ctx.output_tokens ? *ctx.output_tokens : static_cast<long long>(ctx.content_events);
   if (output > 0) metrics::bump(series.output_tokens, static_cast<std::uint64_t>(output));

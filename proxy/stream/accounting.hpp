@@ -148,7 +148,10 @@ class stream_accounting final : public sse_sink {
       }
       ctx_.last_token = arrived_;
     }
-    if (ctx_.wants_cached_tokens && (kinds & kind_usage)) [[unlikely]]
+    // The prompt tokens the upstream read from its cache (budgets price
+    // them apart): looked for in a usage event without content, a stream's
+    // last usage (once a stream), or in every one where the fleet asks.
+    if ((kinds & kind_usage) && (ctx_.wants_cached_tokens || !(kinds & content_kinds))) [[unlikely]]
       if (auto cached = cached_tokens_in(event.data)) ctx_.cached_tokens = cached;
     // The usage-only chunk (choices: []) the client did not ask for.
     if (ctx_.usage_injected && kinds == kind_usage)

@@ -55,6 +55,17 @@ bool read_anthropic_delta(std::string_view data, unsigned& kinds) {
 
 namespace {
 
+// An Anthropic usage object's input: what it says, plus the cache reads
+// and writes it (or an earlier event) reported, which it leaves out.
+void read_input(const json_fields::json::object* usage, observation& o) {
+  using namespace json_fields;
+  o.cache_tokens(integer(usage, "cache_read_input_tokens"),
+                 integer(usage, "cache_creation_input_tokens"));
+  if (auto in = integer(usage, "input_tokens"))
+    o.input_tokens(*in + o.facts().cache_read_tokens.value_or(0) +
+                   o.facts().cache_write_tokens.value_or(0));
+}
+
 void read_block_start(const json_fields::json::object& e, observation& o) {
   using namespace json_fields;
   auto* block = obj(e, "content_block");
@@ -95,7 +106,7 @@ void anthropic_reading::read_full(const boost::json::value& event, observation& 
     if (!usage) return;
     o.usage_seen();
     // Its output_tokens is a placeholder; the real count comes in message_delta.
-    if (auto in = integer(usage, "input_tokens")) o.input_tokens(*in);
+    read_input(usage, o);
   } else if (type == "content_block_start") {
     read_block_start(e, o);
   } else if (type == "content_block_delta") {
@@ -106,7 +117,7 @@ void anthropic_reading::read_full(const boost::json::value& event, observation& 
       o.usage_seen();
       // Cumulative: replace, never add.
       if (auto out = integer(usage, "output_tokens")) o.output_tokens(*out);
-      if (auto in = integer(usage, "input_tokens")) o.input_tokens(*in);
+      read_input(usage, o);
     }
   } else if (type == "message_stop") {
     o.done("event: message_stop");

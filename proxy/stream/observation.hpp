@@ -39,7 +39,13 @@ struct stream_facts {
   std::optional<std::size_t> first_text_event;
   std::size_t content_events = 0;
   std::size_t text_events = 0, reasoning_events = 0, tool_call_events = 0;
-  std::optional<std::int64_t> input_tokens, output_tokens;  // normalised usage
+  // Normalised usage: input_tokens counts every prompt token, those read
+  // from a prompt cache and written to one included (Anthropic reports
+  // them apart: its input_tokens is what neither read nor wrote).
+  std::optional<std::int64_t> input_tokens, output_tokens;
+  // Anthropic's cache_read_input_tokens and cache_creation_input_tokens, as
+  // its dialect reports them (OpenAI's cached_tokens: stream/accounting.hpp).
+  std::optional<std::int64_t> cache_read_tokens, cache_write_tokens;
   std::size_t usage_events = 0;
   std::string finish_reason;  // the last one, as the dialect spells it
   std::map<std::int64_t, std::string> finish_by_choice;
@@ -117,6 +123,10 @@ class observation {
   // event lacks becomes unknown), or one of them.
   void usage(std::optional<std::int64_t> input, std::optional<std::int64_t> output);
   void input_tokens(std::int64_t n);
+  void cache_tokens(std::optional<std::int64_t> read, std::optional<std::int64_t> written) {
+    if (read) facts_.cache_read_tokens = read;
+    if (written) facts_.cache_write_tokens = written;
+  }
   void output_tokens(std::int64_t n);
   void usage_seen() { kinds_ |= kind_usage; }
   void error(const boost::json::value& detail);

@@ -716,11 +716,14 @@ void response_relay::settle() {
   if (!ctx_.streamed) {
     ctx_.input_tokens = whole_usage_ ? whole_usage_->input_tokens() : std::nullopt;
     ctx_.output_tokens = whole_usage_ ? whole_usage_->output_tokens() : std::nullopt;
-    if (whole_usage_ && ctx_.wants_cached_tokens)
+    if (whole_usage_) {
       ctx_.cached_tokens = whole_usage_->cached_tokens();
+      ctx_.cache_write_tokens = whole_usage_->cache_write_tokens();
+    }
     return;
   }
   ctx_.input_tokens = accounting_.facts().input_tokens;
+  if (auto written = accounting_.facts().cache_write_tokens) ctx_.cache_write_tokens = written;
   ctx_.output_tokens = accounting_.output_tokens();
   ctx_.finish_reason = accounting_.facts().finish_reason;
 }

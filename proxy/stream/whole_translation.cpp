@@ -87,6 +87,8 @@ net::awaitable<bool> relay_whole_translated(upstream::exchange_state& s, upstrea
   usage.feed(body);
   ctx.input_tokens = usage.input_tokens();
   ctx.output_tokens = usage.output_tokens();
+  ctx.cached_tokens = usage.cached_tokens();
+  ctx.cache_write_tokens = usage.cache_write_tokens();
   unsigned status = a.head.status;
   translator.whole(status, body);
   a.head.status = status;

@@ -136,6 +136,9 @@ void whole_usage::read_captured() {
   if (!details) details = json_fields::obj(usage, "input_tokens_details");
   cached_ = details ? json_fields::integer(details, "cached_tokens")
                     : json_fields::integer(&usage, "cache_read_input_tokens");
+  cache_written_ = json_fields::integer(&usage, "cache_creation_input_tokens");
+  if (input_ && !details && (cached_ || cache_written_))  // (Anthropic's shape)
+    *input_ += cached_.value_or(0) + cache_written_.value_or(0);
 }
 
 }  // namespace tokengate::stream

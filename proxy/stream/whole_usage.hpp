@@ -31,6 +31,10 @@ class whole_usage {
   // SGLang's prompt_tokens_details.cached_tokens, the Responses API's
   // input_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens.
   std::optional<std::int64_t> cached_tokens() const { return cached_; }
+  // Anthropic's cache_creation_input_tokens. (Anthropic's input_tokens
+  // leaves its cache reads and writes out; input_tokens() adds them, so
+  // that it counts the whole prompt in every API.)
+  std::optional<std::int64_t> cache_write_tokens() const { return cache_written_; }
   bool found() const { return state_ == state::done && (input_ || output_); }
 
   // The most of a `usage` value kept: real ones are a few hundred bytes.
@@ -47,7 +51,7 @@ class whole_usage {
   int depth_ = 0;  // objects and arrays open
   bool in_string_ = false;
   bool escape_owed_ = false;  // the last byte in a string was an unpaired backslash
-  std::optional<std::int64_t> cached_;
+  std::optional<std::int64_t> cached_, cache_written_;
   // A top-level member's name, as far as it can still be "usage".
   std::string key_;
   bool key_may_match_ = false;

@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "translate/prompt_cache.hpp"
 #include "translate/request.hpp"
 
 namespace tokengate::translate {
@@ -295,6 +296,8 @@ std::variant<translated_request, request_error> anthropic_request_from_chat(
     if (!out.contains("tool_choice")) out["tool_choice"] = json::object{{"type", "auto"}};
     out["tool_choice"].as_object()["disable_parallel_tool_use"] = true;
   }
+  if (options.prompt_cache_min_tokens)
+    place_cache_breakpoints(out, *options.prompt_cache_min_tokens);
   t.body = json::serialize(out);
   return t;
 }

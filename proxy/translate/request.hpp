@@ -20,6 +20,10 @@ struct request_options {
   std::optional<long long> output_limit;
   // How the OpenAI-style upstream spells the limit.
   config::limit_field limit_spelling = config::limit_field::keep;
+  // The route's `prompt_cache: auto`: a Messages request gets cache
+  // breakpoints where its prefix reaches this many tokens
+  // (translate/prompt_cache.hpp). None: nothing is added.
+  std::optional<long long> prompt_cache_min_tokens;
 };
 
 // The chat completions member an upstream takes the output limit in

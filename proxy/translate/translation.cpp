@@ -84,6 +84,8 @@ std::variant<target_request, request_error> request_for_target(
   // would ask for: the translation asks for what it needs itself.
   auto edited = routing::body_for_target(body, path, routed, target, upstream, false);
   request_options options{routed.output_limit, upstream.limit_spelling};
+  if (routed.route && routed.route->prompt_cache.automatic)
+    options.prompt_cache_min_tokens = routed.route->prompt_cache.min_tokens;
   auto translated = translated_body(edited, client, *answers_in, options);
   if (auto* e = std::get_if<request_error>(&translated)) return std::move(*e);
   out.edits.push_back({0, body.size(), std::move(std::get<translated_request>(translated).body)});

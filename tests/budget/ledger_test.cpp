@@ -2,6 +2,8 @@
 // all-or-nothing reservation and its settlement, what a request demands.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "budget/demand.hpp"
 #include "budget/local_ledger.hpp"
 #include "config/config.hpp"
@@ -214,6 +216,36 @@ prices:
   EXPECT_EQ(deltas[1], (800 * 2 + 100 * 10) - (1000 * 2 + 500 * 10));
   EXPECT_EQ(deltas[2], 0);
   EXPECT_EQ(deltas[3], 0);
+}
+
+// Input read from a prompt cache and input written to one are priced
+// apart; a price that names neither charges both as input.
+TEST(BudgetDemand, CachedAndCacheWrittenInputAtTheirOwnPrices) {
+  auto cfg = config::load_config_text(R"(
+listeners: [{port: 0}]
+upstreams: {e: {base_url: "http://127.0.0.1:1/v1", kind: anthropic}}
+routes:
+  - {name: chat, models: ["claude-*", "plain"], targets: [{upstream: e}], budget: {usd_per_day: 5}}
+prices:
+  "claude-*": {input_per_million: 3, output_per_million: 15,
+               cached_input_per_million: 0.3, cache_write_per_million: 3.75}
+  plain: {input_per_million: 3, output_per_million: 15}
+)",
+                                      "cache_prices.yaml");
+  auto d = demand_for(*cfg, cfg->routes[0], nullptr, "claude-sonnet", 4000, 100);
+  EXPECT_DOUBLE_EQ(d.cached_input_price, 0.3);
+  EXPECT_DOUBLE_EQ(d.cache_write_price, 3.75);
+  // 10,000 prompt tokens: 8,000 read, 1,000 written, 1,000 neither; 100 out.
+  usage u{10'000, 100, 8'000, 1'000};
+  EXPECT_EQ(amount_of(limit_kind::usd_per_day, u, d),
+            std::llround(1000 * 3 + 8000 * 0.3 + 1000 * 3.75 + 100 * 15));
+  // Token counters count every prompt token.
+  EXPECT_EQ(amount_of(limit_kind::tokens_per_day, u, d), 10'100);
+  auto plain = demand_for(*cfg, cfg->routes[0], nullptr, "plain", 4000, 100);
+  EXPECT_EQ(amount_of(limit_kind::usd_per_day, u, plain), 10'000 * 3 + 100 * 15);
+  // Counts beyond the prompt (a usage that disagrees with itself) are bounded by it.
+  usage odd{100, 0, 500, 500};
+  EXPECT_EQ(amount_of(limit_kind::usd_per_day, odd, d), std::llround(100 * 0.3));
 }
 
 }  // namespace

@@ -108,6 +108,35 @@ TEST(Config, TracingNeedsAnEndpointAndSaneBounds) {
             std::string::npos);
 }
 
+TEST(Config, PromptCacheIsAutoOrOffWithAMinimum) {
+  const std::string route = "routes:\n  - {name: r, models: ['*'], targets: [{upstream: local}]";
+  auto off = load_config_text(std::string(minimal) + route + "}\n", "test.yaml");
+  EXPECT_FALSE(off->routes.at(0).prompt_cache.automatic);
+  auto on = load_config_text(std::string(minimal) + route + ", prompt_cache: auto}\n", "test.yaml");
+  EXPECT_TRUE(on->routes.at(0).prompt_cache.automatic);
+  EXPECT_EQ(on->routes.at(0).prompt_cache.min_tokens, 1024);
+  auto mapped = load_config_text(
+      std::string(minimal) + route + ", prompt_cache: {mode: auto, min_tokens: 2048}}\n",
+      "test.yaml");
+  EXPECT_TRUE(mapped->routes.at(0).prompt_cache.automatic);
+  EXPECT_EQ(mapped->routes.at(0).prompt_cache.min_tokens, 2048);
+  EXPECT_NE(error_of(std::string(minimal) + route + ", prompt_cache: always}\n")
+                .find("test.yaml:9:74: prompt_cache must be auto or off"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + ", prompt_cache: {min_tokens: 0}}\n")
+                .find("min_tokens"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + ", prompt_cache: {ttl: 5m}}\n")
+                .find("unknown key 'ttl'"),
+            std::string::npos);
+  // The demo engine's side: its minimum and TTL.
+  auto demo = load_config_text(
+      std::string(minimal) + "demo_engine: {prompt_cache_min_tokens: 8, prompt_cache_ttl: 1h}\n",
+      "test.yaml");
+  EXPECT_EQ(demo->demo_engine->prompt_cache_min_tokens, 8);
+  EXPECT_EQ(demo->demo_engine->prompt_cache_ttl, std::chrono::hours(1));
+}
+
 TEST(Config, ARouteCacheNeedsATtlAndSharesOnlyBetweenKeysOfTheSameModels) {
   const std::string route = "routes:\n  - {name: r, models: ['*'], targets: [{upstream: local}], ";
   auto c = load_config_text(std::string(minimal) + route +
@@ -256,6 +285,12 @@ TEST(Config, BudgetsThatCannotHoldAreRefusedWithTheirPosition) {
                 .find("test.yaml:13:13: a price for model 'claude-3', which no route serves"),
             std::string::npos);
   EXPECT_EQ(error_of(routed + "prices:\n  gpt-4o: {input_per_million: 3}\n"), "");
+  EXPECT_EQ(error_of(routed + "prices:\n  gpt-4o: {input_per_million: 3, "
+                              "cached_input_per_million: 0.3, cache_write_per_million: 3.75}\n"),
+            "");
+  EXPECT_NE(error_of(routed + "prices:\n  gpt-4o: {cached_input_per_million: -1}\n")
+                .find("cached_input_per_million"),
+            std::string::npos);
   EXPECT_NE(error_of(routed + "redis: {url: \"http://x\"}\n").find("redis://host:port"),
             std::string::npos);
   EXPECT_NE(error_of(routed + "redis: {url: \"redis://x:99999\"}\n").find("from 1 to 65535"),

@@ -14,6 +14,7 @@
 #include "stream/sse_parser.hpp"
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
+#include "translate/prompt_cache.hpp"
 #include "translate/request.hpp"
 #include "translate/responses_from_chat.hpp"
 
@@ -27,6 +28,23 @@ bool is_json_object(std::string_view text) {
   return !ec && v.is_object();
 }
 
+// The blocks of a Messages request that carry cache_control.
+std::size_t breakpoints(std::string_view text) {
+  auto v = boost::json::parse(text);
+  std::size_t n = 0;
+  auto count = [&](const boost::json::value* list) {
+    if (list && list->is_array())
+      for (const auto& b : list->get_array())
+        n += b.is_object() && b.get_object().contains("cache_control");
+  };
+  count(v.get_object().if_contains("tools"));
+  count(v.get_object().if_contains("system"));
+  if (auto* m = v.get_object().if_contains("messages"); m && m->is_array())
+    for (const auto& message : m->get_array())
+      if (message.is_object()) count(message.get_object().if_contains("content"));
+  return n;
+}
+
 void check_request(std::string_view body) {
   translate::request_options options{100, config::limit_field::max_completion_tokens};
   for (auto out : {translate::anthropic_request_from_chat(body, options),
@@ -37,6 +55,13 @@ void check_request(std::string_view body) {
       continue;
     }
     check(is_json_object(std::get<translate::translated_request>(out).body));
+  }
+  // prompt_cache: auto, with a minimum every prompt reaches: at most 4 breakpoints.
+  options.prompt_cache_min_tokens = 1;
+  auto cached = translate::anthropic_request_from_chat(body, options);
+  if (auto* t = std::get_if<translate::translated_request>(&cached)) {
+    check(is_json_object(t->body));
+    check(breakpoints(t->body) <= translate::max_cache_breakpoints);
   }
 }
 

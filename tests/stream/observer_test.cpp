@@ -149,5 +149,27 @@ TEST(StreamObserver, AbsurdUsageNumbersAreIgnored) {
   EXPECT_FALSE(o.facts().output_tokens.has_value());
 }
 
+// Anthropic's input_tokens leaves out what its prompt cache read and
+// wrote: the facts count the whole prompt, and keep both parts.
+TEST(StreamObserver, AnthropicCacheTokensArePartOfTheInput) {
+  stream_observer o(dialect::anthropic_messages);
+  sse_parser p;
+  p.feed(
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":"
+      "{\"input_tokens\":3,\"cache_creation_input_tokens\":40,\"cache_read_input_tokens\":"
+      "500,\"output_tokens\":1}}}\n\n",
+      o);
+  EXPECT_EQ(o.facts().input_tokens, 543);
+  EXPECT_EQ(o.facts().cache_read_tokens, 500);
+  EXPECT_EQ(o.facts().cache_write_tokens, 40);
+  // A message_delta that repeats input_tokens alone keeps the cache's parts.
+  p.feed(
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"end_turn\"},\"usage\":{\"input_tokens\":3,\"output_tokens\":9}}\n\n",
+      o);
+  EXPECT_EQ(o.facts().input_tokens, 543);
+  EXPECT_EQ(o.facts().output_tokens, 9);
+}
+
 }  // namespace
 }  // namespace tokengate::stream

@@ -73,6 +73,23 @@ TEST(WholeUsage, CachedTokensInEachSpelling) {
   EXPECT_EQ(cached_tokens_in(R"({"usage":{"prompt_tokens":9}})"), std::nullopt);
 }
 
+// Anthropic's input_tokens leaves its cache reads and writes out; the
+// usage counts the whole prompt, as OpenAI's prompt_tokens does.
+TEST(WholeUsage, AnthropicCacheReadsAndWritesArePartOfTheInput) {
+  whole_usage u;
+  u.feed(R"({"type":"message","usage":{"input_tokens":4,"cache_creation_input_tokens":30,)"
+         R"("cache_read_input_tokens":200,"output_tokens":7}})");
+  EXPECT_EQ(u.input_tokens(), 234);
+  EXPECT_EQ(u.cached_tokens(), 200);
+  EXPECT_EQ(u.cache_write_tokens(), 30);
+  whole_usage openai;  // prompt_tokens already counts its cached part
+  openai.feed(R"({"usage":{"prompt_tokens":120,"completion_tokens":5,)"
+              R"("prompt_tokens_details":{"cached_tokens":100}}})");
+  EXPECT_EQ(openai.input_tokens(), 120);
+  EXPECT_EQ(openai.cached_tokens(), 100);
+  EXPECT_EQ(openai.cache_write_tokens(), std::nullopt);
+}
+
 TEST(WholeUsage, AnthropicMessage) {
   expect_found_however_cut(
       R"({"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text",)"

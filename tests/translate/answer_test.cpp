@@ -153,3 +153,52 @@ TEST(StreamEndings, AFailureIsAnErrorEventNotAnEnd) {
 
 }  // namespace
 }  // namespace tokengate
+
+namespace tokengate {
+namespace {
+
+// A stream's cached tokens in the client's dialect: Anthropic's reads and
+// writes become part of a chat client's prompt_tokens, its reads the
+// cached_tokens; a chat upstream's cached_tokens an Anthropic client's
+// cache_read_input_tokens, taken out of its input_tokens.
+TEST(StreamUsage, CachedTokensBothWays) {
+  translate::chat_from_anthropic to_chat(true);
+  std::string out;
+  feed_events(to_chat,
+              "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\","
+              "\"model\":\"c\",\"usage\":{\"input_tokens\":3,\"cache_creation_input_tokens\":40,"
+              "\"cache_read_input_tokens\":500,\"output_tokens\":1}}}\n\n"
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+              "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+              "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+              "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+              "\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
+              "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+              out);
+  auto usage_at = out.rfind("\"usage\":");
+  ASSERT_NE(usage_at, std::string::npos) << out;
+  auto facts = observe_events(out, dialect::openai_chat);
+  EXPECT_EQ(facts.input_tokens, 543);
+  EXPECT_NE(out.find("\"prompt_tokens_details\":{\"cached_tokens\":500}", usage_at),
+            std::string::npos)
+      << out;
+
+  translate::anthropic_from_chat to_anthropic("m");
+  out.clear();
+  feed_events(
+      to_anthropic,
+      "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+      "\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":120,"
+      "\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n"
+      "data: [DONE]\n\n",
+      out);
+  auto anthropic = observe_events(out, dialect::anthropic_messages);
+  EXPECT_TRUE(anthropic.ended_properly()) << out;
+  EXPECT_EQ(anthropic.cache_read_tokens, 100);
+  EXPECT_EQ(anthropic.input_tokens, 120);  // 20 not cached + the 100 read
+}
+
+}  // namespace
+}  // namespace tokengate
