@@ -108,4 +108,12 @@ demand requests_only(demand d) {
   return d;
 }
 
+demand billed_hit(demand d, const usage& stored) {
+  std::erase_if(d.counters,
+                [](const counter& c) { return c.kind == limit_kind::concurrent_streams; });
+  d.estimate = stored;
+  for (auto& c : d.counters) c.amount = amount_of(c.kind, stored, d);
+  return d;
+}
+
 }  // namespace tokengate::budget

@@ -76,6 +76,10 @@ long long amount_of(limit_kind kind, const usage& u, const demand& d);
 // What an answer from the response cache asks: a request, never tokens
 // or dollars (its counters of requests per minute alone).
 demand requests_only(demand d);
+// … and, on a route whose cache bills its hits (cache: {bill_hits: true}),
+// the stored answer's tokens and dollars as well, as if asked again (no
+// concurrency slot: a hit is over as soon as it is written).
+demand billed_hit(demand d, const usage& stored);
 
 demand demand_for(const config::config& cfg, const config::route& route,
                   const config::client_key* key, std::string_view model, std::size_t body_bytes,

@@ -8,6 +8,7 @@
 #include <boost/json/value.hpp>
 #include <vector>
 
+#include "cache/forms.hpp"
 #include "scan/hex.hpp"
 
 namespace tokengate::cache {
@@ -65,8 +66,11 @@ key_or_reason key_for(const config::cache_settings& settings, const key_material
   for (auto member : {"stream", "stream_options", "user", "metadata"}) body.erase(member);
   std::string material;
   for (auto part : {m.identity, m.route, m.model, m.path}) material.append(part).push_back('\0');
-  material += m.streamed ? "stream" : "whole";
-  material.push_back('\0');
+  // (Where one form can be rebuilt from the other, both share the entry.)
+  if (!shares_forms(dialect_for_path(m.path))) {
+    material += m.streamed ? "stream" : "whole";
+    material.push_back('\0');
+  }
   material += json::serialize(sorted(parsed));
   return {sha256_hex(material), {}};
 }

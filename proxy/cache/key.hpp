@@ -1,11 +1,12 @@
 #pragma once
 // A request's place in the response cache: a SHA-256 of who may read the
 // answer (the client key's name, or the route's with `scope: route`), the
-// route, the model, the API path, whether the answer is streamed, and the
-// request body in a canonical form:
+// route, the model, the API path and the request body in a canonical form:
 // members in a stable order, without those that do not change the answer
-// (`stream`, `stream_options`, `user`, `metadata`). Credentials never enter
-// it: the key's name does, never its secret.
+// (`stream`, `stream_options`, `user`, `metadata`). A streamed request and
+// a whole one share their entry (cache/forms.hpp rebuilds the other form),
+// except in the legacy completions API, which keeps them apart.
+// Credentials never enter it: the key's name does, never its secret.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,7 +21,7 @@ struct key_material {
   std::string_view model;
   std::string_view path;
   std::string_view body;
-  bool streamed = false;  // a streamed answer and a whole one are kept apart
+  bool streamed = false;  // (apart only where forms.hpp cannot rebuild the other form)
 };
 
 // The key (64 hex digits), or why the request is not cached: "mode" (a

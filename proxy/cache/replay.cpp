@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <charconv>
+#include <ranges>
 #include <vector>
 
 #include "http/head_bytes.hpp"
@@ -49,18 +50,38 @@ upstream::stream_identity fresh_identity(const entry& e) {
 
 // The stored events through a resume splice: the same events with fresh
 // names (and Responses' sequence numbers from 0), the usage chunk left
-// out where this client did not ask for it.
-std::string replayed_events(const entry& e, bool hide_usage_chunk) {
+// out where this client did not ask for it. Paced, the body is fed a
+// mark at a time, and what each mark completes is one piece at its time.
+std::vector<replay_piece> replayed_events(const entry& e, const replay_options& o) {
   struct splicing final : stream::sse_sink {
     stream::resume_splice* splice;
     std::string out;
     void on_event(const stream::sse_event& event) override { splice->on_event(event, out); }
   } sink;
-  stream::resume_splice splice(e.dialect, fresh_identity(e), hide_usage_chunk);
+  stream::resume_splice splice(e.dialect, fresh_identity(e), o.hide_usage_chunk);
   sink.splice = &splice;
   stream::sse_parser parser;
-  parser.feed(e.body, sink);
-  return std::move(sink.out);
+  std::vector<replay_piece> pieces;
+  std::size_t from = 0;
+  if (o.paced)
+    for (const auto& mark : e.marks) {
+      if (mark.end <= from || mark.end > e.body.size()) continue;
+      parser.feed(std::string_view(e.body).substr(from, mark.end - from), sink);
+      from = mark.end;
+      if (sink.out.empty()) continue;
+      if (!pieces.empty() && pieces.back().at == mark.at)
+        pieces.back().bytes += sink.out;
+      else
+        pieces.push_back({std::move(sink.out), mark.at});
+      sink.out.clear();
+    }
+  parser.feed(std::string_view(e.body).substr(from), sink);
+  if (!sink.out.empty() || pieces.empty())
+    pieces.push_back(
+        {std::move(sink.out), pieces.empty() ? std::chrono::milliseconds(0) : pieces.back().at});
+  // (the gaps between events are the original's; the first goes at once)
+  for (auto& p : pieces | std::views::reverse) p.at -= pieces.front().at;
+  return pieces;
 }
 
 // A whole answer with fresh ids: its own, and (Responses) its output items'.
@@ -101,16 +122,31 @@ std::string head_for(const entry& e, const replay_options& o, std::size_t body_s
 
 }  // namespace
 
-std::string replayed(const entry& e, const replay_options& o) {
-  auto body = e.streamed ? replayed_events(e, o.hide_usage_chunk) : replayed_whole(e);
-  // An HTTP/1.1 stream is chunked as any relayed one: one chunk, then the
-  // last; HTTP/1.0 has no chunks: its length is known.
+// Each piece framed: an HTTP/1.1 stream is chunked as any relayed one (a
+// chunk a piece, then the last); HTTP/1.0 has no chunks: its length is
+// known. The head goes in front of the first.
+std::vector<replay_piece> replay_pieces(const entry& e, const replay_options& o) {
+  auto pieces =
+      e.streamed ? replayed_events(e, o) : std::vector<replay_piece>{{replayed_whole(e), {}}};
   const bool chunked = e.streamed && o.http_version >= 11;
-  auto out = head_for(e, o, body.size(), chunked);
-  if (!chunked) return out += body;
-  char size[24];
-  auto end = std::to_chars(size, size + sizeof size, body.size(), 16).ptr;
-  out.append(size, end).append("\r\n").append(body).append("\r\n0\r\n\r\n");
+  std::size_t length = 0;
+  for (const auto& p : pieces) length += p.bytes.size();
+  auto head = head_for(e, o, length, chunked);
+  for (auto& p : pieces) {
+    if (!chunked) continue;
+    char size[24];
+    auto end = std::to_chars(size, size + sizeof size, p.bytes.size(), 16).ptr;
+    if (!p.bytes.empty())
+      p.bytes = std::string(size, end).append("\r\n").append(p.bytes).append("\r\n");
+  }
+  if (chunked) pieces.back().bytes += "0\r\n\r\n";
+  pieces.front().bytes.insert(0, head);
+  return pieces;
+}
+
+std::string replayed(const entry& e, const replay_options& o) {
+  std::string out;
+  for (auto& p : replay_pieces(e, o)) out += p.bytes;
   return out;
 }
 

@@ -5,9 +5,12 @@
 // stored bytes are parsed, never copied through, so a stored body cannot
 // add a header or end the response early), a whole answer as one body.
 // The answer's ids are fresh: two hits are two answers to their clients.
+// Paced (cache: {pace: original}), a stream comes in pieces at the times
+// its bytes first arrived; otherwise it is one write.
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/store.hpp"
 
@@ -21,7 +24,18 @@ struct replay_options {
   bool hide_usage_chunk = false;
   std::string_view request_id;
   std::chrono::seconds age{0};
+  bool paced = false;  // a stream's events at their stored arrival times
 };
+
+// Bytes to write `at` after the first piece was written.
+struct replay_piece {
+  std::string bytes;
+  std::chrono::milliseconds at{0};
+};
+
+// The response, head and body, in pieces (one unless paced and the entry
+// is a stream with arrival marks); the head is in the first.
+std::vector<replay_piece> replay_pieces(const entry& e, const replay_options& o);
 
 // The response's bytes, head and body, ready for one write.
 std::string replayed(const entry& e, const replay_options& o);

@@ -4,6 +4,14 @@
 
 namespace tokengate::cache {
 
+store::store(std::size_t max_bytes, std::optional<config::redis_settings> shared)
+    : max_bytes_(max_bytes), shared_(std::move(shared)) {
+  if (shared_)
+    health_.emplace("redis at " + shared_->host + ":" + std::to_string(shared_->port),
+                    "response cache", "every lookup is a miss until it does",
+                    "answers are shared again");
+}
+
 std::shared_ptr<const entry> store::find(const std::string& key, wall_clock::time_point now,
                                          std::optional<std::chrono::seconds> max_age) {
   std::lock_guard lock(mutex_);
@@ -57,6 +65,11 @@ void store::count_hit(const std::string& route, long long tokens_saved) {
   c.tokens_saved += static_cast<std::uint64_t>(std::max(0LL, tokens_saved));
 }
 
+void store::count_stored(const std::string& route) {
+  std::lock_guard lock(mutex_);
+  ++counts_[route].stored;
+}
+
 void store::count_miss(const std::string& route) {
   std::lock_guard lock(mutex_);
   ++counts_[route].misses;
@@ -90,7 +103,17 @@ std::string store::prometheus() const {
              "Input and output tokens the answers served from the cache cost when they were "
              "asked upstream.");
   for (const auto& [route, c] : counts_) out.sample({{"route", route}}, c.tokens_saved);
-  out.family("tokengate_cache_entries", metric_type::gauge, "Entries in the response cache.");
+  if (health_) {
+    out.family("tokengate_cache_store_up", metric_type::gauge,
+               "Whether the response cache's Redis answered last time (cache: {store: redis}).");
+    out.sample(health_->up() ? 1 : 0);
+    out.family("tokengate_cache_store_failures_total", metric_type::counter,
+               "Lookups in the response cache's Redis that became misses: connections lost, "
+               "replies that broke the protocol, waits past redis.timeout.");
+    out.sample(health_->failures());
+  }
+  out.family("tokengate_cache_entries", metric_type::gauge,
+             "Entries in the in-process response cache (0 with cache: {store: redis}).");
   out.sample(recent_.size());
   out.family("tokengate_cache_bytes", metric_type::gauge,
              "Bytes the response cache's entries hold.");

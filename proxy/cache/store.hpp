@@ -12,25 +12,38 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "config/config.hpp"
 #include "http/dialect.hpp"
+#include "redis/store_health.hpp"
 
 namespace tokengate::cache {
 
 using wall_clock = std::chrono::system_clock;
+
+// When a stored stream's bytes arrived: body[previous mark's end, end)
+// came `at` after the first of them (cache: {pace: original} replays it so).
+struct arrival_mark {
+  std::size_t end = 0;
+  std::chrono::milliseconds at{0};
+};
 
 // One completed answer, as the upstream sent its body (an event stream, or
 // one JSON document), in the client's dialect.
 struct entry {
   std::string route;  // whose answer it is (its eviction is counted there)
   std::string body;
+  std::vector<arrival_mark> marks;  // a stream's; none for a whole answer
   bool streamed = false;
   tokengate::dialect dialect = tokengate::dialect::other;
   std::string content_type;
   long long input_tokens = 0, output_tokens = 0;  // what it cost when it was asked
   wall_clock::time_point stored;
   wall_clock::time_point expires;
-  std::size_t bytes() const { return body.size() + content_type.size() + 256; }
+  std::size_t bytes() const {
+    return body.size() + marks.size() * sizeof(arrival_mark) + content_type.size() + 256;
+  }
 };
 
 // What happened to requests on one route, for /metrics.
@@ -41,7 +54,12 @@ struct route_counts {
 
 class store {
  public:
-  explicit store(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+  // `shared`: cache: {store: redis}, the entries are kept in that Redis
+  // (cache/redis_store.hpp, one per worker) and this store only counts.
+  explicit store(std::size_t max_bytes, std::optional<config::redis_settings> shared = {});
+
+  const std::optional<config::redis_settings>& shared() const { return shared_; }
+  redis::store_health* health() { return health_ ? &*health_ : nullptr; }
 
   // The entry under `key`, unless it has expired or is older than
   // `max_age` (a client's Cache-Control: max-age).
@@ -55,6 +73,7 @@ class store {
   void set_bound(std::size_t max_bytes);
   void count_hit(const std::string& route, long long tokens_saved);
   void count_miss(const std::string& route);
+  void count_stored(const std::string& route);  // (kept in Redis)
   void count_bypass(const std::string& route);
 
   // The cache's families for /metrics (through the one metrics writer).
@@ -70,6 +89,8 @@ class store {
 
   mutable std::mutex mutex_;
   std::size_t max_bytes_;
+  std::optional<config::redis_settings> shared_;
+  std::optional<redis::store_health> health_;
   std::size_t bytes_ = 0;
   std::list<slot> recent_;  // most recently used first
   std::unordered_map<std::string, std::list<slot>::iterator> by_key_;

@@ -5,7 +5,7 @@
 namespace tokengate::config {
 
 cache_settings read_route_cache(const reader& r, const std::string& route_name) {
-  r.only_keys({"ttl", "max_entry_bytes", "mode", "scope"});
+  r.only_keys({"ttl", "max_entry_bytes", "mode", "scope", "pace", "bill_hits"});
   if (!r.has("ttl"))
     r.fail("route '" + route_name +
            "': cache needs a 'ttl' (an answer kept for ever outlives "
@@ -25,15 +25,30 @@ cache_settings read_route_cache(const reader& r, const std::string& route_name) 
     s.scope = cache_scope::route;
   else if (scope != "key")
     r.fail_at(r.node()["scope"], "cache.scope must be key or route");
+  auto pace = r.text("pace", "none");
+  if (pace == "original")
+    s.paced = true;
+  else if (pace != "none")
+    r.fail_at(r.node()["pace"], "cache.pace must be none or original");
+  if (r.has("bill_hits"))
+    s.bill_hits = r.converted<bool>(r.node()["bill_hits"], "bill_hits", "true or false");
   return s;
 }
 
-std::size_t read_cache_bound(const reader& r) {
-  r.only_keys({"max_bytes"});
-  return r.integer<std::size_t>("max_bytes", 256 * 1024 * 1024, 1024, 1LL << 40);
+void read_cache_store(const reader& r, config& c) {
+  r.only_keys({"max_bytes", "store"});
+  c.cache_max_bytes = r.integer<std::size_t>("max_bytes", 256 * 1024 * 1024, 1024, 1LL << 40);
+  auto store = r.text("store", "memory");
+  if (store == "redis")
+    c.cache_in_redis = true;
+  else if (store != "memory")
+    r.fail_at(r.node()["store"], "cache.store must be memory or redis");
 }
 
 void check_caches(const reader& root, const config& c) {
+  if (c.cache_in_redis && !c.redis)
+    root.fail_at(root.node()["cache"]["store"],
+                 "cache.store: redis needs the top-level 'redis:' connection");
   const auto& routes = root.node()["routes"];
   for (std::size_t i = 0; i < c.routes.size(); ++i) {
     const auto& rt = c.routes[i];

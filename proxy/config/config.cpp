@@ -398,7 +398,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("tracing")) c->tracing = read_tracing(root.child("tracing"));
   check_budgets(root, *c);
   check_fleet(root, *c);
-  if (root.has("cache")) c->cache_max_bytes = read_cache_bound(root.child("cache"));
+  if (root.has("cache")) read_cache_store(root.child("cache"), *c);
   check_caches(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));
   if (root.has("memory")) c->after_burst = read_after_burst(root.child("memory"));

@@ -220,6 +220,8 @@ struct cache_settings {
   std::size_t max_entry_bytes = 1024 * 1024;  // an answer larger than this is not kept
   cache_mode mode = cache_mode::deterministic;
   cache_scope scope = cache_scope::key;
+  bool paced = false;      // pace: original: a hit streams at the original's pace
+  bool bill_hits = false;  // a hit counts the stored usage's tokens and dollars too
 };
 
 // `prompt_cache:` on a route (translate/prompt_cache.hpp): where its
@@ -406,6 +408,9 @@ struct config {
   // `cache: {max_bytes}`: the in-process response cache's bound, every
   // route's entries together.
   std::size_t cache_max_bytes = 256 * 1024 * 1024;
+  // `cache: {store: redis}`: every route's entries in the `redis:` store,
+  // shared by the instances that use it (read at start only).
+  bool cache_in_redis = false;
   // memory.after_burst: what the heap does with the memory a burst freed
   // (allocator.hpp). Read at start only.
   memory_after_burst after_burst = memory_after_burst::give_back;

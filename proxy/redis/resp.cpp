@@ -5,7 +5,6 @@
 namespace tokengate::redis {
 namespace {
 
-constexpr long long max_bulk_bytes = 16LL << 20;
 constexpr long long max_array_elements = 1'000'000;
 constexpr int max_depth = 8;
 

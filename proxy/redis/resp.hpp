@@ -13,6 +13,9 @@
 
 namespace tokengate::redis {
 
+// The largest bulk string a reply may carry.
+inline constexpr long long max_bulk_bytes = 16LL << 20;
+
 struct reply {
   enum class type { simple, error, integer, bulk, nil, array };
   type kind = type::nil;

@@ -7,13 +7,12 @@ namespace tokengate::redis {
 void store_health::failed(std::string_view why) {
   failures_.fetch_add(1, std::memory_order_relaxed);
   if (up_.exchange(false, std::memory_order_relaxed))
-    spdlog::warn("budgets: {} does not answer ({}); on_store_failure applies until it does", where_,
-                 why);
+    spdlog::warn("{}: {} does not answer ({}); {}", user_, where_, why, while_down_);
 }
 
 void store_health::answered() {
   if (!up_.load(std::memory_order_relaxed) && !up_.exchange(true, std::memory_order_relaxed))
-    spdlog::info("budgets: {} answers again; budgets are shared from now on", where_);
+    spdlog::info("{}: {} answers again; {}", user_, where_, when_back_);
 }
 
 void store_health::settle_failed(std::string_view why) {

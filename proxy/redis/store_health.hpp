@@ -13,7 +13,15 @@ class store_health {
  public:
   // `where` names the store in the log ("redis at 10.0.0.5:6379"): never
   // its password.
-  explicit store_health(std::string where) : where_(std::move(where)) {}
+  // `user`, `while_down` and `when_back` word the log for what the store
+  // serves (the budgets unless said otherwise).
+  explicit store_health(std::string where, std::string user = "budgets",
+                        std::string while_down = "on_store_failure applies until it does",
+                        std::string when_back = "budgets are shared from now on")
+      : where_(std::move(where)),
+        user_(std::move(user)),
+        while_down_(std::move(while_down)),
+        when_back_(std::move(when_back)) {}
 
   // A connection failed, a reply broke the protocol, or a request's wait
   // ran out.
@@ -37,7 +45,7 @@ class store_health {
   const std::string& where() const { return where_; }
 
  private:
-  std::string where_;
+  std::string where_, user_, while_down_, when_back_;
   std::atomic<bool> up_{true};
   std::atomic<bool> settle_failing_{false};
   std::atomic<std::uint64_t> failures_{0};

@@ -1,11 +1,13 @@
 #include "server/cache_phase.hpp"
 
 #include <array>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <charconv>
 #include <optional>
 
+#include "cache/forms.hpp"
 #include "cache/key.hpp"
 #include "cache/replay.hpp"
 #include "io/any_stream.hpp"
@@ -87,26 +89,46 @@ bool completed(const upstream::answer_copy& copy, const request_context& ctx) {
   return natural_finish(ctx.streamed ? ctx.finish_reason : whole_finish(copy.bytes));
 }
 
-// The kept answer, re-framed and written at once.
-net::awaitable<bool> replay(any_stream& stream, worker& w, const cache::entry& e,
+// The kept answer, re-framed: written at once, or (pace: original) a
+// piece at a time at the original stream's times.
+net::awaitable<bool> replay(any_stream& stream, worker& w, const cache::entry& e, bool paced,
                             const client_request& request, request_context& ctx, bool keep_alive) {
   auto age = std::chrono::duration_cast<std::chrono::seconds>(cache::wall_clock::now() - e.stored);
-  auto bytes = cache::replayed(e, {request.head.version, keep_alive, ctx.usage_injected,
-                                   ctx.request_id, std::max(age, std::chrono::seconds(0))});
+  auto pieces =
+      cache::replay_pieces(e, {request.head.version, keep_alive, ctx.usage_injected, ctx.request_id,
+                               std::max(age, std::chrono::seconds(0)), paced});
   ctx.status = 200;
   ctx.streamed = e.streamed;
   ctx.upstream = "cache";
-  const std::array<net::const_buffer, 1> pieces{net::buffer(bytes)};
-  stream.expires_after(w.config().limits.client_write_timeout);
-  auto [ec, n] = co_await write_all(stream, pieces);
-  stream.expires_never();
-  ctx.bytes_to_client += n;
-  ctx.first_token_written = clock::now();
-  if (ec) {
-    ctx.client_gone = true;
-    co_return false;
+  const auto start = clock::now();
+  net::steady_timer pace(co_await net::this_coro::executor);
+  for (const auto& piece : pieces) {
+    if (piece.at.count() > 0) {
+      pace.expires_at(start + piece.at);
+      co_await pace.async_wait(use_tuple);
+    }
+    const std::array<net::const_buffer, 1> bytes{net::buffer(piece.bytes)};
+    stream.expires_after(w.config().limits.client_write_timeout);
+    auto [ec, n] = co_await write_all(stream, bytes);
+    stream.expires_never();
+    ctx.bytes_to_client += n;
+    if (ctx.first_token_written == clock::time_point{}) ctx.first_token_written = clock::now();
+    if (ec) {
+      ctx.client_gone = true;
+      co_return false;
+    }
   }
   co_return keep_alive;
+}
+
+// A lookup's result, told to the request and counted on its route.
+void counted(cache::store& store, const std::string& route, const cache_decision& d,
+             request_context& ctx) {
+  ctx.cache = d.hit ? "hit" : "miss";
+  if (d.hit)
+    store.count_hit(route, d.hit->input_tokens + d.hit->output_tokens);
+  else
+    store.count_miss(route);
 }
 
 }  // namespace
@@ -126,13 +148,25 @@ cache_decision look_up_answer(worker& w, const routing::routed_request& routed,
     store.count_bypass(routed.route->name);
     return d;
   }
-  d.hit = store.find(made.key, cache::wall_clock::now(), control.max_age);
-  ctx.cache = d.hit ? "hit" : "miss";
-  if (d.hit)
-    store.count_hit(routed.route->name, d.hit->input_tokens + d.hit->output_tokens);
-  else
-    store.count_miss(routed.route->name);
+  d.streamed = routed.stream;
+  ctx.cache = "miss";
+  if (w.shared_cache()) {  // (looked up by look_up_shared, which may wait)
+    d.shared_key = std::move(made.key);
+    d.max_age = control.max_age;
+    return d;
+  }
+  // (either form: a stream rebuilt whole, a whole answer as events)
+  d.hit = cache::in_form(store.find(made.key, cache::wall_clock::now(), control.max_age),
+                         routed.stream);
+  counted(store, routed.route->name, d, ctx);
   return d;
+}
+
+net::awaitable<void> look_up_shared(worker& w, cache_decision& d, request_context& ctx) {
+  if (d.shared_key.empty() || !w.shared_cache()) co_return;
+  auto found = co_await w.shared_cache()->find(d.shared_key, cache::wall_clock::now(), d.max_age);
+  d.hit = cache::in_form(std::move(found), d.streamed);
+  counted(w.response_cache(), ctx.route, d, ctx);
 }
 
 void prepare_exchange(const cache_decision& d, upstream::exchange_plan& plan,
@@ -144,19 +178,24 @@ void prepare_exchange(const cache_decision& d, upstream::exchange_plan& plan,
   plan.copy->limit = d.settings->max_entry_bytes;
 }
 
-net::awaitable<bool> answer_from_cache(any_stream& stream, worker& w, const cache::entry& e,
+net::awaitable<bool> answer_from_cache(any_stream& stream, worker& w, const cache_decision& d,
                                        const client_request& request, request_context& ctx,
                                        budget::demand demand, bool keep_alive) {
+  const auto& e = *d.hit;
+  const bool billed = d.settings->bill_hits;
+  const budget::usage stored{e.input_tokens, e.output_tokens};
+  auto asked = billed ? budget::billed_hit(std::move(demand), stored)
+                      : budget::requests_only(std::move(demand));
   std::optional<budget::admission> counted;
-  if (auto requests = budget::requests_only(std::move(demand)); !requests.empty()) {
-    counted = co_await w.budgets().admit(std::move(requests));
+  if (!asked.empty()) {
+    counted = co_await w.budgets().admit(std::move(asked));
     if (counted->outcome != budget::admission::verdict::admitted) {
       co_await refuse_by_budget(stream, *counted, keep_alive, ctx);
       co_return keep_alive;
     }
   }
-  bool keep = co_await replay(stream, w, e, request, ctx, keep_alive);
-  if (counted) w.budgets().settle(*counted, {});
+  bool keep = co_await replay(stream, w, e, d.settings->paced, request, ctx, keep_alive);
+  if (counted) w.budgets().settle(*counted, billed ? stored : budget::usage{});
   co_return keep;
 }
 
@@ -166,6 +205,8 @@ void keep_answer(worker& w, const cache_decision& d, upstream::exchange_plan& pl
   auto e = std::make_shared<cache::entry>();
   e->route = ctx.route;
   e->body = std::move(plan.copy->bytes);
+  e->marks.reserve(plan.copy->marks.size());
+  for (const auto& m : plan.copy->marks) e->marks.push_back({m.end, m.at});
   e->streamed = ctx.streamed;
   e->dialect = ctx.dialect;
   e->content_type = ctx.streamed ? "text/event-stream" : "application/json";
@@ -173,7 +214,11 @@ void keep_answer(worker& w, const cache_decision& d, upstream::exchange_plan& pl
   e->output_tokens = ctx.output_tokens.value_or(0);
   e->stored = cache::wall_clock::now();
   e->expires = e->stored + d.settings->ttl;
-  w.response_cache().keep(d.key, std::move(e));
+  if (auto* shared = w.shared_cache()) {
+    shared->keep(d.key, *e,
+                 [&store = w.response_cache(), route = e->route] { store.count_stored(route); });
+  } else
+    w.response_cache().keep(d.key, std::move(e));
 }
 
 }  // namespace tokengate

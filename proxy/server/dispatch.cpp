@@ -69,9 +69,9 @@ net::awaitable<bool> refuse(any_stream& stream, request_error error, bool keep_a
 
 // The request's phases, in order: check the head, take the policy, then
 // either pass through (no routes) or answer the models list, or plan
-// (route, cache, targets, attempts: plan_request), then answer a cache
-// hit, or admit (budget, fleet), exchange and keep the answer for the
-// cache; the session records the request at its end.
+// (route, cache, targets, attempts: plan_request), look up the cache in
+// Redis where it is kept there, then answer a cache hit, or admit (budget, fleet), exchange and
+// keep the answer for the cache; the session records the request at its end.
 net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watcher,
                                       client_request& request, worker& w,
                                       const config::listener& listener, request_context& ctx,
@@ -94,8 +94,9 @@ net::awaitable<bool> dispatch_request(any_stream& stream, client_watcher& watche
   if (auto* e = std::get_if<request_error>(&planned))
     co_return co_await refuse(stream, std::move(*e), keep_alive, ctx);
   auto& p = std::get<planned_request>(planned);
+  co_await look_up_shared(w, p.cache, ctx);
   if (p.cache.hit)
-    co_return co_await answer_from_cache(stream, w, *p.cache.hit, request, ctx, std::move(p.demand),
+    co_return co_await answer_from_cache(stream, w, p.cache, request, ctx, std::move(p.demand),
                                          keep_alive);
   bool keep = co_await admitted_exchange(stream, watcher, request, w, p.plan, ctx,
                                          std::move(p.demand), std::move(p.admission), keep_alive);

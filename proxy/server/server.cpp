@@ -35,7 +35,9 @@ server::server(std::shared_ptr<const config::config> config)
       limits.max_connections_per_client);
   budgets_ = std::make_unique<budget::budgets>(config_->redis);
   fleet_ = std::make_unique<fleet::board>();
-  cache_ = std::make_unique<cache::store>(config_->cache_max_bytes);
+  cache_ = std::make_unique<cache::store>(
+      config_->cache_max_bytes,
+      config_->cache_in_redis ? config_->redis : std::optional<config::redis_settings>());
   if (config_->tracing) tracer_ = std::make_unique<trace::exporter>(*config_->tracing);
   int count = config_->workers > 0
                   ? config_->workers

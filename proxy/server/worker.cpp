@@ -42,6 +42,9 @@ worker::worker(int index, std::shared_ptr<config_store> store, connection_gate& 
   // Fail at start-up, not on the first request, on a bad URL or CA file.
   for (const auto& [name, settings] : config_->upstreams) upstreams_.pool_for(settings);
   bodies_.report_kept_bytes_to(metrics_.request_body_buffers_kept_bytes);
+  if (cache.shared())
+    shared_cache_ =
+        std::make_unique<cache::redis_store>(io_.get_executor(), *cache.shared(), *cache.health());
 }
 
 worker::~worker() = default;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "budget/gate.hpp"
+#include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "config/config.hpp"
 #include "fleet/board.hpp"
@@ -86,6 +87,9 @@ class worker {
   trace::exporter* tracer() { return tracer_; }  // null: tracing is off
   // The response cache, shared by all workers (routes with `cache:`).
   cache::store& response_cache() { return cache_; }
+  // … its entries in Redis (cache: {store: redis}): this worker's
+  // connection to them; null when they are kept in process.
+  cache::redis_store* shared_cache() { return shared_cache_.get(); }
   body_pool& bodies() { return bodies_; }
   slow_requests& slowest() { return slowest_; }
   const slow_requests& slowest() const { return slowest_; }
@@ -145,6 +149,7 @@ class worker {
   budget::gate budget_gate_;
   fleet::board& fleet_;
   cache::store& cache_;
+  std::unique_ptr<cache::redis_store> shared_cache_;
   trace::exporter* tracer_;
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point last_pause_logged_{};  // at max_connections

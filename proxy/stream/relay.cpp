@@ -623,6 +623,13 @@ void response_relay::copy_for_cache() {
     return;
   }
   copy.bytes.append(bytes_);
+  if (!ctx_.streamed || bytes_.empty()) return;
+  if (copy.marks.empty()) copy.first = now_;
+  auto at = std::chrono::duration_cast<std::chrono::milliseconds>(now_ - copy.first);
+  if (!copy.marks.empty() && copy.marks.back().at == at)
+    copy.marks.back().end = copy.bytes.size();  // (a mark a millisecond at most)
+  else
+    copy.marks.push_back({copy.bytes.size(), at});
 }
 
 buffers response_relay::forward() {

@@ -44,6 +44,14 @@ struct answer_copy {
   std::string bytes;
   std::size_t limit = 0;
   bool usable = true;  // false: past the limit, or translated
+  // A stream's: when its bytes came (bytes[previous end, end) `at` after
+  // the first read), for a hit replayed at the original's pace.
+  struct mark {
+    std::size_t end;
+    std::chrono::milliseconds at;
+  };
+  std::vector<mark> marks;
+  std::chrono::steady_clock::time_point first{};
 };
 
 struct exchange_plan {

@@ -10,13 +10,9 @@ using tokengate::cache::key_material;
 namespace config = tokengate::config;
 
 std::string key_of(std::string_view body, std::string_view identity = "key:a",
-                   bool streamed = false,
-                   config::cache_mode mode = config::cache_mode::deterministic) {
+                   bool streamed = false, std::string_view path = "/v1/chat/completions") {
   config::cache_settings s;
-  s.mode = mode;
-  return key_for(s,
-                 key_material{identity, "route", "model", "/v1/chat/completions", body, streamed})
-      .key;
+  return key_for(s, key_material{identity, "route", "model", path, body, streamed}).key;
 }
 
 TEST(CacheKey, MembersInAnyOrderAndThoseThatDoNotChangeTheAnswerAreOneRequest) {
@@ -35,10 +31,16 @@ TEST(CacheKey, MembersInAnyOrderAndThoseThatDoNotChangeTheAnswerAreOneRequest) {
           R"({"model":"m","temperature":0,"max_tokens":5,"messages":[{"role":"user","content":"x"}]})"));
 }
 
-TEST(CacheKey, WhoAsksAndInWhichFormAreItsOwn) {
+TEST(CacheKey, WhoAsksIsItsOwnButStreamedAndWholeShareWhereFormsAreRebuilt) {
   const std::string body = R"({"temperature":0,"messages":[]})";
   EXPECT_NE(key_of(body, "key:a"), key_of(body, "key:b"));
-  EXPECT_NE(key_of(body, "key:a", false), key_of(body, "key:a", true));
+  for (auto path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
+    EXPECT_EQ(key_of(body, "key:a", false, path), key_of(body, "key:a", true, path)) << path;
+  EXPECT_NE(key_of(body, "key:a", false, "/v1/messages"),
+            key_of(body, "key:a", false, "/v1/responses"));
+  // the legacy completions have no rebuilding: their forms stay apart
+  EXPECT_NE(key_of(body, "key:a", false, "/v1/completions"),
+            key_of(body, "key:a", true, "/v1/completions"));
 }
 
 TEST(CacheKey, OnlyDeterministicRequestsUnderModeDeterministic) {

@@ -65,4 +65,25 @@ TEST(CacheReplay, AWholeAnswerGetsFreshIdsForItselfAndItsItems) {
   EXPECT_NE(out.find("Content-Length: " + std::to_string(body.size())), std::string::npos);
 }
 
+TEST(CacheReplay, PacedAStreamComesInPiecesAtItsArrivalTimesUnpacedInOne) {
+  auto e = chat_stream();
+  auto first_end = e.body.find("\n\n") + 2;
+  e.marks = {{first_end - 5, std::chrono::milliseconds(0)},  // (an event cut across reads)
+             {first_end + 3, std::chrono::milliseconds(40)},
+             {e.body.size(), std::chrono::milliseconds(90)}};
+  cache::replay_options o{11, true, false, "rid", std::chrono::seconds(0)};
+  EXPECT_EQ(cache::replay_pieces(e, o).size(), 1u);
+  o.paced = true;
+  auto pieces = cache::replay_pieces(e, o);
+  // the first event completes at 40 ms, the rest at 90: the first goes at
+  // once, the rest 50 ms after it
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].at, std::chrono::milliseconds(0));
+  EXPECT_EQ(pieces[1].at, std::chrono::milliseconds(50));
+  EXPECT_TRUE(pieces[0].bytes.starts_with("HTTP/1.1 200 OK\r\n"));
+  EXPECT_NE(pieces[0].bytes.find("\"content\":\"Hi\""), std::string::npos);
+  EXPECT_EQ(pieces[1].bytes.find("\"content\":\"Hi\""), std::string::npos);
+  EXPECT_TRUE(pieces[1].bytes.ends_with("data: [DONE]\n\n\r\n0\r\n\r\n"));
+}
+
 }  // namespace

@@ -4,8 +4,8 @@
 # tests/fixtures/metrics_families.txt (a line per family: `name{label,...}
 # type`). The proxy runs with every feature that adds families: budgets in
 # a real redis-server, a demo engine read by its metrics page and balanced
-# by balance: fastest with a queue and a response cache, prompts shared
-# through Redis, traces, a TLS listener, a retry, a resumed stream and a refusal. (One replica: the
+# by balance: fastest with a queue and a response cache in Redis, prompts
+# shared through Redis, traces, a TLS listener, a retry, a resumed stream and a refusal. (One replica: the
 # page is then the same from run to run but for timings.) A family or
 # label added, removed or renamed fails with its name; adding a metric is
 # adding its line to the list. Each family has one HELP and one TYPE, and
@@ -46,6 +46,7 @@ keys:
     sha256: "$("$bin" hash-key "$key")"
     budget: {tokens_per_minute: 1000000, requests_per_minute: 1000}
 redis: {url: "redis://127.0.0.1:$redis_port", timeout: 500ms}
+cache: {store: redis}
 tracing: {endpoint: "http://127.0.0.1:1/v1/traces", export_interval: 200ms, timeout: 200ms, retries: 0}
 admin: {address: 127.0.0.1, port: 0}
 workers: 2

@@ -166,6 +166,34 @@ TEST(Config, ARouteCacheNeedsATtlAndSharesOnlyBetweenKeysOfTheSameModels) {
   EXPECT_EQ(error_of(std::string(minimal) + route + "cache: {ttl: 1m, scope: key}}\n" + keys), "");
 }
 
+TEST(Config, ACachePacesBillsAndStoresAsItSays) {
+  const std::string route = "routes:\n  - {name: r, models: ['*'], targets: [{upstream: local}], ";
+  auto c = load_config_text(std::string(minimal) + route +
+                                "cache: {ttl: 1m, pace: original, bill_hits: true}}\n"
+                                "redis: {url: \"redis://127.0.0.1:6379\"}\n"
+                                "cache: {store: redis}\n",
+                            "test.yaml");
+  EXPECT_TRUE(c->routes.at(0).cache->paced);
+  EXPECT_TRUE(c->routes.at(0).cache->bill_hits);
+  EXPECT_TRUE(c->cache_in_redis);
+  auto plain = load_config_text(std::string(minimal) + route + "cache: {ttl: 1m}}\n", "t.yaml");
+  EXPECT_FALSE(plain->routes.at(0).cache->paced);
+  EXPECT_FALSE(plain->routes.at(0).cache->bill_hits);
+  EXPECT_FALSE(plain->cache_in_redis);
+  EXPECT_NE(error_of(std::string(minimal) + route + "cache: {ttl: 1m, pace: fast}}\n")
+                .find("none or original"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + "cache: {ttl: 1m, bill_hits: maybe}}\n")
+                .find("true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + "cache: {ttl: 1m}}\ncache: {store: redis}\n")
+                .find("needs the top-level 'redis:'"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(minimal) + route + "cache: {ttl: 1m}}\ncache: {store: disk}\n")
+                .find("memory or redis"),
+            std::string::npos);
+}
+
 TEST(Config, APooledConnectionsLongestWaitIsSetPerUpstream) {
   auto c = load_config_text(std::string(minimal) + "    timeouts: {pooled: 5s}\n", "test.yaml");
   EXPECT_EQ(c->upstreams.at("local").timeouts.pooled, std::chrono::seconds(5));

@@ -7,10 +7,12 @@
 
 #include <boost/json/parse.hpp>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "routing/policy.hpp"
 #include "support/proxy_fixture.hpp"
+#include "support/redis_server.hpp"
 
 namespace tokengate::test::response_cache {
 namespace {
@@ -155,8 +157,8 @@ TEST(ResponseCache, AStreamIsReplayedEventByEventWithFreshIdsAndNeverReachesTheU
 TEST(ResponseCache, EachApiIsReplayedInItsOwnShapeStreamedAndWhole) {
   auto f = cached_proxy();
   for (std::string path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
-    for (bool stream : {true, false}) {
-      auto b = body(path, stream);
+    for (bool stream : {true, false}) {  // (each its own question: the forms share entries)
+      auto b = body(path, stream, R"({"tokens":4,"interval_ms":1})", stream ? "s" : "w");
       auto first = ask_kept(f, path, b);
       auto again = ask(f, path, b);
       EXPECT_EQ(cache_header(first), "miss") << path << " " << stream;
@@ -292,6 +294,197 @@ TEST(ResponseCache, ItsCountsAreOnTheMetricsPage) {
             std::string::npos);
   EXPECT_NE(page.find("tokengate_cache_stored_total{route=\"demo\"} 1"), std::string::npos);
   EXPECT_NE(page.find("tokengate_cache_entries 1"), std::string::npos);
+}
+
+// The usage a client reads, in any API and either form: a whole answer's,
+// chat's usage chunk, Anthropic's message_start usage under message_delta's,
+// the Responses API's completed response's.
+json::value usage_of(const http_response& r) {
+  if (r.body.starts_with("{")) return json::parse(r.body).at("usage");
+  json::object merged;
+  json::value found = nullptr;
+  for (std::size_t at = r.body.find("data: "); at != std::string::npos;
+       at = r.body.find("data: ", at + 1)) {
+    auto line = r.body.substr(at + 6, r.body.find('\n', at) - at - 6);
+    if (line == "[DONE]") continue;
+    auto e = json::parse(line).as_object();
+    if (auto* u = e.if_contains("usage"); u && u->is_object() && e.contains("choices")) found = *u;
+    if (auto* m = e.if_contains("message"); m && m->is_object())
+      merged = m->at("usage").as_object();
+    if (auto* u = e.if_contains("usage"); u && u->is_object() && e.contains("delta"))
+      for (const auto& [k, v] : u->as_object()) merged[k] = v;
+    if (auto* resp = e.if_contains("response"); resp && e.at("type") == "response.completed")
+      found = resp->at("usage");
+  }
+  return found.is_null() && !merged.empty() ? json::value(merged) : found;
+}
+
+std::string with_usage_asked(std::string_view path, std::string b) {
+  if (path == "/v1/chat/completions") b.insert(1, R"("stream_options":{"include_usage":true},)");
+  return b;
+}
+
+TEST(ResponseCache, StreamedAndWholeRequestsShareTheirEntryInEachApi) {
+  auto f = cached_proxy();
+  for (std::string path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"}) {
+    // kept from a stream, read whole
+    auto streamed = ask_kept(f, path, with_usage_asked(path, body(path, true)));
+    auto before = f.engine_stats().requests.load();
+    auto whole = ask(f, path, body(path, false));
+    EXPECT_EQ(cache_header(whole), "hit") << path;
+    EXPECT_EQ(whole.headers.at("content-type"), "application/json") << path;
+    EXPECT_EQ(text_of(whole), text_of(streamed)) << path;
+    EXPECT_EQ(text_of(whole), "The quick brown fox") << path;
+    EXPECT_EQ(usage_of(whole), usage_of(streamed)) << path << "\n" << streamed.body;
+    EXPECT_FALSE(usage_of(whole).is_null()) << path;
+    // kept whole, read as a stream: event by event, more than one content event
+    auto other = [&](bool stream) { return body(path, stream, R"({"tokens":4})", "other"); };
+    auto first = ask_kept(f, path, other(false));
+    auto events = ask(f, path, with_usage_asked(path, other(true)));
+    EXPECT_EQ(cache_header(events), "hit") << path;
+    EXPECT_EQ(events.headers.at("content-type"), "text/event-stream") << path;
+    EXPECT_EQ(text_of(events), text_of(first)) << path;
+    EXPECT_EQ(usage_of(events), usage_of(first)) << path << "\n" << events.body;
+    EXPECT_GE(events_in(events), 4u) << events.body;
+    EXPECT_EQ(f.engine_stats().requests.load(), before + 1) << path;  // the one kept whole
+  }
+}
+
+TEST(ResponseCache, AStreamKeptFromAWholeAnswerLeavesOutTheUsageChunkNotAskedFor) {
+  auto f = cached_proxy();
+  const std::string path = "/v1/chat/completions";
+  ask_kept(f, path, body(path, false));
+  auto events = ask(f, path, body(path, true));
+  EXPECT_EQ(cache_header(events), "hit");
+  EXPECT_EQ(text_of(events), "The quick brown fox");
+  EXPECT_EQ(events.body.find("\"usage\""), std::string::npos);
+  EXPECT_NE(events.body.find("[DONE]"), std::string::npos);
+}
+
+// How long asking takes, the whole answer read.
+std::chrono::milliseconds timed(const std::function<void()>& ask_it) {
+  auto start = std::chrono::steady_clock::now();
+  ask_it();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+TEST(ResponseCache, PacedAHitTakesAboutTheOriginalsTimeUnpacedItDoesNot) {
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, true, R"({"tokens":8,"interval_ms":40})");  // about 320 ms
+  for (bool paced : {true, false}) {
+    auto f = cached_proxy(paced ? "{ttl: 60s, pace: original}" : "{ttl: 60s}");
+    http_response first, hit;
+    auto original = timed([&] { first = ask_kept(f, path, b); });
+    auto replayed = timed([&] { hit = ask(f, path, b); });
+    EXPECT_EQ(cache_header(hit), "hit");
+    EXPECT_EQ(text_of(hit), text_of(first));
+    EXPECT_GE(original.count(), 250);
+    if (paced) {
+      EXPECT_GE(replayed.count(), original.count() * 7 / 10) << original.count();
+      EXPECT_LE(replayed.count(), original.count() + 200) << original.count();
+    } else {
+      EXPECT_LT(replayed.count(), original.count() / 4) << original.count();
+    }
+  }
+}
+
+TEST(ResponseCache, ARouteThatBillsItsHitsCountsTheStoredTokens) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: "
+      "{ttl: 60s, bill_hits: true}}\nkeys:\n  - name: a\n    sha256: " +
+      routing::sha256_hex(key_a) + "\n    budget: {tokens_per_minute: 100000}\n";
+  proxy_fixture f(o);
+  const std::string path = "/v1/chat/completions";
+  const auto b = body(path, false);
+  auto tokens_used = [&] {
+    auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
+    for (const auto& v : page.at("budgets").as_array())
+      if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
+    return -1.0;
+  };
+  ask_kept(f, path, b);
+  const auto after_miss = tokens_used();
+  EXPECT_GT(after_miss, 0);
+  EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
+  EXPECT_TRUE(wait_until([&] { return tokens_used() == 2 * after_miss; }, 2s, "the hit billed"))
+      << tokens_used() << " after the miss " << after_miss;
+}
+
+proxy_fixture redis_cached_proxy(const std::string& redis_url) {
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: "
+      "{ttl: 60s}}\n" +
+      keys_yaml() + "redis: {url: \"" + redis_url + "\", timeout: 200ms}\ncache: {store: redis}\n";
+  return proxy_fixture(o);
+}
+
+TEST(ResponseCache, InRedisTwoInstancesShareTheirAnswers) {
+  redis_server redis;
+  auto a = redis_cached_proxy(redis.url());
+  auto b = redis_cached_proxy(redis.url());
+  const std::string path = "/v1/messages";
+  auto first = ask_kept(a, path, body(path, true));
+  EXPECT_EQ(cache_header(first), "miss");
+  // b has never asked its engine: the answer a kept is in Redis
+  auto from_b = ask(b, path, body(path, false));
+  EXPECT_EQ(cache_header(from_b), "hit");
+  EXPECT_EQ(text_of(from_b), "The quick brown fox");
+  EXPECT_EQ(usage_of(from_b), usage_of(first));
+  EXPECT_EQ(b.engine_stats().requests.load(), 0u);
+  // another key's request is still its own
+  EXPECT_EQ(cache_header(ask(b, path, body(path, false), key_b)), "miss");
+  auto page = http_get(b.admin_port(), "/metrics").body;
+  EXPECT_NE(page.find("tokengate_cache_store_up 1"), std::string::npos);
+  EXPECT_NE(page.find("tokengate_cache_requests_total{route=\"demo\",result=\"hit\"} 1"),
+            std::string::npos);
+}
+
+TEST(ResponseCache, InRedisTheEntryCarriesItsTtl) {
+  redis_server redis;
+  fixture_options o;
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: demo}], cache: "
+      "{ttl: 1s}}\n" +
+      keys_yaml() + "redis: {url: \"" + redis.url() +
+      "\", timeout: 200ms}\ncache: {store: redis}\n";
+  proxy_fixture f(o);
+  const std::string path = "/v1/chat/completions";
+  ask_kept(f, path, body(path, false));
+  EXPECT_EQ(cache_header(ask(f, path, body(path, false))), "hit");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(cache_header(ask(f, path, body(path, false))), "miss");
+}
+
+TEST(ResponseCache, InRedisAStoreDownOrStalledIsAMissNeverAnErrorOrAStall) {
+  redis_server redis;
+  auto f = redis_cached_proxy(redis.url());
+  const std::string path = "/v1/chat/completions";
+  ask_kept(f, path, body(path, false));
+  EXPECT_EQ(cache_header(ask(f, path, body(path, false))), "hit");
+  // stalled: the store takes the connection but never answers
+  ::kill(redis.pid(), SIGSTOP);
+  http_response stalled;
+  auto waited = timed([&] { stalled = ask(f, path, body(path, false)); });
+  ::kill(redis.pid(), SIGCONT);
+  EXPECT_EQ(stalled.status, 200);
+  EXPECT_EQ(cache_header(stalled), "miss");
+  EXPECT_EQ(text_of(stalled), "The quick brown fox");
+  EXPECT_LT(waited.count(), 200 + 300) << "the wait is bounded by redis.timeout";
+  // down: every request a miss, answered by the upstream
+  redis.stop();
+  for (int i = 0; i < 3; ++i) {
+    http_response down;
+    auto took = timed([&] { down = ask(f, path, body(path, false)); });
+    EXPECT_EQ(down.status, 200);
+    EXPECT_EQ(cache_header(down), "miss");
+    EXPECT_EQ(text_of(down), "The quick brown fox");
+    EXPECT_LT(took.count(), 200 + 300);
+  }
+  auto page = http_get(f.admin_port(), "/metrics").body;
+  EXPECT_NE(page.find("tokengate_cache_store_up 0"), std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ class redis_server {
   redis_server(const redis_server&) = delete;
 
   std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }  // (SIGSTOP: a store that stalls)
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
   void start() {
