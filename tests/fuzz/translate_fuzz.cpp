@@ -1,5 +1,6 @@
 // libFuzzer target: the translations between OpenAI chat completions and
-// Anthropic messages, and of OpenAI Responses to chat completions and back,
+// Anthropic messages, between OpenAI Responses and chat completions, and
+// between Responses and messages through chat (translate/via_chat.hpp),
 // on arbitrary input.
 // Oracles: a request either is refused (a 400) or becomes a JSON object;
 // a stream, fed whole or split at a point taken from the input, becomes
@@ -14,8 +15,10 @@
 #include "stream/sse_parser.hpp"
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
+#include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
 #include "translate/responses_from_chat.hpp"
+#include "translate/via_chat.hpp"
 
 using namespace tokengate;
 
@@ -31,7 +34,8 @@ void check_request(std::string_view body) {
   translate::request_options options{100, config::limit_field::max_completion_tokens};
   for (auto out : {translate::anthropic_request_from_chat(body, options),
                    translate::chat_request_from_anthropic(body, options),
-                   translate::chat_request_from_responses(body, options)}) {
+                   translate::chat_request_from_responses(body, options),
+                   translate::responses_request_from_chat(body, options)}) {
     if (auto* e = std::get_if<request_error>(&out)) {
       check(e->status == 400);
       continue;
@@ -96,6 +100,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_stream([] { return std::make_unique<translate::anthropic_from_chat>("m"); }, input, split);
   check_stream(
       [] { return std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"); },
+      input, split);
+  check_stream([] { return std::make_unique<translate::chat_from_responses>(true, 1796000000); },
+               input, split);
+  check_stream(
+      [] {
+        return std::make_unique<translate::via_chat>(
+            std::make_unique<translate::chat_from_responses>(true, 1796000000),
+            std::make_unique<translate::anthropic_from_chat>("m"));
+      },
+      input, split);
+  check_stream(
+      [] {
+        return std::make_unique<translate::via_chat>(
+            std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
+            std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"));
+      },
       input, split);
   return 0;
 }
