@@ -99,6 +99,8 @@ void chat_from_responses::event(std::string_view type, const json::object& e, st
     text_chunk("refusal", str(e, "delta"), out);
   } else if (type == "response.output_item.added") {
     item_added(e, out);
+  } else if (type == "response.output_item.done") {
+    item_done(e, out);
   } else if (type == "response.created" || type == "response.in_progress") {
     if (!started_) start(obj(e, "response"), out);
   } else if (type == "response.completed") {
@@ -129,25 +131,39 @@ void chat_from_responses::item_added(const json::object& e, std::string& out) {
   if (!item || str(*item, "type") != "function_call") return;
   if (!started_) start(nullptr, out);
   int tool = tools_++;
-  tool_index_[integer(&e, "output_index").value_or(-1)] = tool;
+  auto arguments = str(*item, "arguments");
+  tool_index_[integer(&e, "output_index").value_or(-1)] = {tool, !arguments.empty()};
   open_chunk(out);
   out.append("{\"tool_calls\":[{\"index\":").append(std::to_string(tool)).append(",\"id\":");
   append_json_string(out, str(*item, "call_id"));
   out.append(",\"type\":\"function\",\"function\":{\"name\":");
   append_json_string(out, str(*item, "name"));
   out.append(",\"arguments\":");
-  append_json_string(out, str(*item, "arguments"));
+  append_json_string(out, arguments);
   out.append("}}]}");
   close_chunk(out, {});
 }
 
-void chat_from_responses::arguments(const json::object& e, std::string& out) {
-  auto fragment = str(e, "delta");
+// A call whose arguments came whole in its item, not in deltas (some
+// engines stream no argument deltas): they are told here.
+void chat_from_responses::item_done(const json::object& e, std::string& out) {
+  auto* item = obj(e, "item");
   auto tool = tool_index_.find(integer(&e, "output_index").value_or(-1));
-  if (fragment.empty() || tool == tool_index_.end()) return;
+  if (!item || tool == tool_index_.end() || tool->second.streamed) return;
+  argument_fragment(tool->second, str(*item, "arguments"), out);
+}
+
+void chat_from_responses::arguments(const json::object& e, std::string& out) {
+  auto tool = tool_index_.find(integer(&e, "output_index").value_or(-1));
+  if (tool != tool_index_.end()) argument_fragment(tool->second, str(e, "delta"), out);
+}
+
+void chat_from_responses::argument_fragment(call& c, std::string_view fragment, std::string& out) {
+  if (fragment.empty()) return;
+  c.streamed = true;
   open_chunk(out);
   out.append("{\"tool_calls\":[{\"index\":")
-      .append(std::to_string(tool->second))
+      .append(std::to_string(c.index))
       .append(",\"function\":{\"arguments\":");
   append_json_string(out, fragment);
   out.append("}}]}");

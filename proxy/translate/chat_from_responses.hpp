@@ -37,7 +37,13 @@ class chat_from_responses final : public stream::answer_translator {
   void event(std::string_view type, const boost::json::object& e, std::string& out);
   void start(const boost::json::object* response, std::string& out);
   void item_added(const boost::json::object& e, std::string& out);
+  void item_done(const boost::json::object& e, std::string& out);
   void arguments(const boost::json::object& e, std::string& out);
+  struct call {
+    int index;      // the chat tool call's
+    bool streamed;  // some of its arguments told
+  };
+  void argument_fragment(call& c, std::string_view fragment, std::string& out);
   void finish(const boost::json::object* response, std::string_view finish_reason,
               std::string& out);
   void failed(const boost::json::object* error, std::string& out);
@@ -53,7 +59,7 @@ class chat_from_responses final : public stream::answer_translator {
   std::string id_ = "chatcmpl-tokengate";
   std::string model_;
   std::string created_;
-  std::map<std::int64_t, int> tool_index_;  // output_index → tool call index
+  std::map<std::int64_t, call> tool_index_;  // output_index → the tool call
   int tools_ = 0;
   std::int64_t input_ = 0, cached_ = 0, output_ = 0, reasoning_ = 0;
   bool started_ = false, done_ = false;

@@ -327,6 +327,29 @@ TEST(ChatFromResponses, UsageAndFinishInTheClientsWords) {
             std::string::npos);
 }
 
+// An engine that streams no argument deltas: the call's arguments are
+// told from its finished item, once.
+TEST(ChatFromResponses, ArgumentsThatComeOnlyWhole) {
+  auto body =
+      responses_opening() +
+      responses_event("response.output_item.added",
+                      R"x("output_index":0,"item":{"id":"fc_1","type":"function_call",)x"
+                      R"x("arguments":"","call_id":"call_1","name":"get"})x") +
+      responses_event("response.output_item.done",
+                      R"x("output_index":0,"item":{"id":"fc_1","type":"function_call",)x"
+                      R"x("arguments":"{\"a\":1}","call_id":"call_1","name":"get"})x") +
+      responses_event("response.completed", R"("response":{"id":"resp_1","object":"response",)"
+                                            R"("status":"completed",)" +
+                                                responses_usage(3) + "}");
+  for (auto client : {dialect::openai_chat, dialect::anthropic_messages}) {
+    auto out = translated_anyhow(fixed_for(client, dialect::openai_responses), body);
+    auto facts = observed_as(client, out);
+    ASSERT_EQ(facts.tool_calls.size(), 1u) << out;
+    EXPECT_EQ(facts.tool_calls[0].arguments, R"({"a":1})") << out;
+    EXPECT_TRUE(facts.ended_properly()) << out;
+  }
+}
+
 TEST(ChatFromResponses, EveryEndingInTheClientsDialect) {
   auto incomplete =
       responses_opening() +
