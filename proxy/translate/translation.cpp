@@ -4,6 +4,7 @@
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 #include "translate/via_chat.hpp"
 
@@ -141,6 +142,10 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
                                                                  bool usage_asked,
                                                                  std::string model) {
   using stream::answer_translator;
+  // (direct: chained through chat, every event would be parsed twice)
+  if (client_dialect == dialect::openai_responses &&
+      upstream_dialect == dialect::anthropic_messages)
+    return std::make_unique<responses_from_anthropic>(std::move(model));
   // (the chat chunks between two steps always carry the usage: the second reads it)
   std::unique_ptr<answer_translator> to_chat;
   if (upstream_dialect == dialect::anthropic_messages)

@@ -17,6 +17,7 @@
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 #include "translate/via_chat.hpp"
 
@@ -115,6 +116,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return std::make_unique<translate::via_chat>(
             std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
             std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"));
+      },
+      input, split);
+  check_stream(
+      [] {
+        return std::make_unique<translate::responses_from_anthropic>("m", 1796000000, "0123abcd");
       },
       input, split);
   return 0;

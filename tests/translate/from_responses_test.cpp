@@ -20,6 +20,7 @@
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
+#include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 #include "translate/translation.hpp"
 #include "translate/via_chat.hpp"
@@ -42,10 +43,16 @@ make_translator fixed_for(dialect client, dialect upstream, bool usage_asked = t
       return std::make_unique<translate::via_chat>(
           std::make_unique<translate::chat_from_responses>(true, 1796000000),
           std::make_unique<translate::anthropic_from_chat>("client-model"));
-    return std::make_unique<translate::via_chat>(
-        std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
-        std::make_unique<translate::responses_from_chat>("client-model", 1796000000, "0123abcd"));
+    return std::make_unique<translate::responses_from_anthropic>("client-model", 1796000000,
+                                                                 "0123abcd");
   };
+}
+
+// The same through chat (two translations chained): it must say the same.
+std::unique_ptr<stream::answer_translator> responses_through_chat() {
+  return std::make_unique<translate::via_chat>(
+      std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
+      std::make_unique<translate::responses_from_chat>("client-model", 1796000000, "0123abcd"));
 }
 
 // `body` cut at `cuts` (ascending offsets), translated event by event as
@@ -284,6 +291,8 @@ TEST(ResponsesFromAnthropic, EveryAnthropicFixtureSaysTheSameAsResponses) {
         fixed_for(dialect::openai_responses, dialect::anthropic_messages), test::read_file(path));
     auto facts = observed_as(dialect::openai_responses, responses);
     expect_same(said_by(facts), want, responses);
+    auto chained = translated_anyhow(responses_through_chat, test::read_file(path));
+    expect_same(said_by(observed_as(dialect::openai_responses, chained)), want, chained);
     if (want.error) {
       EXPECT_EQ(facts.terminator, "event: response.failed") << responses;
     } else {
