@@ -1,6 +1,7 @@
 #include "translate/translation.hpp"
 
 #include "translate/anthropic_from_chat.hpp"
+#include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
@@ -146,6 +147,9 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
   if (client_dialect == dialect::openai_responses &&
       upstream_dialect == dialect::anthropic_messages)
     return std::make_unique<responses_from_anthropic>(std::move(model));
+  if (client_dialect == dialect::anthropic_messages &&
+      upstream_dialect == dialect::openai_responses)
+    return std::make_unique<anthropic_from_responses>(std::move(model));
   // (the chat chunks between two steps always carry the usage: the second reads it)
   std::unique_ptr<answer_translator> to_chat;
   if (upstream_dialect == dialect::anthropic_messages)

@@ -14,6 +14,7 @@
 #include "fuzz_check.hpp"
 #include "stream/sse_parser.hpp"
 #include "translate/anthropic_from_chat.hpp"
+#include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
@@ -123,5 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return std::make_unique<translate::responses_from_anthropic>("m", 1796000000, "0123abcd");
       },
       input, split);
+  check_stream([] { return std::make_unique<translate::anthropic_from_responses>("m"); }, input,
+               split);
   return 0;
 }

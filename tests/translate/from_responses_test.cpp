@@ -18,6 +18,7 @@
 #include "support/fixtures.hpp"
 #include "support/read_file.hpp"
 #include "translate/anthropic_from_chat.hpp"
+#include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
 #include "translate/chat_from_responses.hpp"
 #include "translate/responses_from_anthropic.hpp"
@@ -40,15 +41,19 @@ make_translator fixed_for(dialect client, dialect upstream, bool usage_asked = t
     if (client == dialect::openai_chat)
       return std::make_unique<translate::chat_from_responses>(usage_asked, 1796000000);
     if (client == dialect::anthropic_messages)
-      return std::make_unique<translate::via_chat>(
-          std::make_unique<translate::chat_from_responses>(true, 1796000000),
-          std::make_unique<translate::anthropic_from_chat>("client-model"));
+      return std::make_unique<translate::anthropic_from_responses>("client-model");
     return std::make_unique<translate::responses_from_anthropic>("client-model", 1796000000,
                                                                  "0123abcd");
   };
 }
 
-// The same through chat (two translations chained): it must say the same.
+// The same through chat (two translations chained): they must say the same.
+std::unique_ptr<stream::answer_translator> messages_through_chat() {
+  return std::make_unique<translate::via_chat>(
+      std::make_unique<translate::chat_from_responses>(true, 1796000000),
+      std::make_unique<translate::anthropic_from_chat>("client-model"));
+}
+
 std::unique_ptr<stream::answer_translator> responses_through_chat() {
   return std::make_unique<translate::via_chat>(
       std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
@@ -276,6 +281,8 @@ TEST(AnthropicFromResponses, EveryResponsesStreamSaysTheSameAsMessages) {
         translated_anyhow(fixed_for(dialect::anthropic_messages, dialect::openai_responses), body);
     auto facts = observed_as(dialect::anthropic_messages, messages);
     expect_same(said_by(facts), want, messages);
+    auto chained = translated_anyhow(messages_through_chat, body);
+    expect_same(said_by(observed_as(dialect::anthropic_messages, chained)), want, chained);
     if (!want.error) {
       EXPECT_TRUE(facts.ended_properly()) << messages;
     }
