@@ -7,7 +7,6 @@
 #include "translate/request.hpp"
 #include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
-#include "translate/via_chat.hpp"
 
 namespace tokengate::translate {
 namespace {
@@ -142,34 +141,21 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
                                                                  dialect upstream_dialect,
                                                                  bool usage_asked,
                                                                  std::string model) {
-  using stream::answer_translator;
-  // (direct: chained through chat, every event would be parsed twice)
-  if (client_dialect == dialect::openai_responses &&
-      upstream_dialect == dialect::anthropic_messages)
-    return std::make_unique<responses_from_anthropic>(std::move(model));
-  if (client_dialect == dialect::anthropic_messages &&
-      upstream_dialect == dialect::openai_responses)
+  using d = dialect;
+  const auto client = client_dialect, upstream = upstream_dialect;
+  if (client == d::openai_chat && upstream == d::anthropic_messages)
+    return std::make_unique<chat_from_anthropic>(usage_asked);
+  if (client == d::openai_chat && upstream == d::openai_responses)
+    return std::make_unique<chat_from_responses>(usage_asked);
+  if (client == d::anthropic_messages && upstream == d::openai_chat)
+    return std::make_unique<anthropic_from_chat>(std::move(model));
+  if (client == d::anthropic_messages && upstream == d::openai_responses)
     return std::make_unique<anthropic_from_responses>(std::move(model));
-  // (the chat chunks between two steps always carry the usage: the second reads it)
-  std::unique_ptr<answer_translator> to_chat;
-  if (upstream_dialect == dialect::anthropic_messages)
-    to_chat = std::make_unique<chat_from_anthropic>(usage_asked ||
-                                                    client_dialect != dialect::openai_chat);
-  else if (upstream_dialect == dialect::openai_responses)
-    to_chat = std::make_unique<chat_from_responses>(usage_asked ||
-                                                    client_dialect != dialect::openai_chat);
-  else if (upstream_dialect != dialect::openai_chat)
-    return nullptr;
-  std::unique_ptr<answer_translator> from_chat;
-  if (client_dialect == dialect::anthropic_messages && upstream_dialect != client_dialect)
-    from_chat = std::make_unique<anthropic_from_chat>(std::move(model));
-  else if (client_dialect == dialect::openai_responses && upstream_dialect != client_dialect)
-    from_chat = std::make_unique<responses_from_chat>(std::move(model));
-  else if (client_dialect != dialect::openai_chat)
-    return nullptr;
-  if (to_chat && from_chat)
-    return std::make_unique<via_chat>(std::move(to_chat), std::move(from_chat));
-  return to_chat ? std::move(to_chat) : std::move(from_chat);
+  if (client == d::openai_responses && upstream == d::openai_chat)
+    return std::make_unique<responses_from_chat>(std::move(model));
+  if (client == d::openai_responses && upstream == d::anthropic_messages)
+    return std::make_unique<responses_from_anthropic>(std::move(model));
+  return nullptr;
 }
 
 }  // namespace tokengate::translate

@@ -3,7 +3,7 @@
 // `apis:`, or what its `kind` means), the request is translated for it
 // and its answer back: OpenAI chat completions ↔ Anthropic messages,
 // OpenAI Responses ↔ chat completions, and Responses ↔ Anthropic messages
-// through chat (two steps chained, translate/via_chat.hpp). This file
+// (the request through chat, in two steps; the answer directly). This file
 // decides it per target, and makes the pieces the exchange and the relay
 // use.
 #include <memory>

@@ -1,7 +1,6 @@
 // libFuzzer target: the translations between OpenAI chat completions and
 // Anthropic messages, between OpenAI Responses and chat completions, and
-// between Responses and messages through chat (translate/via_chat.hpp),
-// on arbitrary input.
+// and between Responses and messages, on arbitrary input.
 // Oracles: a request either is refused (a 400) or becomes a JSON object;
 // a stream, fed whole or split at a point taken from the input, becomes
 // the same well-formed events (each event's data a JSON object, or
@@ -20,7 +19,6 @@
 #include "translate/request.hpp"
 #include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
-#include "translate/via_chat.hpp"
 
 using namespace tokengate;
 
@@ -105,20 +103,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       input, split);
   check_stream([] { return std::make_unique<translate::chat_from_responses>(true, 1796000000); },
                input, split);
-  check_stream(
-      [] {
-        return std::make_unique<translate::via_chat>(
-            std::make_unique<translate::chat_from_responses>(true, 1796000000),
-            std::make_unique<translate::anthropic_from_chat>("m"));
-      },
-      input, split);
-  check_stream(
-      [] {
-        return std::make_unique<translate::via_chat>(
-            std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
-            std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"));
-      },
-      input, split);
   check_stream(
       [] {
         return std::make_unique<translate::responses_from_anthropic>("m", 1796000000, "0123abcd");

@@ -1,6 +1,7 @@
 // Answers of a Responses-only upstream translated for chat and Anthropic
-// clients, and Anthropic answers for a Responses client (both through
-// chat, translate/via_chat.hpp). The Responses streams are OpenAI's own
+// clients, and Anthropic answers for a Responses client (each also
+// checked against the two translations with chat in a row,
+// tests/support/via_chat.hpp). The Responses streams are OpenAI's own
 // fixture, every chat fixture turned into a Responses stream by
 // responses_from_chat, and a few written here (reasoning, a call, the
 // endings); each is fed in pieces split anywhere, translated, and read
@@ -17,6 +18,7 @@
 #include "stream/sse_parser.hpp"
 #include "support/fixtures.hpp"
 #include "support/read_file.hpp"
+#include "support/via_chat.hpp"
 #include "translate/anthropic_from_chat.hpp"
 #include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
@@ -24,7 +26,6 @@
 #include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 #include "translate/translation.hpp"
-#include "translate/via_chat.hpp"
 
 namespace tokengate {
 namespace {
@@ -49,13 +50,13 @@ make_translator fixed_for(dialect client, dialect upstream, bool usage_asked = t
 
 // The same through chat (two translations chained): they must say the same.
 std::unique_ptr<stream::answer_translator> messages_through_chat() {
-  return std::make_unique<translate::via_chat>(
+  return std::make_unique<test::via_chat>(
       std::make_unique<translate::chat_from_responses>(true, 1796000000),
       std::make_unique<translate::anthropic_from_chat>("client-model"));
 }
 
 std::unique_ptr<stream::answer_translator> responses_through_chat() {
-  return std::make_unique<translate::via_chat>(
+  return std::make_unique<test::via_chat>(
       std::make_unique<translate::chat_from_anthropic>(true, 1796000000),
       std::make_unique<translate::responses_from_chat>("client-model", 1796000000, "0123abcd"));
 }
