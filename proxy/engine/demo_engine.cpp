@@ -66,7 +66,7 @@ struct plan {
   bool stamp = false;
   // The answer is one call of a tool named demo_tool, streamed as its
   // arguments ({"text": "<the tokens>"}) a token at a time, as an agent's
-  // stream mostly is (chat, streamed or whole; messages, streamed).
+  // stream mostly is (every API but completions, streamed or whole).
   bool tool_call = false;
   // The stream's head carries the two dozen fields a hosted provider sends
   // behind its CDN (rate limits, processing time, cookies, tracing), not
@@ -210,7 +210,7 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* g = knobs.if_contains("garbage"); g && g->is_bool()) p.garbage = g->get_bool();
   if (auto* s = knobs.if_contains("stamp"); s && s->is_bool()) p.stamp = s->get_bool();
   if (auto* t = knobs.if_contains("tool_call"); t && t->is_bool())
-    p.tool_call = t->get_bool() && (kind == api::chat || (kind == api::messages && p.stream));
+    p.tool_call = t->get_bool() && kind != api::completions;
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool())
     p.provider_head = h->get_bool();
   if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
@@ -408,15 +408,22 @@ class generator {
       text += demo_token(plan_.word_shift + plan_.first_token + i);
     json::object body;
     if (plan_.kind == api::responses) {
+      auto status = plan_.hit_limit ? "incomplete" : "completed";
       body = response_object(
-          json::array{message_item(text, plan_.hit_limit ? "incomplete" : "completed")},
+          json::array{plan_.tool_call ? call_item(status) : message_item(text, status)},
           responses_usage());
     } else if (plan_.kind == api::messages) {
+      json::object block{{"type", "text"}, {"text", text}};
+      if (plan_.tool_call)
+        block = {{"type", "tool_use"},
+                 {"id", "toolu_" + id_},
+                 {"name", "demo_tool"},
+                 {"input", {{"text", text}}}};
       body = {{"id", "msg_" + id_},
               {"type", "message"},
               {"role", "assistant"},
               {"model", plan_.model},
-              {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
+              {"content", json::array{std::move(block)}},
               {"stop_reason", finish_reason(plan_)},
               {"stop_sequence", nullptr},
               {"usage", anthropic_usage(plan_, plan_.output_tokens)}};
@@ -488,6 +495,9 @@ class generator {
       // (One statement each: the events are numbered in the order written.)
       std::string out = numbered("response.created", {{"response", in_progress}});
       out += numbered("response.in_progress", {{"response", in_progress}});
+      if (plan_.tool_call)
+        return out + numbered("response.output_item.added",
+                              {{"output_index", 0}, {"item", call_item("in_progress")}});
       out += numbered("response.output_item.added",
                       {{"output_index", 0}, {"item", message_item("", "in_progress")}});
       out += numbered("response.content_part.added", {{"item_id", "msg_" + id_},
@@ -528,6 +538,11 @@ class generator {
       if (plan_.continuous_usage) chunk["usage"] = openai_usage(plan_, i + 1);
       return sse("", chunk);
     }
+    if (plan_.kind == api::responses && plan_.tool_call)
+      return numbered("response.function_call_arguments.delta",
+                      {{"item_id", "fc_" + id_},
+                       {"output_index", 0},
+                       {"delta", argument_fragment(i, plan_.output_tokens)}});
     if (plan_.kind == api::responses) {
       json::object fields{{"item_id", "msg_" + id_},
                           {"output_index", 0},
@@ -568,6 +583,16 @@ class generator {
                                    {"delta", {{"stop_reason", reason}, {"stop_sequence", nullptr}}},
                                    {"usage", std::move(usage)}}) +
              sse("message_stop", {{"type", "message_stop"}});
+    }
+    if (plan_.kind == api::responses && plan_.tool_call) {
+      auto item = call_item(plan_.hit_limit ? "incomplete" : "completed");
+      std::string out = numbered(
+          "response.function_call_arguments.done",
+          {{"item_id", "fc_" + id_}, {"output_index", 0}, {"arguments", item.at("arguments")}});
+      out += numbered("response.output_item.done", {{"output_index", 0}, {"item", item}});
+      auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
+      return out +
+             numbered(end, {{"response", response_object(json::array{item}, responses_usage())}});
     }
     if (plan_.kind == api::responses) {
       std::string text;
@@ -662,6 +687,16 @@ class generator {
             {"status", status},
             {"content", std::move(content)},
             {"role", "assistant"}};
+  }
+
+  // The Responses API's call of demo_tool: its arguments whole once done.
+  json::object call_item(std::string_view status) {
+    std::string arguments;
+    if (status != "in_progress")
+      for (std::size_t i = 0; i < plan_.output_tokens; ++i)
+        arguments += argument_fragment(i, plan_.output_tokens);
+    return {{"id", "fc_" + id_},      {"type", "function_call"},  {"status", status},
+            {"arguments", arguments}, {"call_id", "call_" + id_}, {"name", "demo_tool"}};
   }
 
   json::object responses_usage() {

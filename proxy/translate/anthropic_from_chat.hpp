@@ -15,7 +15,7 @@
 
 namespace tokengate::translate {
 
-class anthropic_from_chat final : public stream::answer_translator {
+class anthropic_from_chat : public stream::answer_translator {
  public:
   // `model`: the name the client asked for (until the upstream names one).
   explicit anthropic_from_chat(std::string model);
@@ -27,7 +27,9 @@ class anthropic_from_chat final : public stream::answer_translator {
   void on_failure(const request_error& why, std::string& out) override;
   void whole(unsigned& status, std::string& body) override;
 
- private:
+ protected:
+  // (what anthropic_from_responses, which writes the same events from
+  // another API's, uses)
   void chunk(const boost::json::object& c, std::string& out);
   void start_message(const boost::json::object& c, std::string& out);
   void delta(const boost::json::object& d, std::string& out);

@@ -1,6 +1,7 @@
 #pragma once
 // A request body in another API's terms: OpenAI chat completions ↔
-// Anthropic messages, OpenAI Responses → chat completions. The policy's edits (model name, output
+// Anthropic messages, OpenAI Responses ↔ chat completions (Responses ↔
+// messages chains two of them, translate/translation.cpp). The policy's edits (model name, output
 // limit) are applied first, so the translation starts from the body the policy would have sent. A
 // member with no counterpart is refused (400, naming it) unless the provider's own compatibility
 // layer drops it too: then it is dropped (the lists are in docs/configuration.md, "Translation").
@@ -49,6 +50,9 @@ std::variant<translated_request, request_error> chat_request_from_anthropic(
 // (previous_response_id, conversation, background) or a tool that runs
 // there (web search, file search, …) is refused, naming the member.
 std::variant<translated_request, request_error> chat_request_from_responses(
+    std::string_view body, const request_options& options);
+// Stateless too: sent with `store: false`, the whole conversation as input.
+std::variant<translated_request, request_error> responses_request_from_chat(
     std::string_view body, const request_options& options);
 
 }  // namespace tokengate::translate

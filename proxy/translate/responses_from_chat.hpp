@@ -23,7 +23,7 @@
 
 namespace tokengate::translate {
 
-class responses_from_chat final : public stream::answer_translator {
+class responses_from_chat : public stream::answer_translator {
  public:
   // `model`: the name the client asked for (until the upstream names one).
   // `created_at` and `hex`: the response's Unix time and the hex of its
@@ -38,7 +38,9 @@ class responses_from_chat final : public stream::answer_translator {
   void on_failure(const request_error& why, std::string& out) override;
   void whole(unsigned& status, std::string& body) override;
 
- private:
+ protected:
+  // (what responses_from_anthropic, which writes the same events from
+  // another API's, uses)
   enum class item_kind { message, reasoning, function_call };
   struct item {
     item_kind kind;

@@ -1,8 +1,11 @@
 #include "translate/translation.hpp"
 
 #include "translate/anthropic_from_chat.hpp"
+#include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
+#include "translate/chat_from_responses.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 
 namespace tokengate::translate {
@@ -26,13 +29,49 @@ config::api api_of(dialect d) {
 }
 
 std::string_view target_path(dialect d) {
-  return d == dialect::anthropic_messages ? "/v1/messages" : "/v1/chat/completions";
+  if (d == dialect::anthropic_messages) return "/v1/messages";
+  if (d == dialect::openai_responses) return "/v1/responses";
+  return "/v1/chat/completions";
 }
 
-std::variant<translated_request, request_error> translated_body(std::string_view body,
-                                                                dialect client, dialect upstream,
-                                                                const request_options& options) {
-  if (upstream == dialect::anthropic_messages) return anthropic_request_from_chat(body, options);
+using translated_or_refused = std::variant<translated_request, request_error>;
+
+// A refusal by the second step of a request translated through chat
+// names a chat member: named as the client sent it.
+translated_or_refused named_for_client(translated_or_refused t, std::string_view chat_name,
+                                       std::string_view client_name) {
+  if (auto* e = std::get_if<request_error>(&t))
+    if (auto at = e->message.find(chat_name); at != std::string::npos)
+      e->message.replace(at, chat_name.size(), client_name);
+  return t;
+}
+
+// A request translated in two steps, through chat completions (Responses
+// ↔ Anthropic messages): the chat body between them is spelled the way
+// the second step reads it.
+template <typename First, typename Second>
+translated_or_refused through_chat(std::string_view body, const request_options& options,
+                                   First first, Second second) {
+  request_options chat_options{options.output_limit, config::limit_field::keep};
+  auto chat = first(body, chat_options);
+  if (auto* e = std::get_if<request_error>(&chat)) return std::move(*e);
+  return second(std::get<translated_request>(chat).body, options);
+}
+
+translated_or_refused translated_body(std::string_view body, dialect client, dialect upstream,
+                                      const request_options& options) {
+  if (upstream == dialect::anthropic_messages) {
+    if (client == dialect::openai_chat) return anthropic_request_from_chat(body, options);
+    return named_for_client(
+        through_chat(body, options, chat_request_from_responses, anthropic_request_from_chat),
+        "response_format", "text.format");
+  }
+  if (upstream == dialect::openai_responses) {
+    if (client == dialect::openai_chat) return responses_request_from_chat(body, options);
+    return named_for_client(
+        through_chat(body, options, chat_request_from_anthropic, responses_request_from_chat),
+        "'stop'", "'stop_sequences'");
+  }
   if (client == dialect::openai_responses) return chat_request_from_responses(body, options);
   return chat_request_from_anthropic(body, options);
 }
@@ -43,12 +82,18 @@ std::optional<dialect> answer_dialect(dialect client, const config::upstream& up
   using config::api;
   auto served = config::served_apis(upstream);
   if (served.has(api_of(client))) return client;
-  // The translations there are: messages ↔ chat completions, Responses → chat completions.
-  if ((client == dialect::anthropic_messages || client == dialect::openai_responses) &&
-      served.has(api::chat_completions))
-    return dialect::openai_chat;
-  if (client == dialect::openai_chat && served.has(api::messages))
+  // The translations there are: chat completions ↔ messages and ↔
+  // Responses directly, Responses ↔ messages through chat. Chat is the
+  // first choice of a target that serves it (every engine does).
+  const bool chat = client == dialect::openai_chat;
+  const bool translatable =
+      chat || client == dialect::anthropic_messages || client == dialect::openai_responses;
+  if (!translatable) return std::nullopt;
+  if (!chat && served.has(api::chat_completions)) return dialect::openai_chat;
+  if (client != dialect::anthropic_messages && served.has(api::messages))
     return dialect::anthropic_messages;
+  if (client != dialect::openai_responses && served.has(api::responses))
+    return dialect::openai_responses;
   return std::nullopt;
 }
 
@@ -98,13 +143,20 @@ std::unique_ptr<stream::answer_translator> answer_translator_for(dialect client_
                                                                  dialect upstream_dialect,
                                                                  bool usage_asked,
                                                                  std::string model) {
-  if (upstream_dialect == dialect::anthropic_messages && client_dialect == dialect::openai_chat)
+  using d = dialect;
+  const auto client = client_dialect, upstream = upstream_dialect;
+  if (client == d::openai_chat && upstream == d::anthropic_messages)
     return std::make_unique<chat_from_anthropic>(usage_asked);
-  if (upstream_dialect != dialect::openai_chat) return nullptr;
-  if (client_dialect == dialect::anthropic_messages)
+  if (client == d::openai_chat && upstream == d::openai_responses)
+    return std::make_unique<chat_from_responses>(usage_asked);
+  if (client == d::anthropic_messages && upstream == d::openai_chat)
     return std::make_unique<anthropic_from_chat>(std::move(model));
-  if (client_dialect == dialect::openai_responses)
+  if (client == d::anthropic_messages && upstream == d::openai_responses)
+    return std::make_unique<anthropic_from_responses>(std::move(model));
+  if (client == d::openai_responses && upstream == d::openai_chat)
     return std::make_unique<responses_from_chat>(std::move(model));
+  if (client == d::openai_responses && upstream == d::anthropic_messages)
+    return std::make_unique<responses_from_anthropic>(std::move(model));
   return nullptr;
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // Where a route's target does not serve the client's API (its upstream's
 // `apis:`, or what its `kind` means), the request is translated for it
-// and its answer back: OpenAI chat completions ↔ Anthropic messages, and
-// OpenAI Responses → chat completions. This file decides it per target,
-// and makes the pieces the exchange and the relay use.
+// and its answer back: OpenAI chat completions ↔ Anthropic messages,
+// OpenAI Responses ↔ chat completions, and Responses ↔ Anthropic messages
+// (the request through chat, in two steps; the answer directly). This file
+// decides it per target, and makes the pieces the exchange and the relay
+// use.
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,8 +24,8 @@ namespace tokengate::translate {
 
 // The dialect `upstream` answers a `client` request in: the client's own
 // when it serves that API, else the one the request is translated to;
-// nothing when it cannot take the request at all (OpenAI's Responses or
-// completions at Anthropic).
+// nothing when it cannot take the request at all (OpenAI's completions
+// anywhere but where it is served).
 std::optional<dialect> answer_dialect(dialect client, const config::upstream& upstream);
 
 // Whether a request in `client` dialect goes to `upstream` as it is.

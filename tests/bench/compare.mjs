@@ -404,23 +404,34 @@ redis: {url: "redis://127.0.0.1:${redisPort}", timeout: 50ms}
       ? JSON.stringify({ ...JSON.parse(a), stream: false }) : a);
     runs.push([budgetWholeName, [...whole, "--header", `Authorization: Bearer ${key}`], targets]);
   }
-  // Scenarios 2xa and 2xc: 2+5's load in one API through a tokengate whose
-  // upstream is taken to speak the other (kind openai or anthropic), the
+  // Scenarios 2x*: 2+5's load in one API through a tokengate whose
+  // upstream is taken to serve another (its kind, or its apis:), the
   // "translated" target, beside the same tokengate passing the client's
   // own API through: what translating each event costs. The demo engine's
   // knobs go in its x-demo header (a translated body keeps no member the
   // other API lacks). 2xa: Anthropic clients on an OpenAI-compatible
-  // engine; 2xc: OpenAI chat clients on Anthropic's API.
+  // engine; 2xc: OpenAI chat clients on Anthropic's API; 2xr: Responses
+  // clients on a chat engine; 2xm: Responses clients on Anthropic's API
+  // (two translations chained through chat); 2xo: chat clients on a
+  // Responses-only engine; 2xp: Anthropic clients on one (through chat).
   const translatedProxies = [];
-  for (const [translateName, api, kind] of [
-    ["2xa translated, Anthropic clients on a chat engine (64 streams x 256 tokens)", "anthropic", "openai"],
-    ["2xc translated, chat clients on Anthropic's API (64 streams x 256 tokens)", "openai", "anthropic"],
+  for (const [translateName, api, upstreamSays] of [
+    ["2xa translated, Anthropic clients on a chat engine (64 streams x 256 tokens)", "anthropic", "kind: openai"],
+    ["2xc translated, chat clients on Anthropic's API (64 streams x 256 tokens)", "openai", "kind: anthropic"],
+    ["2xr translated, Responses clients on a chat engine (64 streams x 256 tokens)", "responses",
+      "apis: [chat_completions]"],
+    ["2xm translated, Responses clients on Anthropic's API (64 streams x 256 tokens)", "responses",
+      "apis: [messages]"],
+    ["2xo translated, chat clients on a Responses-only engine (64 streams x 256 tokens)", "openai",
+      "apis: [responses]"],
+    ["2xp translated, Anthropic clients on a Responses-only engine (64 streams x 256 tokens)", "anthropic",
+      "apis: [responses]"],
   ]) {
     if (!wanted(translateName)) continue;
     const port = await freePort(), adminPort = await freePort();
-    const yaml = join(work, `tokengate-${kind}.yaml`);
+    const yaml = join(work, `tokengate-${translateName.slice(0, 3)}.yaml`);
     writeFileSync(yaml, tokengateConf(port, adminPort, enginePort, null).replace(
-      "upstreams:\n  source: {", `upstreams:\n  source: {kind: ${kind}, `));
+      "upstreams:\n  source: {", `upstreams:\n  source: {${upstreamSays}, `));
     const proxy = await start({ core: "0", path: bin, fifo: proxyFifo }, ["serve", "-c", yaml], /Send requests to/);
     translatedProxies.push(proxy);
     const translated = { url: `http://127.0.0.1:${port}/v1`, pid: proxy.pid, port, idleKb: rssKb(proxy.pid) };

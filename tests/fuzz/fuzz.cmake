@@ -19,6 +19,9 @@ add_library(fuzz_parsing STATIC
   proxy/translate/anthropic_request_from_chat.cpp proxy/translate/chat_request_from_anthropic.cpp
   proxy/translate/chat_request_from_responses.cpp proxy/translate/responses_from_chat.cpp
   proxy/translate/prompt_cache.cpp
+  proxy/translate/responses_request_from_chat.cpp proxy/translate/chat_from_responses.cpp
+  proxy/translate/responses_from_anthropic.cpp
+  proxy/translate/anthropic_from_responses.cpp
   proxy/translate/errors.cpp proxy/stream/error_event.cpp proxy/http/json_error.cpp
   ${EMBEDDED_CONFIG_CPP})
 add_dependencies(fuzz_parsing layers_checked)

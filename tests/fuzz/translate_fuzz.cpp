@@ -1,6 +1,6 @@
 // libFuzzer target: the translations between OpenAI chat completions and
-// Anthropic messages, and of OpenAI Responses to chat completions and back,
-// on arbitrary input.
+// Anthropic messages, between OpenAI Responses and chat completions, and
+// and between Responses and messages, on arbitrary input.
 // Oracles: a request either is refused (a 400) or becomes a JSON object;
 // a stream, fed whole or split at a point taken from the input, becomes
 // the same well-formed events (each event's data a JSON object, or
@@ -13,9 +13,12 @@
 #include "fuzz_check.hpp"
 #include "stream/sse_parser.hpp"
 #include "translate/anthropic_from_chat.hpp"
+#include "translate/anthropic_from_responses.hpp"
 #include "translate/chat_from_anthropic.hpp"
+#include "translate/chat_from_responses.hpp"
 #include "translate/prompt_cache.hpp"
 #include "translate/request.hpp"
+#include "translate/responses_from_anthropic.hpp"
 #include "translate/responses_from_chat.hpp"
 
 using namespace tokengate;
@@ -49,7 +52,8 @@ void check_request(std::string_view body) {
   translate::request_options options{100, config::limit_field::max_completion_tokens};
   for (auto out : {translate::anthropic_request_from_chat(body, options),
                    translate::chat_request_from_anthropic(body, options),
-                   translate::chat_request_from_responses(body, options)}) {
+                   translate::chat_request_from_responses(body, options),
+                   translate::responses_request_from_chat(body, options)}) {
     if (auto* e = std::get_if<request_error>(&out)) {
       check(e->status == 400);
       continue;
@@ -122,5 +126,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_stream(
       [] { return std::make_unique<translate::responses_from_chat>("m", 1796000000, "0123abcd"); },
       input, split);
+  check_stream([] { return std::make_unique<translate::chat_from_responses>(true, 1796000000); },
+               input, split);
+  check_stream(
+      [] {
+        return std::make_unique<translate::responses_from_anthropic>("m", 1796000000, "0123abcd");
+      },
+      input, split);
+  check_stream([] { return std::make_unique<translate::anthropic_from_responses>("m"); }, input,
+               split);
   return 0;
 }

@@ -187,7 +187,8 @@ TEST(Translation, WhatCannotBeTranslatedIsRefusedBeforeAnyUpstream) {
   proxy_fixture f(two_kinds());
   auto before = f.engine_stats_json().at("requests").to_number<int>();
   http_client c(f.port());
-  c.send(post_json("/v1/responses", R"({"model":"claude","input":"hi"})"));
+  // (Responses reach Anthropic through chat; completions do not)
+  c.send(post_json("/v1/completions", R"({"model":"claude","prompt":"hi"})"));
   auto r = read_response(c);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(error_code_of(r), "unsupported_api");

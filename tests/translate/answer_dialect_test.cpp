@@ -36,20 +36,29 @@ TEST(AnswerDialect, KindsKeepTheirMeaningAndApisDecideWhereGiven) {
     EXPECT_EQ(translate::answer_dialect(d, openai), d);
   EXPECT_EQ(translate::answer_dialect(chat, anthropic), messages);
   EXPECT_EQ(translate::answer_dialect(messages, anthropic), messages);
-  for (auto d : {responses, completions, embeddings})
-    EXPECT_FALSE(translate::answer_dialect(d, anthropic));
+  EXPECT_EQ(translate::answer_dialect(responses, anthropic), messages);  // (through chat)
+  for (auto d : {completions, embeddings}) EXPECT_FALSE(translate::answer_dialect(d, anthropic));
   EXPECT_EQ(translate::answer_dialect(responses, llama), chat);
   EXPECT_EQ(translate::answer_dialect(messages, llama), chat);
   EXPECT_EQ(translate::answer_dialect(chat, llama), chat);
   EXPECT_FALSE(translate::sent_as_is(responses, llama));
   for (auto d : {completions, embeddings}) EXPECT_FALSE(translate::answer_dialect(d, llama));
-  // (chat on a Responses-only upstream: not translated yet)
-  EXPECT_FALSE(translate::answer_dialect(chat, responses_only));
+  // A Responses-only upstream takes chat directly, messages through chat.
+  EXPECT_EQ(translate::answer_dialect(chat, responses_only), responses);
+  EXPECT_EQ(translate::answer_dialect(messages, responses_only), responses);
+  EXPECT_EQ(translate::answer_dialect(responses, responses_only), responses);
+  for (auto d : {completions, embeddings})
+    EXPECT_FALSE(translate::answer_dialect(d, responses_only));
+  // Chat first, where an upstream serves it beside the others.
+  const auto chat_and_messages =
+      upstream_of(provider_kind::any,
+                  config::api_set().add(config::api::chat_completions).add(config::api::messages));
+  EXPECT_EQ(translate::answer_dialect(responses, chat_and_messages), chat);
   EXPECT_EQ(translate::unsupported_api(llama, "/v1/completions").message,
             "upstream 'u' serves chat_completions only: /v1/completions cannot be translated for "
             "it");
-  EXPECT_EQ(translate::unsupported_api(anthropic, "/v1/responses").message,
-            "upstream 'u' speaks Anthropic's Messages API only: /v1/responses cannot be "
+  EXPECT_EQ(translate::unsupported_api(anthropic, "/v1/completions").message,
+            "upstream 'u' speaks Anthropic's Messages API only: /v1/completions cannot be "
             "translated to it (use /v1/chat/completions)");
 }
 
