@@ -16,7 +16,7 @@ body_decoder body_decoder::none() { return body_decoder(state::done); }
 
 namespace {
 
-int hex_value(char c) {
+int chunk_size_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -44,7 +44,7 @@ bool parse_size_line(std::string_view line, std::uint64_t& size) {
   std::size_t i = 0;
   size = 0;
   for (; i < line.size(); ++i) {
-    int digit = hex_value(line[i]);
+    int digit = chunk_size_digit(line[i]);
     if (digit < 0) break;
     if (size >> 60) return false;  // more than 64 bits
     size = size << 4 | static_cast<unsigned>(digit);
@@ -64,7 +64,7 @@ std::size_t whole_chunk(const char* p, std::size_t n, std::uint64_t& size) {
   std::size_t digits = 0;
   size = 0;
   for (; digits < n && digits < max_digits; ++digits) {
-    int digit = hex_value(p[digits]);
+    int digit = chunk_size_digit(p[digits]);
     if (digit < 0) break;
     size = size << 4 | static_cast<unsigned>(digit);
   }

@@ -11,7 +11,7 @@ std::mt19937_64& rng() {
   return generator;
 }
 
-int hex_value(char c) {
+int lower_hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;  // (upper case is invalid in traceparent)
@@ -21,7 +21,7 @@ template <std::size_t N>
 bool read_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
   if (text.size() != 2 * N) return false;
   for (std::size_t i = 0; i < N; ++i) {
-    int hi = hex_value(text[2 * i]), lo = hex_value(text[2 * i + 1]);
+    int hi = lower_hex_digit(text[2 * i]), lo = lower_hex_digit(text[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
   }
@@ -45,13 +45,14 @@ std::array<std::uint8_t, N> random_id() {
 std::optional<parsed_traceparent> parse_traceparent(std::string_view v) {
   // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2.
   if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return std::nullopt;
-  if (v.substr(0, 2) == "ff" || hex_value(v[0]) < 0 || hex_value(v[1]) < 0) return std::nullopt;
+  if (v.substr(0, 2) == "ff" || lower_hex_digit(v[0]) < 0 || lower_hex_digit(v[1]) < 0)
+    return std::nullopt;
   if (v.substr(0, 2) == "00" && v.size() != 55) return std::nullopt;
   if (v.size() > 55 && v[55] != '-') return std::nullopt;  // (a later version's extra fields)
   parsed_traceparent out;
   if (!read_hex(v.substr(3, 32), out.trace) || !read_hex(v.substr(36, 16), out.parent))
     return std::nullopt;
-  int hi = hex_value(v[53]), lo = hex_value(v[54]);
+  int hi = lower_hex_digit(v[53]), lo = lower_hex_digit(v[54]);
   if (hi < 0 || lo < 0) return std::nullopt;
   out.sampled = (lo & 1) != 0;
   return out;

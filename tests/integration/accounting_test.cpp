@@ -8,6 +8,7 @@
 
 #include "metrics/cpu_wait.hpp"
 #include "stream/observer.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -21,13 +22,6 @@ fixture_options routed() {
   return o;
 }
 
-stream::stream_facts observe(const std::string& body, dialect d = dialect::openai_chat) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
-
 // A streamed request through the proxy, read to its end: what the client
 // saw.
 stream::stream_facts streamed(const proxy_fixture& f, const std::string& path,
@@ -36,7 +30,7 @@ stream::stream_facts streamed(const proxy_fixture& f, const std::string& path,
   c.send(post_json(path, body));
   auto r = read_response(c);
   EXPECT_TRUE(r.complete) << path;
-  return observe(r.body, dialect_for_path(path));
+  return observed(r.body, dialect_for_path(path));
 }
 
 // The value of one sample line in the exposition, or -1.
@@ -141,7 +135,7 @@ TEST(Accounting, ToolCallStreamsAreTimedAndCountedLikeText) {
             knobs + "}"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete) << path;
-    auto facts = observe(r.body, dialect_for_path(path));
+    auto facts = observed(r.body, dialect_for_path(path));
     ASSERT_EQ(facts.tool_calls.size(), 1u) << path;
     EXPECT_EQ(facts.tool_calls[0].name, "demo_tool") << path;
     auto arguments = json::parse(facts.tool_calls[0].arguments);
@@ -243,7 +237,7 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
     c.send(post_json("/v1/chat/completions", R"({"model":"demo","stream":true,"max_tokens":4})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
-    auto facts = observe(r.body);
+    auto facts = observed(r.body);
     EXPECT_EQ(facts.usage_events, 0u) << "a client that did not ask gets no usage chunk";
     EXPECT_TRUE(facts.ended_properly());
     EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
@@ -258,7 +252,7 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
         R"({"model":"demo","stream":true,"max_tokens":4,"stream_options":{"include_usage":true}})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
-    auto facts = observe(r.body);
+    auto facts = observed(r.body);
     EXPECT_EQ(facts.usage_events, 1u) << "the client that asked gets exactly one";
     EXPECT_EQ(facts.output_tokens, 4);
   }
@@ -272,7 +266,7 @@ TEST(Accounting, UsageIsAskedForButOnlyTheAskingClientSeesIt) {
                      R"("stream_options":{"continuous_usage_stats":true}})"));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
-    EXPECT_EQ(observe(r.body).usage_events, 0u);
+    EXPECT_EQ(observed(r.body).usage_events, 0u);
     EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
     auto options = json::parse(f.engine_last_request().at("body").as_string()).at("stream_options");
     EXPECT_TRUE(options.at("include_usage").as_bool());

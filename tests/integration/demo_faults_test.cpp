@@ -9,19 +9,13 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test::demo_faults {
 namespace {
 
 namespace json = boost::json;
-
-stream::stream_facts observe(const std::string& body, dialect d) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
 
 http_response ask(proxy_fixture& f, const std::string& path, const std::string& body) {
   http_client c(f.port());
@@ -41,7 +35,7 @@ TEST(DemoFaults, AStallAfterTheFirstTokensEndsInOneErrorEvent) {
                R"({"model":"demo","stream":true,"max_tokens":10,"messages":[],)"
                R"("demo":{"tokens":10,"ttft_ms":0,"interval_ms":0,"stall_after":4}})");
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_EQ(facts.content_events, 4u);
   EXPECT_TRUE(facts.error) << r.body;
   EXPECT_FALSE(facts.ended_properly());
@@ -59,7 +53,7 @@ TEST(DemoFaults, AnErrorEventMidStreamReachesTheClientAsTheEnd) {
                            : R"("max_tokens":10,"messages":[{"role":"user","content":"hi"}],)") +
                 R"("demo":{"tokens":10,"ttft_ms":0,"interval_ms":0,"error_after":3}})");
     ASSERT_TRUE(r.complete) << path;
-    auto facts = observe(r.body, dialect_for_path(path));
+    auto facts = observed(r.body, dialect_for_path(path));
     EXPECT_EQ(facts.content_events, 3u) << path;
     EXPECT_TRUE(facts.error) << path << " " << r.body;
     EXPECT_FALSE(facts.ended_properly()) << path;
@@ -72,10 +66,10 @@ TEST(DemoFaults, APrefillIsContinuedExactlyWhereItStops) {
   auto whole = ask(f, "/v1/chat/completions",
                    R"({"model":"demo","stream":true,"messages":[{"role":"user","content":"hi"}],)" +
                        knobs + "}");
-  auto text = whole_text(observe(whole.body, dialect::openai_chat));
+  auto text = whole_text(observed(whole.body, dialect::openai_chat));
   ASSERT_FALSE(text.empty());
   // The same request, the first five tokens' text given as the assistant's.
-  auto five = observe(
+  auto five = observed(
       ask(f, "/v1/chat/completions",
           R"({"model":"demo","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],)" +
               knobs + "}")
@@ -92,7 +86,7 @@ TEST(DemoFaults, APrefillIsContinuedExactlyWhereItStops) {
                       : R"("max_tokens":100,)") +
                 R"("messages":[{"role":"user","content":"hi"},{"role":"assistant","content":)" +
                 prefill + "}]," + knobs + "}");
-    auto facts = observe(r.body, dialect_for_path(path));
+    auto facts = observed(r.body, dialect_for_path(path));
     EXPECT_EQ(facts.content_events, 7u) << path;
     EXPECT_EQ(prefix + whole_text(facts), text) << path;
   }

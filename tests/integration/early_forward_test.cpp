@@ -21,16 +21,16 @@ namespace json = boost::json;
 
 // A model renamed with a limit clamped (and a default), and an alias whose
 // limit is refused above its ceiling.
-const std::string routes =
+const std::string early_routes =
     "routes:\n"
     "  - {name: exact, models: [gpt-4o-mini], targets: [{upstream: demo, model: real-mini}],\n"
     "     max_output_tokens: {default: 5, ceiling: 8, mode: clamp}}\n"
     "  - {name: alias, models: [fast], targets: [{upstream: demo, model: demo-fast}],\n"
     "     max_output_tokens: {ceiling: 8, mode: reject}}\n";
 
-fixture_options with_routes() {
+fixture_options with_early_routes() {
   fixture_options o;
-  o.top_extra = routes;
+  o.top_extra = early_routes;
   return o;
 }
 
@@ -47,10 +47,6 @@ http_response post(proxy_fixture& f, const std::string& body) {
   http_client c(f.port());
   c.send(post_json("/v1/chat/completions", body));
   return read_response(c);
-}
-
-std::string code_of(const http_response& r) {
-  return std::string(json::parse(r.body).at("error").at("code").as_string());
 }
 
 // An upstream that records every byte it receives on its latest
@@ -132,7 +128,7 @@ class recording_upstream {
 // whole body with the policy's two changes.
 TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEarly) {
   recording_upstream upstream;
-  auto o = with_routes();
+  auto o = with_early_routes();
   o.base_url = upstream.base_url();
   proxy_fixture f(o);
   const auto body = R"({"model":"gpt-4o-mini","max_tokens":50,)" + messages(400'000) + "}";
@@ -168,7 +164,7 @@ TEST(EarlyForward, TheUpstreamReceivesALongBodyBeforeItsEndAndNeverTheLastByteEa
 // carried the first guess is closed before its last byte: the engine
 // completes one request only, the right one.
 TEST(EarlyForward, ALimitAfterTheMessagesReplacesTheEarlyDecision) {
-  proxy_fixture f(with_routes());
+  proxy_fixture f(with_early_routes());
   auto r = post(
       f, R"({"model":"gpt-4o-mini","stream":false,)" + messages(300'000) + R"(,"max_tokens":50})");
   ASSERT_EQ(r.status, 200) << r.body;
@@ -184,11 +180,11 @@ TEST(EarlyForward, ALimitAfterTheMessagesReplacesTheEarlyDecision) {
 // named twice is refused. A second `model` after the messages: the body
 // went early on the first one's route, and never completes there.
 TEST(EarlyForward, ASecondModelAfterTheMessagesIsRefusedAndNeverCompletesUpstream) {
-  proxy_fixture f(with_routes());
+  proxy_fixture f(with_early_routes());
   auto r = post(
       f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"model":"fast"})");
   EXPECT_EQ(r.status, 400) << r.body;
-  EXPECT_EQ(code_of(r), "duplicate_member");
+  EXPECT_EQ(error_code_of(r), "duplicate_member");
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_early_abandoned_total"), 1u);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
@@ -198,15 +194,15 @@ TEST(EarlyForward, ASecondModelAfterTheMessagesIsRefusedAndNeverCompletesUpstrea
 // went early: a limit over the ceiling in reject mode, and JSON that breaks
 // after the messages.
 TEST(EarlyForward, AWholeBodyThePolicyRefusesNeverCompletesUpstream) {
-  proxy_fixture f(with_routes());
+  proxy_fixture f(with_early_routes());
   auto over =
       post(f, R"({"model":"fast","stream":true,)" + messages(300'000) + R"(,"max_tokens":100})");
   EXPECT_EQ(over.status, 400);
-  EXPECT_EQ(code_of(over), "max_tokens_exceeded");
+  EXPECT_EQ(error_code_of(over), "max_tokens_exceeded");
   auto broken =
       post(f, R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(300'000) + R"(,"x":})");
   EXPECT_EQ(broken.status, 400);
-  EXPECT_EQ(code_of(broken), "invalid_json");
+  EXPECT_EQ(error_code_of(broken), "invalid_json");
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 2u);
@@ -221,7 +217,7 @@ TEST(EarlyForward, AWholeBodyThePolicyRefusesNeverCompletesUpstream) {
 // goes through.
 TEST(EarlyForward, AClientGoneMidBodyLeavesNothingUpstream) {
   recording_upstream upstream;
-  auto o = with_routes();
+  auto o = with_early_routes();
   o.base_url = upstream.base_url();
   proxy_fixture f(o);
   auto request =
@@ -255,7 +251,7 @@ TEST(EarlyForward, WithoutRoutesEveryLongBodyGoesEarlyWithRoutesOnlyADecidedOne)
     EXPECT_TRUE(f.engine_last_request().at("body").as_string() == body);
     EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 1u);
   }
-  proxy_fixture f(with_routes());
+  proxy_fixture f(with_early_routes());
   ASSERT_EQ(post(f, "{" + messages(200'000) + R"(,"model":"gpt-4o-mini","max_tokens":2})").status,
             200);
   EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u);
@@ -323,13 +319,13 @@ TEST(EarlyForward, AServerStoppedWithALongBodyHalfReadClosesItsConnection) {
 TEST(EarlyForward, TheThresholdIsTheOperatorsToSet) {
   const auto body = R"({"model":"gpt-4o-mini","max_tokens":2,)" + messages(200'000) + "}";
   for (std::string threshold : {"0", "300000"}) {
-    auto o = with_routes();
+    auto o = with_early_routes();
     o.top_extra += "limits:\n  forward_early_bytes: " + threshold + "\n";
     proxy_fixture f(o);
     ASSERT_EQ(post(f, body).status, 200);
     EXPECT_EQ(metric(f, "tokengate_upstream_rq_forwarded_early_total"), 0u) << threshold;
   }
-  auto o = with_routes();
+  auto o = with_early_routes();
   o.top_extra += "limits:\n  forward_early_bytes: 100000\n";
   proxy_fixture f(o);
   ASSERT_EQ(post(f, body).status, 200);

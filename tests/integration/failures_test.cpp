@@ -14,6 +14,7 @@
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
 #include "support/hand_upstream.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -25,13 +26,6 @@ struct collected final : stream::sse_sink {
   }
   std::vector<std::pair<std::string, std::string>> events;
 };
-
-stream::stream_facts observe_body(const std::string& body, dialect d = dialect::openai_chat) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
 
 collected events_of(const std::string& body) {
   stream::sse_parser p;
@@ -218,7 +212,7 @@ TEST(Faults, AOneByteTrickleArrivesWholeAndInOrder) {
       R"({"model":"demo","stream":true,"max_tokens":2,"demo":{"ttft_ms":0,"drip_ms":1}})"));
   auto r = read_response(c, 20s);
   EXPECT_EQ(r.status, 200);
-  auto facts = observe_body(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(facts.text_by_choice[0], "The quick");
 }
@@ -554,7 +548,7 @@ TEST(Faults, AnUpstreamBodyThatRunsToTheCloseIsRelayedWholeAndChunked) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
   EXPECT_EQ(r.body, three_events);
-  EXPECT_TRUE(observe_body(r.body).ended_properly());
+  EXPECT_TRUE(observed(r.body).ended_properly());
 }
 
 TEST(Faults, AStatusCodeOfTheUpstreamsOwnPassesThrough) {
@@ -676,7 +670,7 @@ TEST(Faults, ChunkFramingIsUndoneWhateverTheReadsBring) {
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, first + second + last);
-  EXPECT_TRUE(observe_body(r.body).ended_properly());
+  EXPECT_TRUE(observed(r.body).ended_properly());
 }
 
 TEST(Faults, BrokenChunkFramingEndsWithAnErrorEvent) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "stream/observer.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -49,17 +50,6 @@ json::object sent_body(proxy_fixture& f) {
   return json::parse(f.engine_last_request().at("body").as_string()).as_object();
 }
 
-std::string code_of(const http_response& r) {
-  return std::string(json::parse(r.body).at("error").at("code").as_string());
-}
-
-stream::stream_facts observe(const std::string& body, dialect d = dialect::openai_chat) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
-
 TEST(Policy, ModelRoutingRewritesTheModelUpstream) {
   proxy_fixture f(with_routes());
   EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"gpt-4o-mini","max_tokens":2})").status,
@@ -71,7 +61,7 @@ TEST(Policy, ModelRoutingRewritesTheModelUpstream) {
   EXPECT_EQ(sent_body(f).at("model").as_string(), "claude-3-haiku");
   auto missing = post(f, "/v1/chat/completions", R"({"model":"gpt-5"})");
   EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(code_of(missing), "model_not_found");
+  EXPECT_EQ(error_code_of(missing), "model_not_found");
   EXPECT_NE(missing.body.find("gpt-5"), std::string::npos);
   EXPECT_EQ(f.engine_stats().requests.load(), 3u);
 }
@@ -99,7 +89,7 @@ TEST(Policy, APolicyMemberNamedTwiceIsRefusedAndLoggedAsTheClients) {
       f, "/v1/chat/completions",
       R"({"model":"fast","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000})");
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(code_of(r), "duplicate_member");
+  EXPECT_EQ(error_code_of(r), "duplicate_member");
   EXPECT_NE(json::parse(r.body).at("error").at("message").as_string().find("'max_tokens'"),
             std::string::npos);
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);
@@ -161,7 +151,7 @@ TEST(Policy, RejectModeNamesTheLimit) {
   proxy_fixture f(with_routes());
   auto r = post(f, "/v1/chat/completions", R"({"model":"fast","max_completion_tokens":9})");
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(code_of(r), "max_tokens_exceeded");
+  EXPECT_EQ(error_code_of(r), "max_tokens_exceeded");
   EXPECT_NE(r.body.find("maximum of 8"), std::string::npos) << r.body;
   EXPECT_EQ(post(f, "/v1/chat/completions", R"({"model":"fast","max_completion_tokens":8})").status,
             200);
@@ -192,7 +182,7 @@ stream::stream_facts cut_off_stream(const std::string& path, const std::string& 
   EXPECT_TRUE(r.complete);
   EXPECT_TRUE(wait_until([&] { return f.engine_stats().cancelled.load() == 1; }, 2s,
                          "the upstream to be closed"));
-  return observe(r.body, dialect_for_path(path));
+  return observed(r.body, dialect_for_path(path));
 }
 
 TEST(Policy, StreamIsCutWhenTheUpstreamIgnoresTheLimit) {
@@ -217,7 +207,7 @@ TEST(Policy, PromptTooLargeIs413) {
                 R"({"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":")" +
                     std::string(3000, 'a') + "\"}]}");
   EXPECT_EQ(r.status, 413);
-  EXPECT_EQ(code_of(r), "prompt_too_large");
+  EXPECT_EQ(error_code_of(r), "prompt_too_large");
 }
 
 // Bodies of known length over 16 KiB are read straight into place (not
@@ -382,7 +372,7 @@ TEST(Fallback, NeverAfterTheFirstByte) {
       R"({"model":"m","stream":true,"demo":{"tokens":10,"interval_ms":5,"reset_after":2}})"));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
-  EXPECT_TRUE(observe(r.body).error) << "the client is told, not silently retried";
+  EXPECT_TRUE(observed(r.body).error) << "the client is told, not silently retried";
   EXPECT_EQ(f.extra_engine_stats(1).requests.load(), 0u)
       << "no retry once bytes reached the client";
 }
@@ -439,7 +429,7 @@ TEST(Reload, UnderLoadNoRequestFails) {
             "/v1/chat/completions",
             R"({"model":"gpt-4o-mini","stream":true,"max_tokens":3,"demo":{"interval_ms":5}})"));
         auto r = read_response(c);
-        (r.status == 200 && r.complete && observe(r.body).ended_properly() ? ok : failed)++;
+        (r.status == 200 && r.complete && observed(r.body).ended_properly() ? ok : failed)++;
       }
     });
   const std::string alternate = routes;

@@ -11,6 +11,7 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test::resume_dialects {
@@ -54,13 +55,6 @@ std::vector<event> events_of(const std::string& body) {
   return sink.events;
 }
 
-stream::stream_facts observe(const std::string& body, dialect d) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
-
 std::string text_of(const stream::stream_facts& facts) {
   return facts.text_by_choice.empty() ? "" : facts.text_by_choice.begin()->second;
 }
@@ -99,7 +93,7 @@ const std::string responses_body = R"({"model":"local","stream":true,"input":"hi
 // text, one stop; the usage one answer's.
 void expect_one_message(const http_response& r, const std::string& expected) {
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::anthropic_messages);
+  auto facts = observed(r.body, dialect::anthropic_messages);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
   auto events = events_of(r.body);
@@ -113,8 +107,8 @@ void expect_one_message(const http_response& r, const std::string& expected) {
 
 TEST(ResumeDialects, AnAnthropicStreamCutMidAnswerIsOneMessage) {
   proxy_fixture f(two_kinds());
-  auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
-                                  dialect::anthropic_messages));
+  auto expected = text_of(observed(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
+                                   dialect::anthropic_messages));
   ASSERT_FALSE(expected.empty());
   expect_one_message(ask(f, "/v1/messages", messages_body("claude"), cut_once), expected);
   expect_one_message(ask(f, "/v1/messages", messages_body("claude"), error_once), expected);
@@ -123,10 +117,10 @@ TEST(ResumeDialects, AnAnthropicStreamCutMidAnswerIsOneMessage) {
 TEST(ResumeDialects, AResponsesStreamKeepsItsIdsAndSequence) {
   proxy_fixture f(two_kinds());
   auto expected = text_of(
-      observe(ask(f, "/v1/responses", responses_body, unfailed).body, dialect::openai_responses));
+      observed(ask(f, "/v1/responses", responses_body, unfailed).body, dialect::openai_responses));
   auto r = ask(f, "/v1/responses", responses_body, cut_once);
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::openai_responses);
+  auto facts = observed(r.body, dialect::openai_responses);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
   auto events = events_of(r.body);
@@ -153,7 +147,7 @@ TEST(ResumeDialects, AChatStreamKeepsOneChunkId) {
   proxy_fixture f(two_kinds());
   auto r = ask(f, "/v1/chat/completions", chat_body("local"), cut_once);
   ASSERT_TRUE(r.complete);
-  EXPECT_TRUE(observe(r.body, dialect::openai_chat).ended_properly()) << r.body;
+  EXPECT_TRUE(observed(r.body, dialect::openai_chat).ended_properly()) << r.body;
   std::set<std::string> ids;
   for (const auto& e : events_of(r.body)) ids.insert(std::string(e.data.at("id").as_string()));
   EXPECT_EQ(ids.size(), 1u) << r.body;
@@ -163,11 +157,11 @@ TEST(ResumeDialects, AChatStreamKeepsOneChunkId) {
 // client's stream is one whatever the attempts.
 TEST(ResumeDialects, AChatClientOnAnAnthropicUpstreamIsResumed) {
   proxy_fixture f(two_kinds());
-  auto expected = text_of(observe(
+  auto expected = text_of(observed(
       ask(f, "/v1/chat/completions", chat_body("claude"), unfailed).body, dialect::openai_chat));
   auto r = ask(f, "/v1/chat/completions", chat_body("claude"), cut_once);
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_FALSE(facts.error) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
@@ -176,8 +170,8 @@ TEST(ResumeDialects, AChatClientOnAnAnthropicUpstreamIsResumed) {
 
 TEST(ResumeDialects, AnAnthropicClientOnAChatUpstreamIsResumed) {
   proxy_fixture f(two_kinds());
-  auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("local"), unfailed).body,
-                                  dialect::anthropic_messages));
+  auto expected = text_of(observed(ask(f, "/v1/messages", messages_body("local"), unfailed).body,
+                                   dialect::anthropic_messages));
   expect_one_message(ask(f, "/v1/messages", messages_body("local"), error_once), expected);
 }
 
@@ -208,11 +202,11 @@ std::uint64_t resumes_counted(proxy_fixture& f, const std::string& labels) {
 
 TEST(ResumePrefill, AChatStreamIsContinuedFromWhatTheClientHas) {
   proxy_fixture f(prefilling());
-  auto expected = text_of(observe(ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body,
-                                  dialect::openai_chat));
+  auto expected = text_of(observed(
+      ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body, dialect::openai_chat));
   auto r = ask(f, "/v1/chat/completions", chat_body("local"), cut_once);
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
   EXPECT_EQ(facts.content_events, 12u);
@@ -233,8 +227,8 @@ TEST(ResumePrefill, AChatStreamIsContinuedFromWhatTheClientHas) {
 
 TEST(ResumePrefill, AnAnthropicStreamIsContinuedAsOneMessage) {
   proxy_fixture f(prefilling());
-  auto expected = text_of(observe(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
-                                  dialect::anthropic_messages));
+  auto expected = text_of(observed(ask(f, "/v1/messages", messages_body("claude"), unfailed).body,
+                                   dialect::anthropic_messages));
   expect_one_message(ask(f, "/v1/messages", messages_body("claude"), error_once), expected);
   EXPECT_EQ(resumes_counted(
                 f, R"(route="claude",mode="prefill",reason="error_event",result="completed")"),
@@ -243,13 +237,13 @@ TEST(ResumePrefill, AnAnthropicStreamIsContinuedAsOneMessage) {
 
 TEST(ResumePrefill, ATargetThatRefusesThePrefillIsRestarted) {
   proxy_fixture f(prefilling());
-  auto expected = text_of(observe(ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body,
-                                  dialect::openai_chat));
+  auto expected = text_of(observed(
+      ask(f, "/v1/chat/completions", chat_body("local"), unfailed).body, dialect::openai_chat));
   auto r = ask(f, "/v1/chat/completions", chat_body("local"),
                R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1,)"
                R"("refuse_prefill":true})");
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
   EXPECT_EQ(r.body.find("prefill"), std::string::npos) << "the refusal never reaches the client";

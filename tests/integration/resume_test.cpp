@@ -10,17 +10,11 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test::resume {
 namespace {
-
-stream::stream_facts observe(const std::string& body) {
-  stream::stream_observer o(dialect::openai_chat, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
 
 fixture_options resuming(const std::string& more_upstream = "",
                          const std::string& resume = "{mode: restart, max_resumes: 2}") {
@@ -54,14 +48,14 @@ std::uint64_t resumes_counted(proxy_fixture& f, const std::string& labels) {
 
 // The answer an unfailed run gives, for comparison.
 std::string unfailed_text(proxy_fixture& f) {
-  auto facts = observe(chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2})").body);
+  auto facts = observed(chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2})").body);
   EXPECT_TRUE(facts.ended_properly());
   return text_of(facts);
 }
 
 void expect_whole_answer(const http_response& r, const std::string& expected) {
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_FALSE(facts.error) << r.body;
   EXPECT_EQ(text_of(facts), expected) << r.body;
@@ -108,7 +102,7 @@ TEST(Resume, ANewAttemptWhoseTextDiffersEndsInOneCleanError) {
   auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1,)"
                    R"("vary_text":true})");
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.error) << r.body;
   EXPECT_FALSE(facts.ended_properly());
   EXPECT_EQ(facts.content_events, 5u) << "nothing spliced after the five sent";
@@ -120,7 +114,7 @@ TEST(Resume, ResumesAreBoundedThenTheStreamEndsWithAnError) {
   proxy_fixture f(resuming());
   auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5})");
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.error) << r.body;
   EXPECT_EQ(facts.content_events, 5u);
   EXPECT_EQ(f.engine_stats().requests.load(), 3u);  // the first, and two resumes
@@ -138,7 +132,7 @@ TEST(Resume, AStreamPastItsBufferIsNotResumed) {
   proxy_fixture f(resuming("", "{mode: restart, buffer_bytes: 10}"));
   auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1})");
   ASSERT_TRUE(r.complete);
-  auto facts = observe(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.error) << r.body;
   EXPECT_EQ(facts.content_events, 5u);  // ("The quick brown fox jumps": past 10 bytes)
   EXPECT_EQ(f.engine_stats().requests.load(), 1u);
@@ -149,7 +143,7 @@ TEST(Resume, OffByDefault) {
   o.top_extra = "routes:\n  - {name: chat, models: [demo], targets: [{upstream: demo}]}\n";
   proxy_fixture f(o);
   auto r = chat(f, R"({"tokens":12,"ttft_ms":0,"interval_ms":2,"reset_after":5,"fail_times":1})");
-  auto facts = observe(r.body);
+  auto facts = observed(r.body);
   EXPECT_TRUE(facts.error);
   EXPECT_EQ(facts.content_events, 5u);
   EXPECT_EQ(f.engine_stats().requests.load(), 1u);

@@ -11,6 +11,7 @@
 
 #include "stream/observer.hpp"
 #include "stream/sse_parser.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test::retries {
@@ -199,13 +200,6 @@ TEST(Retries, TheLastTargetsOwnAnswerReachesTheClientWhenRetriesRunOut) {
 // timeouts.first_token: a target that sends its head at once but no token
 // in time is left for the next, the client none the wiser: one opening,
 // one answer.
-stream::stream_facts observe_stream(const std::string& body, dialect d) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
-}
-
 fixture_options slow_first_token_then_a_quick_one() {
   config::demo_engine_settings slow;  // its head at once, its first token after 3 s
   slow.prefill_base = std::chrono::seconds(3);
@@ -226,7 +220,7 @@ TEST(FirstToken, ASilentTargetIsLeftForTheNextOneBeforeTheClientSeesAByte) {
     auto r = read_response(c);
     EXPECT_EQ(r.status, 200) << path << " " << r.body;
     EXPECT_LT(clock::now() - start, 2s) << path;
-    auto facts = observe_stream(r.body, dialect_for_path(path));
+    auto facts = observed(r.body, dialect_for_path(path));
     EXPECT_TRUE(facts.ended_properly()) << path << " " << r.body;
     EXPECT_EQ(facts.content_events, 5u) << path;
     // One opening: the first target's was never sent.
@@ -283,7 +277,7 @@ TEST(FirstToken, AQuickStreamIsRelayedAsEver) {
                    R"({"model":"demo","stream":true,"max_tokens":4,"messages":[]})"));
   auto r = read_response(c);
   EXPECT_EQ(r.status, 200);
-  auto facts = observe_stream(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_TRUE(facts.ended_properly()) << r.body;
   EXPECT_EQ(facts.content_events, 4u);
 }

@@ -8,6 +8,7 @@
 
 #include "stream/observer.hpp"
 #include "support/hand_upstream.hpp"
+#include "support/observed.hpp"
 #include "support/proxy_fixture.hpp"
 
 namespace tokengate::test {
@@ -29,13 +30,6 @@ fixture_options two_kinds() {
       "  - {name: local, models: [local], targets: [{upstream: as_openai}],\n"
       "     max_output_tokens: {default: 300, ceiling: 300, mode: clamp}}\n";
   return o;
-}
-
-stream::stream_facts observe_body(const std::string& body, dialect d) {
-  stream::stream_observer o(d, true);
-  stream::sse_parser p;
-  p.feed(body, o);
-  return o.facts();
 }
 
 std::string knobs(int tokens, const std::string& more = "") {
@@ -60,7 +54,7 @@ TEST(Translation, KeptAliveConnectionsCarryTranslatedStreamsWhole) {
       auto r = read_response(c);
       ASSERT_TRUE(r.complete);
       ASSERT_EQ(r.status, 200);
-      auto facts = observe_body(r.body, dialect_for_path(path));
+      auto facts = observed(r.body, dialect_for_path(path));
       EXPECT_TRUE(facts.ended_properly()) << r.body.substr(0, 400);
       EXPECT_EQ(facts.content_events, static_cast<std::size_t>(tokens));
       // Nothing follows the answer on the connection.
@@ -98,14 +92,14 @@ TEST(Translation, AnOverrunIsCutAtTheLimitInTheClientsDialect) {
       knobs(50, ",\"ignore_limit\":true")));
   auto r = read_response(c);
   ASSERT_TRUE(r.complete);
-  auto facts = observe_body(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_EQ(facts.content_events, 4u);
   EXPECT_EQ(facts.finish_reason, "length");
   EXPECT_TRUE(facts.ended_properly());
   // The connection goes on.
   c.clear();
   c.send(post_json("/v1/chat/completions", chat_body, knobs(2)));
-  EXPECT_TRUE(observe_body(read_response(c).body, dialect::openai_chat).ended_properly());
+  EXPECT_TRUE(observed(read_response(c).body, dialect::openai_chat).ended_properly());
 }
 
 TEST(Translation, EachFallbackTargetGetsTheRequestInItsOwnAPI) {
@@ -132,7 +126,7 @@ TEST(Translation, EachFallbackTargetGetsTheRequestInItsOwnAPI) {
                      knobs(3)));
     auto r = read_response(c);
     ASSERT_TRUE(r.complete);
-    EXPECT_TRUE(observe_body(r.body, dialect::openai_chat).ended_properly()) << model << r.body;
+    EXPECT_TRUE(observed(r.body, dialect::openai_chat).ended_properly()) << model << r.body;
     EXPECT_EQ(f.engine_last_request().at("target"), target) << model;
   }
 }
@@ -178,7 +172,7 @@ TEST(Translation, AStreamFramedByItsLengthIsReframed) {
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
   EXPECT_FALSE(r.headers.contains("content-length"));
-  auto facts = observe_body(r.body, dialect::openai_chat);
+  auto facts = observed(r.body, dialect::openai_chat);
   EXPECT_EQ(facts.text_by_choice[0], "Hello");
   EXPECT_TRUE(facts.ended_properly()) << r.body;
 }
