@@ -16,6 +16,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <variant>
@@ -76,10 +77,12 @@ struct plan {
   // Each chat chunk ends with "obfuscation": a string of varying length,
   // as OpenAI's have since 2025 (padding against length side channels).
   bool obfuscation = false;
-  // The first this many tokens of a chat stream are a reasoning model's
-  // thinking, sent as DeepSeek's API and llama.cpp's server send it
-  // (delta.reasoning_content, with content null; then content with
-  // reasoning_content null).
+  // The first this many tokens of the answer are a reasoning model's
+  // thinking, in each API's own shape: chat's as DeepSeek's API and
+  // llama.cpp's server send it (delta.reasoning_content, with content null;
+  // then content with reasoning_content null), a reasoning item with a
+  // summary on the Responses API, a thinking block (with its signature) on
+  // Anthropic's. Streamed or whole; not with a tool call.
   std::size_t reasoning_tokens = 0;
   // stream_options.continuous_usage_stats (vLLM's, SGLang's): every chat
   // and completions chunk carries the usage so far.
@@ -214,9 +217,9 @@ plan make_plan(api kind, const json::object& body, const config::demo_engine_set
   if (auto* h = knobs.if_contains("provider_head"); h && h->is_bool())
     p.provider_head = h->get_bool();
   if (auto* o = knobs.if_contains("obfuscation"); o && o->is_bool()) p.obfuscation = o->get_bool();
-  if (kind == api::chat && p.stream && !p.tool_call)
-    p.reasoning_tokens =
-        static_cast<std::size_t>(std::max<std::int64_t>(json_int(knobs, "reasoning_tokens", 0), 0));
+  if (kind != api::completions && !p.tool_call)
+    p.reasoning_tokens = std::min(p.output_tokens, static_cast<std::size_t>(std::max<std::int64_t>(
+                                                       json_int(knobs, "reasoning_tokens", 0), 0)));
   return p;
 }
 
@@ -403,14 +406,12 @@ class generator {
   }
 
   json::object whole_body() {
-    std::string text;
-    for (std::size_t i = 0; i < plan_.output_tokens; ++i)
-      text += demo_token(plan_.word_shift + plan_.first_token + i);
+    std::string text = answer_text();
     json::object body;
     if (plan_.kind == api::responses) {
       auto status = plan_.hit_limit ? "incomplete" : "completed";
       body = response_object(
-          json::array{plan_.tool_call ? call_item(status) : message_item(text, status)},
+          responses_output(plan_.tool_call ? call_item(status) : message_item(text, status)),
           responses_usage());
     } else if (plan_.kind == api::messages) {
       json::object block{{"type", "text"}, {"text", text}};
@@ -419,11 +420,16 @@ class generator {
                  {"id", "toolu_" + id_},
                  {"name", "demo_tool"},
                  {"input", {{"text", text}}}};
+      json::array content;
+      if (plan_.reasoning_tokens > 0)
+        content.push_back(json::object{
+            {"type", "thinking"}, {"thinking", reasoning_text()}, {"signature", signature()}});
+      content.push_back(std::move(block));
       body = {{"id", "msg_" + id_},
               {"type", "message"},
               {"role", "assistant"},
               {"model", plan_.model},
-              {"content", json::array{std::move(block)}},
+              {"content", std::move(content)},
               {"stop_reason", finish_reason(plan_)},
               {"stop_sequence", nullptr},
               {"usage", anthropic_usage(plan_, plan_.output_tokens)}};
@@ -452,6 +458,8 @@ class generator {
 
   // A whole chat answer's message: its text, or the call of demo_tool.
   json::object whole_chat_message(std::string_view text) {
+    if (!plan_.tool_call && plan_.reasoning_tokens > 0)
+      return {{"role", "assistant"}, {"content", text}, {"reasoning_content", reasoning_text()}};
     if (!plan_.tool_call) return {{"role", "assistant"}, {"content", text}};
     std::string arguments;
     for (std::size_t i = 0; i < plan_.output_tokens; ++i)
@@ -476,6 +484,8 @@ class generator {
                            {"model", plan_.model},     {"stop_reason", nullptr},
                            {"stop_sequence", nullptr}, {"usage", anthropic_usage(plan_, 1)}};
       json::object block{{"type", "text"}, {"text", ""}};
+      if (plan_.reasoning_tokens > 0)
+        block = {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}};
       if (plan_.tool_call)
         block = {{"type", "tool_use"},
                  {"id", "toolu_" + id_},
@@ -498,13 +508,16 @@ class generator {
       if (plan_.tool_call)
         return out + numbered("response.output_item.added",
                               {{"output_index", 0}, {"item", call_item("in_progress")}});
-      out += numbered("response.output_item.added",
-                      {{"output_index", 0}, {"item", message_item("", "in_progress")}});
-      out += numbered("response.content_part.added", {{"item_id", "msg_" + id_},
-                                                      {"output_index", 0},
-                                                      {"content_index", 0},
-                                                      {"part", text_part("")}});
-      return out;
+      if (plan_.reasoning_tokens > 0) {
+        out += numbered("response.output_item.added",
+                        {{"output_index", 0}, {"item", reasoning_item(false)}});
+        return out +
+               numbered("response.reasoning_summary_part.added", {{"item_id", "rs_" + id_},
+                                                                  {"output_index", 0},
+                                                                  {"summary_index", 0},
+                                                                  {"part", summary_part("")}});
+      }
+      return out + message_opening();
     }
     if (plan_.tool_call)  // the call's id and name first, its arguments after
       return sse("", chat_chunk({{"role", "assistant"},
@@ -522,6 +535,15 @@ class generator {
 
   std::string token_event(std::size_t i) {
     auto token = demo_token(plan_.word_shift + plan_.first_token + i);
+    if (plan_.kind != api::chat && plan_.reasoning_tokens > 0) {
+      if (i < plan_.reasoning_tokens) return reasoning_delta(token);
+      if (i == plan_.reasoning_tokens) return reasoning_to_text() + text_delta(token, i);
+    }
+    return text_delta(token, i);
+  }
+
+  // Token i of an answer that is text (or a call's arguments), not thinking.
+  std::string text_delta(std::string_view token, std::size_t i) {
     if (plan_.kind == api::messages && plan_.tool_call)
       return sse("content_block_delta",
                  {{"type", "content_block_delta"},
@@ -531,7 +553,7 @@ class generator {
                     {"partial_json", argument_fragment(i, plan_.output_tokens)}}}});
     if (plan_.kind == api::messages)
       return sse("content_block_delta", {{"type", "content_block_delta"},
-                                         {"index", 0},
+                                         {"index", text_index()},
                                          {"delta", {{"type", "text_delta"}, {"text", token}}}});
     if (plan_.kind == api::completions) {
       auto chunk = completion_chunk(token, nullptr);
@@ -545,7 +567,7 @@ class generator {
                        {"delta", argument_fragment(i, plan_.output_tokens)}});
     if (plan_.kind == api::responses) {
       json::object fields{{"item_id", "msg_" + id_},
-                          {"output_index", 0},
+                          {"output_index", text_index()},
                           {"content_index", 0},
                           {"delta", token},
                           {"logprobs", json::array{}}};
@@ -572,13 +594,22 @@ class generator {
   }
 
   std::string closing_events() {
+    // (An answer that is all thinking still ends with its text, empty.)
+    std::string out;
+    if (plan_.kind != api::chat && plan_.reasoning_tokens > 0 &&
+        plan_.reasoning_tokens == plan_.output_tokens)
+      out = reasoning_to_text();
+    return out + closing_of_answer();
+  }
+
+  std::string closing_of_answer() {
     auto reason = finish_reason(plan_);
     if (plan_.kind == api::messages) {
       // (Anthropic's message_delta repeats the input counts; without a
       // breakpoint the engine keeps to the output's, as it always has.)
       json::object usage{{"output_tokens", plan_.output_tokens}};
       if (plan_.cache.marked) usage = anthropic_usage(plan_, plan_.output_tokens);
-      return sse("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
+      return sse("content_block_stop", {{"type", "content_block_stop"}, {"index", text_index()}}) +
              sse("message_delta", {{"type", "message_delta"},
                                    {"delta", {{"stop_reason", reason}, {"stop_sequence", nullptr}}},
                                    {"usage", std::move(usage)}}) +
@@ -595,23 +626,23 @@ class generator {
              numbered(end, {{"response", response_object(json::array{item}, responses_usage())}});
     }
     if (plan_.kind == api::responses) {
-      std::string text;
-      for (std::size_t i = 0; i < plan_.output_tokens; ++i)
-        text += demo_token(plan_.word_shift + plan_.first_token + i);
+      std::string text = answer_text();
       // A stop at max_output_tokens ends with response.incomplete, as OpenAI's does.
       auto item = message_item(text, plan_.hit_limit ? "incomplete" : "completed");
       auto end = plan_.hit_limit ? "response.incomplete" : "response.completed";
       std::string out = numbered("response.output_text.done", {{"item_id", "msg_" + id_},
-                                                               {"output_index", 0},
+                                                               {"output_index", text_index()},
                                                                {"content_index", 0},
                                                                {"text", text},
                                                                {"logprobs", json::array{}}});
       out += numbered("response.content_part.done", {{"item_id", "msg_" + id_},
-                                                     {"output_index", 0},
+                                                     {"output_index", text_index()},
                                                      {"content_index", 0},
                                                      {"part", text_part(text)}});
-      out += numbered("response.output_item.done", {{"output_index", 0}, {"item", item}});
-      out += numbered(end, {{"response", response_object(json::array{item}, responses_usage())}});
+      out +=
+          numbered("response.output_item.done", {{"output_index", text_index()}, {"item", item}});
+      out +=
+          numbered(end, {{"response", response_object(responses_output(item), responses_usage())}});
       return out;
     }
     std::string out = plan_.kind == api::completions
@@ -639,6 +670,95 @@ class generator {
     if (i < plan_.reasoning_tokens) return {{"content", nullptr}, {"reasoning_content", token}};
     if (plan_.reasoning_tokens > 0) return {{"content", token}, {"reasoning_content", nullptr}};
     return {{"content", token}};
+  }
+
+  // The answer's tokens from..to, as text.
+  std::string tokens_text(std::size_t from, std::size_t to) const {
+    std::string text;
+    for (std::size_t i = from; i < to; ++i)
+      text += demo_token(plan_.word_shift + plan_.first_token + i);
+    return text;
+  }
+  std::string reasoning_text() const { return tokens_text(0, plan_.reasoning_tokens); }
+  std::string answer_text() const {
+    return tokens_text(plan_.reasoning_tokens, plan_.output_tokens);
+  }
+
+  // Where the answer's text goes: the Responses output item or Anthropic
+  // content block after the reasoning's, when there is reasoning.
+  std::size_t text_index() const { return plan_.reasoning_tokens > 0 ? 1 : 0; }
+
+  // What an Anthropic thinking block is signed with (opaque to clients;
+  // made up, and the same for the same thinking).
+  std::string signature() const {
+    return "demo-signature-" + std::to_string(std::hash<std::string>{}(reasoning_text()));
+  }
+
+  // A token of thinking: a summary text delta, or a thinking delta.
+  std::string reasoning_delta(std::string_view token) {
+    if (plan_.kind == api::messages)
+      return sse("content_block_delta",
+                 {{"type", "content_block_delta"},
+                  {"index", 0},
+                  {"delta", {{"type", "thinking_delta"}, {"thinking", token}}}});
+    return numbered(
+        "response.reasoning_summary_text.delta",
+        {{"item_id", "rs_" + id_}, {"output_index", 0}, {"summary_index", 0}, {"delta", token}});
+  }
+
+  // The thinking done, the text begins: the thinking block signed and
+  // closed and a text block opened (Anthropic), or the reasoning item
+  // closed and the message item opened (Responses).
+  std::string reasoning_to_text() {
+    if (plan_.kind == api::messages)
+      return sse("content_block_delta",
+                 {{"type", "content_block_delta"},
+                  {"index", 0},
+                  {"delta", {{"type", "signature_delta"}, {"signature", signature()}}}}) +
+             sse("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
+             sse("content_block_start", {{"type", "content_block_start"},
+                                         {"index", 1},
+                                         {"content_block", {{"type", "text"}, {"text", ""}}}});
+    auto thought = reasoning_text();
+    std::string out = numbered(
+        "response.reasoning_summary_text.done",
+        {{"item_id", "rs_" + id_}, {"output_index", 0}, {"summary_index", 0}, {"text", thought}});
+    out += numbered("response.reasoning_summary_part.done", {{"item_id", "rs_" + id_},
+                                                             {"output_index", 0},
+                                                             {"summary_index", 0},
+                                                             {"part", summary_part(thought)}});
+    out += numbered("response.output_item.done",
+                    {{"output_index", 0}, {"item", reasoning_item(true)}});
+    return out + message_opening();
+  }
+
+  // The Responses message item opened, with its one output_text part.
+  std::string message_opening() {
+    std::string out =
+        numbered("response.output_item.added",
+                 {{"output_index", text_index()}, {"item", message_item("", "in_progress")}});
+    return out + numbered("response.content_part.added", {{"item_id", "msg_" + id_},
+                                                          {"output_index", text_index()},
+                                                          {"content_index", 0},
+                                                          {"part", text_part("")}});
+  }
+
+  static json::object summary_part(std::string_view text) {
+    return {{"type", "summary_text"}, {"text", text}};
+  }
+
+  json::object reasoning_item(bool done) {
+    json::array summary;
+    if (done) summary.push_back(summary_part(reasoning_text()));
+    return {{"id", "rs_" + id_}, {"type", "reasoning"}, {"summary", std::move(summary)}};
+  }
+
+  // A Responses output: the reasoning item (when there is one), then `last`.
+  json::array responses_output(json::object last) {
+    json::array output;
+    if (plan_.reasoning_tokens > 0) output.push_back(reasoning_item(true));
+    output.push_back(std::move(last));
+    return output;
   }
 
   json::object chat_chunk(json::object delta, json::value finish) {
@@ -703,7 +823,7 @@ class generator {
     return {{"input_tokens", plan_.prompt_tokens},
             {"input_tokens_details", {{"cached_tokens", 0}}},
             {"output_tokens", plan_.output_tokens},
-            {"output_tokens_details", {{"reasoning_tokens", 0}}},
+            {"output_tokens_details", {{"reasoning_tokens", plan_.reasoning_tokens}}},
             {"total_tokens", plan_.prompt_tokens + plan_.output_tokens}};
   }
 

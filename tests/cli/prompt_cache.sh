@@ -11,6 +11,9 @@
 #  - The same conversation on a route without it: no breakpoint at all.
 #  - An Anthropic client's own cache_control passes untouched: its second
 #    identical request reads the cache.
+#  - A Responses client's conversation on the `prompt_cache: auto` route:
+#    the same breakpoints, and the second turn's read reaches it as
+#    usage.input_tokens_details.cached_tokens.
 set -euo pipefail
 bin=$1
 source "$(dirname "$0")/../support/shell_lib.sh"
@@ -113,5 +116,30 @@ written=$(jq .usage.cache_creation_input_tokens <<< "$first")
 ((written > 0)) || fail "nothing written: $first"
 [[ $(jq .usage.cache_read_input_tokens <<< "$second") == "$written" &&
   $(jq .usage.cache_creation_input_tokens <<< "$second") == 0 ]] || fail "not read: $second"
+
+# 6. A Responses client's conversation on the prompt_cache route: its
+# instructions and user turns are marked as chat's are, and the second
+# turn's read reaches it as input_tokens_details.cached_tokens (streamed:
+# in response.completed; whole: in the response's usage).
+rturn1=$(jq -nc --arg s "A Responses agent's own. $system" '{model: "claude-cached",
+  instructions: $s, input: [{role: "user", content: "What does ephemeral mean?"}]}')
+rturn2=$(jq -c '.input += [{role: "assistant", content: "Lasting a very short time."},
+  {role: "user", content: "And transient?"}]' <<< "$rturn1")
+rstream=$(post /v1/responses "$(jq -c '. + {stream: true}' <<< "$rturn1")") ||
+  fail "the Responses turn one failed"
+[[ $(breakpoints) == '["system.0","messages.0.content.0"]' ]] ||
+  fail "the Responses turn one's breakpoints: $(breakpoints)"
+rusage1=$(grep '^data: .*"type":"response.completed"' <<< "$rstream" | sed 's/^data: //' |
+  jq -c .response.usage)
+[[ $(jq .input_tokens_details.cached_tokens <<< "$rusage1") == 0 ]] ||
+  fail "the Responses turn one: $rusage1"
+ranswer=$(post /v1/responses "$rturn2") || fail "the Responses turn two failed"
+[[ $(breakpoints) == '["system.0","messages.0.content.0","messages.2.content.0"]' ]] ||
+  fail "the Responses turn two's breakpoints: $(breakpoints)"
+rinput1=$(jq .input_tokens <<< "$rusage1")
+rcached2=$(jq .usage.input_tokens_details.cached_tokens <<< "$ranswer")
+((rcached2 == rinput1 - 1 && $(jq .usage.input_tokens <<< "$ranswer") > rcached2)) ||
+  fail "the Responses turn two read $rcached2 (turn one's input: $rinput1): $ranswer"
 stop_server
-echo "cli_prompt_cache: turn two read $cached2 of $prompt2 prompt tokens; charged $used micro-USD"
+echo "cli_prompt_cache: turn two read $cached2 of $prompt2 prompt tokens; charged $used micro-USD;" \
+  "the Responses turn two read $rcached2"

@@ -78,6 +78,38 @@ test("responses.stream on an Anthropic engine: text event by event, with usage",
   assert.equal(body.max_tokens, 64); // the route's default
 });
 
+test("responses.stream on an Anthropic engine: thinking arrives as reasoning summary events", async () => {
+  const stream = openai(claude).responses.stream(
+    { model: "claude-x", input: "hi" },
+    knobs({ tokens: 6, reasoning_tokens: 3, interval_ms: 2 }),
+  );
+  const summary = [];
+  const types = [];
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === "response.reasoning_summary_text.delta") summary.push(event.delta);
+  }
+  const done = await stream.finalResponse();
+  assert.deepEqual(summary, ["The", " quick", " brown"]);
+  for (const type of [
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
+  ])
+    assert.ok(types.includes(type), `no ${type} in ${types.join(", ")}`);
+  assert.equal(done.output[0].type, "reasoning");
+  assert.equal(done.output[0].summary[0].text, "The quick brown");
+  assert.equal(done.output_text, " fox jumps over");
+  assert.equal(done.status, "completed");
+
+  const whole = await openai(claude).responses.create(
+    { model: "claude-x", input: "hi" },
+    knobs({ tokens: 6, reasoning_tokens: 3 }),
+  );
+  assert.equal(whole.output[0].summary[0].text, "The quick brown");
+  assert.equal(whole.output_text, " fox jumps over");
+});
+
 test("responses.create on an Anthropic engine: a whole answer, cut at the limit", async () => {
   const done = await openai(claude).responses.create(
     { model: "claude-x", input: "hi", max_output_tokens: 3 },
@@ -175,6 +207,22 @@ test("the Anthropic SDK on a Responses-only engine: a stream with usage, then a 
   assert.equal(cut.stop_reason, "max_tokens");
   assert.equal(cut.content[0].text, "The quick brown");
   assert.equal(cut.usage.output_tokens, 3);
+});
+
+test("the Anthropic SDK on a Responses-only engine: reasoning arrives as thinking", async () => {
+  const stream = anthropic().messages.stream(
+    { model: "gpt-x", max_tokens: 100, messages: [{ role: "user", content: "hi" }] },
+    knobs({ tokens: 6, reasoning_tokens: 3, interval_ms: 2 }),
+  );
+  let thinking = "";
+  let text = "";
+  stream.on("thinking", (t) => (thinking += t));
+  stream.on("text", (t) => (text += t));
+  const final = await stream.finalMessage();
+  assert.equal(thinking, "The quick brown");
+  assert.equal(text, " fox jumps over");
+  assert.equal(final.content[0].type, "thinking");
+  assert.equal(final.content[1].text, " fox jumps over");
 });
 
 test("the Anthropic SDK on a Responses-only engine: a tool-call loop", async () => {

@@ -292,5 +292,125 @@ TEST(MessagesOnResponsesOnlyEngine, AStreamACallACutAndAFailure) {
   EXPECT_EQ(json::parse(limited.body).at("error").at("type"), "rate_limit_error") << limited.body;
 }
 
+// Reasoning, in every direction: the engine thinks its first three tokens
+// ("The quick brown") in its own API's shape (a thinking block, a
+// reasoning item's summary), and each client reads them as its own (a
+// reasoning item's summary, reasoning_content, a thinking block), streamed
+// and whole; the text after them stays text.
+const std::string thinks = R"("tokens":7,"reasoning_tokens":3)";
+const std::string thought = "The quick brown";
+const std::string said = " fox jumps over the";
+
+TEST(ReasoningAcrossApis, AResponsesClientOnAMessagesEngine) {
+  proxy_fixture f(engines_of_one_api());
+  auto r = ask(f, "/v1/responses", R"({"model":"claude","stream":true,"input":"hi"})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::openai_responses, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+  EXPECT_NE(r.body.find("event: response.reasoning_summary_text.delta"), std::string::npos);
+  EXPECT_NE(r.body.find("event: response.reasoning_summary_text.done"), std::string::npos);
+  EXPECT_EQ(last_sent(f, 1).at("target"), "/v1/messages");
+
+  auto whole = ask(f, "/v1/responses", R"({"model":"claude","input":"hi"})", thinks);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto output = json::parse(whole.body).at("output").as_array();
+  ASSERT_EQ(output.size(), 2u) << whole.body;
+  EXPECT_EQ(output[0].at("type"), "reasoning");
+  EXPECT_EQ(output[0].at("summary").at(0).at("text").as_string(), thought);
+  EXPECT_EQ(output[1].at("content").at(0).at("text").as_string(), said);
+}
+
+TEST(ReasoningAcrossApis, AChatClientOnAMessagesEngine) {
+  proxy_fixture f(engines_of_one_api());
+  const std::string chat = R"({"model":"claude","messages":[{"role":"user","content":"hi"}])";
+  auto r = ask(f, "/v1/chat/completions", chat + R"(,"stream":true})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::openai_chat, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+
+  auto whole = ask(f, "/v1/chat/completions", chat + "}", thinks);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto message = json::parse(whole.body).at("choices").at(0).at("message");
+  EXPECT_EQ(message.at("reasoning_content").as_string(), thought) << whole.body;
+  EXPECT_EQ(message.at("content").as_string(), said);
+}
+
+TEST(ReasoningAcrossApis, AnAnthropicClientOnItsOwnEngineGetsTheSignedThinking) {
+  proxy_fixture f(engines_of_one_api());
+  const std::string messages =
+      R"({"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"hi"}])";
+  auto r = ask(f, "/v1/messages", messages + R"(,"stream":true})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::anthropic_messages, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+  EXPECT_NE(r.body.find(R"("type":"signature_delta")"), std::string::npos) << r.body;
+
+  auto whole = ask(f, "/v1/messages", messages + "}", thinks);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto content = json::parse(whole.body).at("content").as_array();
+  ASSERT_EQ(content.size(), 2u) << whole.body;
+  EXPECT_EQ(content[0].at("type"), "thinking");
+  EXPECT_EQ(content[0].at("thinking").as_string(), thought);
+  EXPECT_FALSE(content[0].at("signature").as_string().empty());
+  EXPECT_EQ(content[1].at("text").as_string(), said);
+}
+
+TEST(ReasoningAcrossApis, AChatClientOnAResponsesEngine) {
+  proxy_fixture f(engines_of_one_api());
+  const std::string chat = R"({"model":"gpt","messages":[{"role":"user","content":"hi"}])";
+  auto r = ask(f, "/v1/chat/completions", chat + R"(,"stream":true})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::openai_chat, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+  EXPECT_EQ(last_sent(f, 2).at("target"), "/v1/responses");
+
+  auto whole = ask(f, "/v1/chat/completions", chat + "}", thinks);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto message = json::parse(whole.body).at("choices").at(0).at("message");
+  EXPECT_EQ(message.at("reasoning_content").as_string(), thought) << whole.body;
+  EXPECT_EQ(message.at("content").as_string(), said);
+}
+
+TEST(ReasoningAcrossApis, AnAnthropicClientOnAResponsesEngine) {
+  proxy_fixture f(engines_of_one_api());
+  const std::string messages =
+      R"({"model":"gpt","max_tokens":100,"messages":[{"role":"user","content":"hi"}])";
+  auto r = ask(f, "/v1/messages", messages + R"(,"stream":true})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::anthropic_messages, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+
+  auto whole = ask(f, "/v1/messages", messages + "}", thinks);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto content = json::parse(whole.body).at("content").as_array();
+  ASSERT_EQ(content.size(), 2u) << whole.body;
+  EXPECT_EQ(content[0].at("thinking").as_string(), thought);
+  EXPECT_EQ(content[1].at("text").as_string(), said);
+}
+
+TEST(ReasoningAcrossApis, AResponsesClientOnItsOwnEngine) {
+  proxy_fixture f(engines_of_one_api());
+  auto r = ask(f, "/v1/responses", R"({"model":"gpt","stream":true,"input":"hi"})", thinks);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = facts_as(dialect::openai_responses, r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, thought) << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], said);
+  auto completed = r.body.substr(r.body.find("event: response.completed"));
+  auto response = json::parse(completed.substr(completed.find('{'))).at("response");
+  EXPECT_EQ(response.at("output").at(0).at("type"), "reasoning");
+  EXPECT_EQ(response.at("usage").at("output_tokens_details").at("reasoning_tokens"), 3);
+}
+
 }  // namespace
 }  // namespace tokengate::test::responses_other_apis

@@ -120,6 +120,29 @@ TEST(ResponsesOnChatOnlyEngine, AWholeAnswerIsAResponseObject) {
   EXPECT_EQ(json::parse(sent_to_engine(f).at("body").as_string()).at("max_tokens"), 300);
 }
 
+// The engine's reasoning_content (its first three tokens) is the
+// reasoning item's summary, streamed as summary text deltas and whole.
+TEST(ResponsesOnChatOnlyEngine, ReasoningIsAReasoningItemsSummary) {
+  proxy_fixture f(chat_only_engine());
+  auto r = respond(f, R"({"model":"llama","stream":true,"input":"hi"})",
+                   R"("tokens":7,"reasoning_tokens":3)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto facts = responses_facts(r.body);
+  EXPECT_TRUE(facts.ended_properly()) << r.body;
+  EXPECT_EQ(facts.reasoning_text, "The quick brown") << r.body;
+  EXPECT_EQ(facts.text_by_choice[0], " fox jumps over the");
+  EXPECT_NE(r.body.find("event: response.reasoning_summary_text.delta"), std::string::npos);
+  EXPECT_EQ(sent_to_engine(f).at("target"), "/v1/chat/completions");
+
+  auto whole =
+      respond(f, R"({"model":"llama","input":"hi"})", R"("tokens":7,"reasoning_tokens":3)");
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto output = json::parse(whole.body).at("output").as_array();
+  ASSERT_EQ(output.size(), 2u) << whole.body;
+  EXPECT_EQ(output[0].at("summary").at(0).at("text"), "The quick brown");
+  EXPECT_EQ(output[1].at("content").at(0).at("text"), " fox jumps over the");
+}
+
 TEST(ResponsesOnChatOnlyEngine, AToolCallAndItsOutputGoRoundTheLoop) {
   proxy_fixture f(chat_only_engine());
   const std::string tools =
