@@ -58,7 +58,9 @@ TEST(Picker, LeastLoadedAvoidsTheBusyTargetAndListsTheRestByLoad) {
   for (int i = 0; i < 2000; ++i) {
     auto p = pick_order(c->routes[0], states, std::nullopt, rng);
     first[p.order[0]]++;
-    if (p.order[0] != 0) EXPECT_EQ(p.order.back(), 0u);  // the busiest last
+    if (p.order[0] != 0) {
+      EXPECT_EQ(p.order.back(), 0u);  // the busiest last
+    }
   }
   // a is first only when both draws were a: never (two distinct targets are drawn).
   EXPECT_EQ(first[0], 0);

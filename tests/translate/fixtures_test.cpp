@@ -109,8 +109,9 @@ TEST(TranslatedFixtures, SayWhatTheOriginalSaid) {
     if (const auto& usage = expect.at("usage");
         usage.is_object() && !usage.at("output_tokens").is_null()) {
       EXPECT_EQ(facts.output_tokens, usage.at("output_tokens").to_number<std::int64_t>());
-      if (!usage.at("input_tokens").is_null())
+      if (!usage.at("input_tokens").is_null()) {
         EXPECT_EQ(facts.input_tokens, usage.at("input_tokens").to_number<std::int64_t>());
+      }
     }
     const auto& finish = expect.at("finish_reason");
     EXPECT_EQ(facts.finish_reason,

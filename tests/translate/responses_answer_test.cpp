@@ -142,10 +142,12 @@ void expect_same_content(const stream::stream_facts& facts, const json::object& 
     EXPECT_EQ(facts.tool_calls[i].arguments, calls[i].at("arguments").as_string());
   }
   if (const auto& usage = expect.at("usage"); usage.is_object()) {
-    if (!usage.at("output_tokens").is_null())
+    if (!usage.at("output_tokens").is_null()) {
       EXPECT_EQ(facts.output_tokens, usage.at("output_tokens").to_number<std::int64_t>());
-    if (!usage.at("input_tokens").is_null())
+    }
+    if (!usage.at("input_tokens").is_null()) {
       EXPECT_EQ(facts.input_tokens, usage.at("input_tokens").to_number<std::int64_t>());
+    }
   }
 }
 
