@@ -942,9 +942,11 @@ net::awaitable<bool> response_relay::finish() {
 // dialect; but not a chat stream without its usage chunk (the translation
 // writes it only where the client asked, and a hit asked with it, or whole,
 // needs it).
-bool may_keep_translated(const request_context& ctx, const upstream::exchange_plan& plan,
-                         const answer_translator* translator) {
-  return !translator || !ctx.streamed || ctx.dialect != dialect::openai_chat || plan.usage_asked;
+bool may_keep_translated(const request_context& ctx, const upstream::answer& answer,
+                         const upstream::exchange_plan& plan, const answer_translator* translator) {
+  if (!translator || ctx.dialect != dialect::openai_chat || plan.usage_asked) return true;
+  // (ctx.streamed is not yet known: the answer's head says)
+  return !answer.head.value_of(known_field::content_type).starts_with("text/event-stream");
 }
 
 }  // namespace
@@ -955,7 +957,7 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
                                     answer_translator* translator,
                                     const upstream::suspended_stream* resumed) {
   if (plan.copy) [[unlikely]]  // (this attempt's answer is the one a cache would keep)
-    *plan.copy = {{}, plan.copy->limit, may_keep_translated(s.ctx, plan, translator)};
+    *plan.copy = {{}, plan.copy->limit, may_keep_translated(s.ctx, answer, plan, translator)};
   if (translator &&
       !answer.head.value_of(known_field::content_type).starts_with("text/event-stream")) {
     bool keep =

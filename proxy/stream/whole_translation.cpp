@@ -55,13 +55,11 @@ net::awaitable<error_code> read_whole_body(upstream::exchange_state& s, upstream
   }
 }
 
-// The response cache's copy: the answer as the client reads it, in its
-// dialect (within the entry's bound). A stream's client answered whole is
-// not kept: its entry would say it was a stream.
-void keep_copy(const upstream::exchange_plan& plan, const request_context& ctx,
-               const std::string& body) {
+// The response cache's copy: the answer as the client reads it, whole and
+// in its dialect (within the entry's bound).
+void keep_copy(const upstream::exchange_plan& plan, const std::string& body) {
   if (!plan.copy || !plan.copy->usable) return;
-  if (ctx.streamed || body.size() > plan.copy->limit) {
+  if (body.size() > plan.copy->limit) {
     *plan.copy = {{}, plan.copy->limit, false};
     return;
   }
@@ -104,7 +102,7 @@ net::awaitable<bool> relay_whole_translated(upstream::exchange_state& s, upstrea
   ctx.cache_write_tokens = usage.cache_write_tokens();
   unsigned status = a.head.status;
   translator.whole(status, body);
-  keep_copy(plan, ctx, body);
+  keep_copy(plan, body);
   a.head.status = status;
   if (status == 529) a.head.reason = "Overloaded";  // (not a code Beast knows)
   ctx.status = status;

@@ -518,19 +518,23 @@ TEST(ResponseCache, InRedisAStoreDownOrStalledIsAMissNeverAnErrorOrAStall) {
 
 // The demo engine serving chat completions alone: an Anthropic or a
 // Responses client on it is translated, and kept in its own dialect.
-proxy_fixture chat_only_cached_proxy() {
+proxy_fixture one_api_cached_proxy(config::api api, const std::string& name) {
   fixture_options o;
-  config::demo_engine_settings chat;
-  chat.decode_tokens_per_second = 200;
-  chat.apis = config::api_set().add(config::api::chat_completions);
-  o.extra_engines = {chat};
+  config::demo_engine_settings engine;
+  engine.decode_tokens_per_second = 200;
+  engine.apis = config::api_set().add(api);
+  o.extra_engines = {engine};
   o.more_upstreams =
-      "  chat_only: {base_url: \"http://127.0.0.1:{engine1}/v1\", apis: [chat_completions]}\n";
+      "  one_api: {base_url: \"http://127.0.0.1:{engine1}/v1\", apis: [" + name + "]}\n";
   o.top_extra =
-      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: chat_only}], cache: "
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: one_api}], cache: "
       "{ttl: 60s}}\n" +
       keys_yaml();
   return proxy_fixture(o);
+}
+
+proxy_fixture chat_only_cached_proxy() {
+  return one_api_cached_proxy(config::api::chat_completions, "chat_completions");
 }
 
 // The engine's knobs go in a header: a translation refuses a body member
@@ -576,6 +580,38 @@ TEST(ResponseCache, ATranslatedAnswerIsKeptAndReplayedInItsClientsDialect) {
     }
   }
   EXPECT_EQ(f.engine_stats().requests.load(), 0u);  // (the chat-only engine answered them all)
+}
+
+// On an Anthropic-only engine: a Responses client's answer is kept in
+// the Responses API; a chat client's stream is kept only with its usage
+// chunk (asked for), which a hit, whole or streamed, needs.
+TEST(ResponseCache, OnAnAnthropicEngineChatAndResponsesClientsAreKeptInTheirOwnApi) {
+  auto f = one_api_cached_proxy(config::api::messages, "messages");
+  auto twice = [&](const std::string& path, const std::string& b) {
+    auto first = ask(f, path, b, key_a, demo_knobs);
+    EXPECT_EQ(first.status, 200) << first.body;
+    EXPECT_EQ(text_of(first), "The quick brown fox") << first.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (kept after the exchange)
+    return std::pair{first, ask(f, path, b, key_a, demo_knobs)};
+  };
+  for (std::string path : {"/v1/responses", "/v1/chat/completions"}) {
+    SCOPED_TRACE(path);
+    auto b = with_usage_asked(path, translated_body(path, true, "anthropic " + path));
+    auto [first, again] = twice(path, b);
+    EXPECT_EQ(cache_header(again), "hit");
+    EXPECT_EQ(text_of(again), text_of(first));
+    EXPECT_EQ(usage_of(again), marked_cached(path, usage_of(first))) << again.body;
+    auto whole = ask(f, path, translated_body(path, false, "anthropic " + path), key_a, demo_knobs);
+    EXPECT_EQ(cache_header(whole), "hit");
+    EXPECT_EQ(text_of(whole), text_of(first));
+  }
+  // a chat stream without its usage chunk is not kept
+  const std::string path = "/v1/chat/completions";
+  auto [first, again] = twice(path, translated_body(path, true, "no usage asked"));
+  EXPECT_EQ(cache_header(first), "miss");
+  EXPECT_EQ(cache_header(again), "miss") << first.body << "\n" << again.body;
+  EXPECT_EQ(again.body.find("\"usage\":{"), std::string::npos);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);  // (the Anthropic-only engine answered)
 }
 
 }  // namespace
