@@ -2,7 +2,9 @@
 // completed answer is kept and replayed, streamed event by event or whole,
 // in every API, with fresh ids and the client's own usage chunk; a hit
 // never reaches the upstream; what must not be kept is not; the client's
-// Cache-Control is honoured; one key never reads another's answers.
+// Cache-Control is honoured; one key never reads another's answers; a
+// hit's usage marks the prompt cached; a translated answer is kept and
+// replayed in its client's API.
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
