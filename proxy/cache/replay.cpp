@@ -6,6 +6,7 @@
 #include <ranges>
 #include <vector>
 
+#include "cache/cached_share.hpp"
 #include "http/head_bytes.hpp"
 #include "scan/hex.hpp"
 #include "stream/resume_splice.hpp"
@@ -49,15 +50,24 @@ upstream::stream_identity fresh_identity(const entry& e) {
 }
 
 // The stored events through a resume splice: the same events with fresh
-// names (and Responses' sequence numbers from 0), the usage chunk left
-// out where this client did not ask for it. Paced, the body is fed a
+// names (and Responses' sequence numbers from 0), the usage's cached share
+// marked (cache/cached_share.hpp), the usage chunk left out where this
+// client did not ask for it. Paced, the body is fed a
 // mark at a time, and what each mark completes is one piece at its time.
 std::vector<replay_piece> replayed_events(const entry& e, const replay_options& o) {
   struct splicing final : stream::sse_sink {
     stream::resume_splice* splice;
+    dialect d;
     std::string out;
-    void on_event(const stream::sse_event& event) override { splice->on_event(event, out); }
+    void on_event(const stream::sse_event& event) override {
+      auto marked = with_cached_share(d, event.data);  // (the usage's cached share)
+      if (marked.empty())
+        splice->on_event(event, out);
+      else
+        splice->on_event({event.type, marked}, out);
+    }
   } sink;
+  sink.d = e.dialect;
   stream::resume_splice splice(e.dialect, fresh_identity(e), o.hide_usage_chunk);
   sink.splice = &splice;
   stream::sse_parser parser;
@@ -84,7 +94,8 @@ std::vector<replay_piece> replayed_events(const entry& e, const replay_options& 
   return pieces;
 }
 
-// A whole answer with fresh ids: its own, and (Responses) its output items'.
+// A whole answer with fresh ids: its own, and (Responses) its output
+// items'; its usage's cached share marked.
 std::string replayed_whole(const entry& e) {
   std::string body = e.body;
   boost::system::error_code ec;
@@ -99,7 +110,8 @@ std::string replayed_whole(const entry& e) {
           id && id->is_string())
         ids.emplace_back(id->get_string());
   for (const auto& id : ids) replace_all(body, id, fresh_id(id));
-  return body;
+  auto marked = with_cached_share(e.dialect, body);
+  return marked.empty() ? body : marked;
 }
 
 std::string head_for(const entry& e, const replay_options& o, std::size_t body_size, bool chunked) {

@@ -4,7 +4,8 @@
 // stored body re-framed by the proxy: an event stream event by event (the
 // stored bytes are parsed, never copied through, so a stored body cannot
 // add a header or end the response early), a whole answer as one body.
-// The answer's ids are fresh: two hits are two answers to their clients.
+// The answer's ids are fresh: two hits are two answers to their clients;
+// its usage marks the prompt as read from the cache (cache/cached_share.hpp).
 // Paced (cache: {pace: original}), a stream comes in pieces at the times
 // its bytes first arrived; otherwise it is one write.
 #include <chrono>

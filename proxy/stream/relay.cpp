@@ -186,7 +186,7 @@ class response_relay {
   buffers frame(const std::vector<net::const_buffer>& what, bool ends_body = false);
   buffers frame_holding(const std::vector<net::const_buffer>& what, bool ends_body);
   buffers forward_translated();
-  void copy_for_cache();
+  void copy_for_cache(std::string_view bytes);
   std::span<char> in_hand();
   void note_relay_delay();
   void note_resumed();
@@ -613,17 +613,18 @@ void response_relay::note_relay_delay() {
   windows_.relay_delay.record(micros, now_);
 }
 
-// The body as it came, for the response cache: only while within its
-// bound (past it the copy is let go, and so is the entry).
-void response_relay::copy_for_cache() {
+// The body as the client gets it, for the response cache: the upstream's
+// bytes, or a translated stream's events in the client's dialect; only
+// while within its bound (past it the copy is let go, and so is the entry).
+void response_relay::copy_for_cache(std::string_view bytes) {
   auto& copy = *plan_.copy;
   if (!copy.usable) return;
-  if (copy.bytes.size() + bytes_.size() > copy.limit) {
+  if (copy.bytes.size() + bytes.size() > copy.limit) {
     copy = {{}, copy.limit, false};
     return;
   }
-  copy.bytes.append(bytes_);
-  if (!ctx_.streamed || bytes_.empty()) return;
+  copy.bytes.append(bytes);
+  if (!ctx_.streamed || bytes.empty()) return;
   if (copy.marks.empty()) copy.first = now_;
   auto at = std::chrono::duration_cast<std::chrono::milliseconds>(now_ - copy.first);
   if (!copy.marks.empty() && copy.marks.back().at == at)
@@ -635,8 +636,8 @@ void response_relay::copy_for_cache() {
 buffers response_relay::forward() {
   bytes_ = std::string_view(static_cast<const char*>(up_buffer_.data().data()) + part_.begin,
                             part_.size);
-  if (plan_.copy) [[unlikely]]
-    copy_for_cache();
+  if (plan_.copy && !translator_) [[unlikely]]
+    copy_for_cache(bytes_);
   if (!ctx_.streamed) {
     if (!whole_usage_) whole_usage_ = std::make_unique<whole_usage>();
     whole_usage_->feed(bytes_);
@@ -677,6 +678,8 @@ buffers response_relay::forward_translated() {
                    sse_.events_dispatched() > 0 &&
                    !(accounting_.resumable() && !accounting_.facts().ended_properly());
   if (ends_body) translator_->on_end(translated_);
+  if (plan_.copy) [[unlikely]]
+    copy_for_cache(translated_);
   pieces_.clear();
   if (!translated_.empty()) pieces_.emplace_back(translated_.data(), translated_.size());
   return frame(pieces_, ends_body);
@@ -796,6 +799,8 @@ net::awaitable<bool> response_relay::finish_clean() {
     // without its terminator (an unfinished event is dropped, as the spec says).
     translated_.clear();
     translator_->on_end(translated_);
+    if (plan_.copy) [[unlikely]]
+      copy_for_cache(translated_);
     pieces_.clear();
     if (!translated_.empty()) pieces_.emplace_back(translated_.data(), translated_.size());
     if (!write_now(frame(pieces_))) {
@@ -933,6 +938,17 @@ net::awaitable<bool> response_relay::finish() {
   co_return keep_alive;
 }
 
+// A translated answer is kept as its client read it, in the client's
+// dialect; but not a chat stream without its usage chunk (the translation
+// writes it only where the client asked, and a hit asked with it, or whole,
+// needs it).
+bool may_keep_translated(const request_context& ctx, const upstream::answer& answer,
+                         const upstream::exchange_plan& plan, const answer_translator* translator) {
+  if (!translator || ctx.dialect != dialect::openai_chat || plan.usage_asked) return true;
+  // (ctx.streamed is not yet known: the answer's head says)
+  return !answer.head.value_of(known_field::content_type).starts_with("text/event-stream");
+}
+
 }  // namespace
 
 net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answer& answer,
@@ -941,7 +957,7 @@ net::awaitable<bool> relay_response(upstream::exchange_state& s, upstream::answe
                                     answer_translator* translator,
                                     const upstream::suspended_stream* resumed) {
   if (plan.copy) [[unlikely]]  // (this attempt's answer is the one a cache would keep)
-    *plan.copy = {{}, plan.copy->limit, translator == nullptr};
+    *plan.copy = {{}, plan.copy->limit, may_keep_translated(s.ctx, answer, plan, translator)};
   if (translator &&
       !answer.head.value_of(known_field::content_type).starts_with("text/event-stream")) {
     bool keep =

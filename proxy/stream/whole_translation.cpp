@@ -55,6 +55,17 @@ net::awaitable<error_code> read_whole_body(upstream::exchange_state& s, upstream
   }
 }
 
+// The response cache's copy: the answer as the client reads it, whole and
+// in its dialect (within the entry's bound).
+void keep_copy(const upstream::exchange_plan& plan, const std::string& body) {
+  if (!plan.copy || !plan.copy->usable) return;
+  if (body.size() > plan.copy->limit) {
+    *plan.copy = {{}, plan.copy->limit, false};
+    return;
+  }
+  plan.copy->bytes = body;
+}
+
 }  // namespace
 
 net::awaitable<bool> relay_whole_translated(upstream::exchange_state& s, upstream::answer& a,
@@ -91,6 +102,7 @@ net::awaitable<bool> relay_whole_translated(upstream::exchange_state& s, upstrea
   ctx.cache_write_tokens = usage.cache_write_tokens();
   unsigned status = a.head.status;
   translator.whole(status, body);
+  keep_copy(plan, body);
   a.head.status = status;
   if (status == 529) a.head.reason = "Overloaded";  // (not a code Beast knows)
   ctx.status = status;

@@ -36,14 +36,14 @@ struct translated_attempt {
   dialect answers_in;
 };
 
-// The answer's body as the upstream sent it (de-chunked), for the response
-// cache (cache/): kept only while within `limit` bytes and only for an
-// answer in the client's own dialect; the attempt that answers last is the
-// one kept.
+// The answer's body as its client reads it (de-chunked), for the response
+// cache (cache/): the upstream's bytes, or for a translated answer the
+// translation, in the client's dialect. Kept only while within `limit`
+// bytes; the attempt that answers last is the one kept.
 struct answer_copy {
   std::string bytes;
   std::size_t limit = 0;
-  bool usable = true;  // false: past the limit, or translated
+  bool usable = true;  // false: past the limit, or not to be kept
   // A stream's: when its bytes came (bytes[previous end, end) `at` after
   // the first read), for a hit replayed at the original's pace.
   struct mark {

@@ -1,7 +1,9 @@
 // The response cache as the official SDKs see it: a repeated deterministic
 // request is answered from the cache, streamed event by event (several
-// content events, in order, the same text) or whole, with the same usage,
-// and the upstream is not asked again.
+// content events, in order, the same text) or whole, whichever form kept
+// the entry (a stream read whole, a whole answer read as a stream), with
+// the original's usage and the prompt marked cached, and the upstream is
+// not asked again.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -27,55 +29,99 @@ const openai = () => new OpenAI({ baseURL: proxy.baseURL, apiKey: "k", maxRetrie
 const anthropic = () =>
   new Anthropic({ baseURL: proxy.baseURL.replace(/\/v1$/, ""), apiKey: "k", maxRetries: 0 });
 
-test("openai SDK: a hit streams event by event, and a whole hit has the same usage", async () => {
-  const ask = { model: "demo", temperature: 0, max_tokens: 50, messages: [{ role: "user", content: "cache me" }] };
-  const streamed = async () => {
+// openai SDK, chat completions: the text pieces, the usage and the cache header.
+const chat = {
+  async streamed(ask) {
+    const { data, response } = await openai()
+      .chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } }, knobs)
+      .withResponse();
     const parts = [];
-    const stream = await openai().chat.completions.create({ ...ask, stream: true }, knobs);
-    for await (const chunk of stream) if (chunk.choices[0]?.delta?.content) parts.push(chunk.choices[0].delta.content);
-    return parts;
-  };
-  const first = await streamed();
-  await kept();
-  const before = await asked();
-  const again = await streamed();
-  assert.equal(await asked(), before, "the hit reached the upstream");
-  assert.ok(again.length > 1, `${again.length} content events`);
-  assert.deepEqual(again, first);
+    let usage;
+    for await (const chunk of data) {
+      if (chunk.choices[0]?.delta?.content) parts.push(chunk.choices[0].delta.content);
+      if (chunk.usage) usage = chunk.usage;
+    }
+    return { parts, text: parts.join(""), usage, cache: response.headers.get("x-tokengate-cache") };
+  },
+  async whole(ask) {
+    const { data, response } = await openai().chat.completions.create(ask, knobs).withResponse();
+    return { text: data.choices[0].message.content, usage: data.usage, id: data.id,
+             cache: response.headers.get("x-tokengate-cache") };
+  },
+  ask: (say) => ({ model: "demo", temperature: 0, max_tokens: 50, messages: [{ role: "user", content: say }] }),
+  // the hit's usage: the original's, the whole prompt cached
+  checkUsage(hit, original) {
+    assert.equal(hit.prompt_tokens, original.prompt_tokens);
+    assert.equal(hit.completion_tokens, original.completion_tokens);
+    assert.equal(hit.prompt_tokens_details?.cached_tokens, original.prompt_tokens);
+    assert.ok(original.prompt_tokens > 0);
+  },
+};
 
-  const whole = await openai().chat.completions.create(ask, knobs);
-  await kept();
-  const beforeWhole = await asked();
-  const { data, response } = await openai().chat.completions.create(ask, knobs).withResponse();
-  assert.equal(response.headers.get("x-tokengate-cache"), "hit");
-  assert.equal(await asked(), beforeWhole);
-  assert.equal(data.choices[0].message.content, whole.choices[0].message.content);
-  assert.deepEqual(data.usage, whole.usage);
-  assert.notEqual(data.id, whole.id);
-});
-
-test("anthropic SDK: a hit streams event by event and whole", async () => {
-  const ask = { model: "claude-demo", temperature: 0, max_tokens: 50, messages: [{ role: "user", content: "cache me" }] };
-  const streamed = async () => {
+// Anthropic SDK, messages: the same, from its raw events.
+const messages = {
+  async streamed(ask) {
+    const { data, response } = await anthropic().messages.create({ ...ask, stream: true }, knobs).withResponse();
     const parts = [];
-    const stream = anthropic().messages.stream(ask, knobs);
-    stream.on("text", (t) => parts.push(t));
-    const final = await stream.finalMessage();
-    return { parts, final };
-  };
-  const first = await streamed();
-  await kept();
-  const before = await asked();
-  const again = await streamed();
-  assert.equal(await asked(), before, "the hit reached the upstream");
-  assert.ok(again.parts.length > 1, `${again.parts.length} text events`);
-  assert.deepEqual(again.parts, first.parts);
-  assert.equal(again.final.usage.output_tokens, first.final.usage.output_tokens);
-  assert.notEqual(again.final.id, first.final.id);
+    let usage = {};
+    for await (const event of data) {
+      if (event.type === "message_start") usage = { ...event.message.usage };
+      if (event.type === "content_block_delta" && event.delta.type === "text_delta") parts.push(event.delta.text);
+      if (event.type === "message_delta") usage = { ...usage, ...event.usage };
+    }
+    return { parts, text: parts.join(""), usage, cache: response.headers.get("x-tokengate-cache") };
+  },
+  async whole(ask) {
+    const { data, response } = await anthropic().messages.create(ask, knobs).withResponse();
+    return { text: data.content[0].text, usage: data.usage, id: data.id,
+             cache: response.headers.get("x-tokengate-cache") };
+  },
+  ask: (say) => ({ model: "claude-demo", temperature: 0, max_tokens: 50, messages: [{ role: "user", content: say }] }),
+  checkUsage(hit, original) {
+    const prompt = original.input_tokens + (original.cache_read_input_tokens ?? 0) +
+      (original.cache_creation_input_tokens ?? 0);
+    assert.equal(hit.output_tokens, original.output_tokens);
+    assert.equal(hit.input_tokens, 0);
+    assert.equal(hit.cache_read_input_tokens, prompt);
+    assert.ok(prompt > 0);
+  },
+};
 
-  const whole = await anthropic().messages.create(ask, knobs);
-  await kept();
-  const hit = await anthropic().messages.create(ask, knobs);
-  assert.equal(hit.content[0].text, whole.content[0].text);
-  assert.deepEqual(hit.usage, whole.usage);
-});
+for (const [name, api] of [["openai SDK chat", chat], ["anthropic SDK", messages]]) {
+  test(`${name}: a stream kept is a hit streamed event by event, and whole`, async () => {
+    const ask = api.ask(`${name}: kept streamed`);
+    const first = await api.streamed(ask);
+    assert.equal(first.cache, "miss");
+    await kept();
+    const before = await asked();
+    const again = await api.streamed(ask);
+    assert.equal(again.cache, "hit");
+    assert.ok(again.parts.length > 1, `${again.parts.length} content events`);
+    assert.deepEqual(again.parts, first.parts);
+    api.checkUsage(again.usage, first.usage);
+    const whole = await api.whole(ask);
+    assert.equal(whole.cache, "hit");
+    assert.equal(whole.text, first.text);
+    api.checkUsage(whole.usage, first.usage);
+    assert.equal(await asked(), before, "a hit reached the upstream");
+  });
+
+  test(`${name}: a whole answer kept is a hit whole, and streamed event by event`, async () => {
+    const ask = api.ask(`${name}: kept whole`);
+    const first = await api.whole(ask);
+    assert.equal(first.cache, "miss");
+    await kept();
+    const before = await asked();
+    const again = await api.whole(ask);
+    assert.equal(again.cache, "hit");
+    assert.equal(again.text, first.text);
+    assert.notEqual(again.id, first.id);
+    api.checkUsage(again.usage, first.usage);
+    const streamed = await api.streamed(ask);
+    assert.equal(streamed.cache, "hit");
+    assert.ok(streamed.parts.length > 1, `${streamed.parts.length} content events`);
+    assert.equal(streamed.text, first.text);
+    api.checkUsage(streamed.usage, first.usage);
+    assert.equal(await asked(), before, "a hit reached the upstream");
+  });
+}

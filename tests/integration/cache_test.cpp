@@ -2,7 +2,9 @@
 // completed answer is kept and replayed, streamed event by event or whole,
 // in every API, with fresh ids and the client's own usage chunk; a hit
 // never reaches the upstream; what must not be kept is not; the client's
-// Cache-Control is honoured; one key never reads another's answers.
+// Cache-Control is honoured; one key never reads another's answers; a
+// hit's usage marks the prompt cached; a translated answer is kept and
+// replayed in its client's API.
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
@@ -154,6 +156,32 @@ TEST(ResponseCache, AStreamIsReplayedEventByEventWithFreshIdsAndNeverReachesTheU
   EXPECT_NE(id_of(third), id_of(again));
 }
 
+// The usage a hit reports for an original's `usage`: the whole prompt
+// marked as read from the cache, in the API's own terms.
+json::value marked_cached(std::string_view path, const json::value& usage) {
+  auto u = usage.as_object();
+  auto count = [&](std::string_view k) {
+    auto* v = u.if_contains(k);
+    return v ? v->to_number<std::int64_t>() : 0;
+  };
+  if (path == "/v1/messages") {
+    auto prompt = count("input_tokens") + count("cache_read_input_tokens") +
+                  count("cache_creation_input_tokens");
+    u["input_tokens"] = 0;
+    u["cache_creation_input_tokens"] = 0;
+    u["cache_read_input_tokens"] = prompt;
+  } else if (path == "/v1/responses") {
+    auto& details = u["input_tokens_details"];
+    if (!details.is_object()) details = json::object();
+    details.as_object()["cached_tokens"] = count("input_tokens");
+  } else {
+    auto& details = u["prompt_tokens_details"];
+    if (!details.is_object()) details = json::object();
+    details.as_object()["cached_tokens"] = count("prompt_tokens");
+  }
+  return u;
+}
+
 TEST(ResponseCache, EachApiIsReplayedInItsOwnShapeStreamedAndWhole) {
   auto f = cached_proxy();
   for (std::string path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
@@ -164,8 +192,9 @@ TEST(ResponseCache, EachApiIsReplayedInItsOwnShapeStreamedAndWhole) {
       EXPECT_EQ(cache_header(first), "miss") << path << " " << stream;
       EXPECT_EQ(cache_header(again), "hit") << path << " " << stream;
       EXPECT_EQ(text_of(again), "The quick brown fox") << path << " " << stream;
-      if (!stream) {  // the usage a whole answer carries is the original's
-        EXPECT_EQ(json::parse(again.body).at("usage"), json::parse(first.body).at("usage"));
+      if (!stream) {  // the usage a whole answer carries is the original's, marked cached
+        EXPECT_EQ(json::parse(again.body).at("usage"),
+                  marked_cached(path, json::parse(first.body).at("usage")));
         EXPECT_NE(json::parse(again.body).at("id"), json::parse(first.body).at("id"));
       }
     }
@@ -335,7 +364,8 @@ TEST(ResponseCache, StreamedAndWholeRequestsShareTheirEntryInEachApi) {
     EXPECT_EQ(whole.headers.at("content-type"), "application/json") << path;
     EXPECT_EQ(text_of(whole), text_of(streamed)) << path;
     EXPECT_EQ(text_of(whole), "The quick brown fox") << path;
-    EXPECT_EQ(usage_of(whole), usage_of(streamed)) << path << "\n" << streamed.body;
+    EXPECT_EQ(usage_of(whole), marked_cached(path, usage_of(streamed))) << path << "\n"
+                                                                        << streamed.body;
     EXPECT_FALSE(usage_of(whole).is_null()) << path;
     // kept whole, read as a stream: event by event, more than one content event
     auto other = [&](bool stream) { return body(path, stream, R"({"tokens":4})", "other"); };
@@ -344,7 +374,8 @@ TEST(ResponseCache, StreamedAndWholeRequestsShareTheirEntryInEachApi) {
     EXPECT_EQ(cache_header(events), "hit") << path;
     EXPECT_EQ(events.headers.at("content-type"), "text/event-stream") << path;
     EXPECT_EQ(text_of(events), text_of(first)) << path;
-    EXPECT_EQ(usage_of(events), usage_of(first)) << path << "\n" << events.body;
+    EXPECT_EQ(usage_of(events), marked_cached(path, usage_of(first))) << path << "\n"
+                                                                      << events.body;
     EXPECT_GE(events_in(events), 4u) << events.body;
     EXPECT_EQ(f.engine_stats().requests.load(), before + 1) << path;  // the one kept whole
   }
@@ -432,7 +463,7 @@ TEST(ResponseCache, InRedisTwoInstancesShareTheirAnswers) {
   auto from_b = ask(b, path, body(path, false));
   EXPECT_EQ(cache_header(from_b), "hit");
   EXPECT_EQ(text_of(from_b), "The quick brown fox");
-  EXPECT_EQ(usage_of(from_b), usage_of(first));
+  EXPECT_EQ(usage_of(from_b), marked_cached(path, usage_of(first)));
   EXPECT_EQ(b.engine_stats().requests.load(), 0u);
   // another key's request is still its own
   EXPECT_EQ(cache_header(ask(b, path, body(path, false), key_b)), "miss");
@@ -485,6 +516,104 @@ TEST(ResponseCache, InRedisAStoreDownOrStalledIsAMissNeverAnErrorOrAStall) {
   }
   auto page = http_get(f.admin_port(), "/metrics").body;
   EXPECT_NE(page.find("tokengate_cache_store_up 0"), std::string::npos);
+}
+
+// The demo engine serving chat completions alone: an Anthropic or a
+// Responses client on it is translated, and kept in its own dialect.
+proxy_fixture one_api_cached_proxy(config::api api, const std::string& name) {
+  fixture_options o;
+  config::demo_engine_settings engine;
+  engine.decode_tokens_per_second = 200;
+  engine.apis = config::api_set().add(api);
+  o.extra_engines = {engine};
+  o.more_upstreams =
+      "  one_api: {base_url: \"http://127.0.0.1:{engine1}/v1\", apis: [" + name + "]}\n";
+  o.top_extra =
+      "routes:\n  - {name: demo, models: ['*'], targets: [{upstream: one_api}], cache: "
+      "{ttl: 60s}}\n" +
+      keys_yaml();
+  return proxy_fixture(o);
+}
+
+proxy_fixture chat_only_cached_proxy() {
+  return one_api_cached_proxy(config::api::chat_completions, "chat_completions");
+}
+
+// The engine's knobs go in a header: a translation refuses a body member
+// the upstream's API does not know.
+const std::string demo_knobs = "x-demo: {\"tokens\":4,\"interval_ms\":1}\r\n";
+
+std::string translated_body(std::string_view path, bool stream, std::string_view say) {
+  std::string b = R"({"model":"demo","temperature":0)";
+  b += stream ? R"(,"stream":true)" : "";
+  if (path == "/v1/responses")
+    return b + R"(,"max_output_tokens":50,"input":")" + std::string(say) + "\"}";
+  b += R"(,"max_tokens":50)";
+  return b + R"(,"messages":[{"role":"user","content":")" + std::string(say) + "\"}]}";
+}
+
+TEST(ResponseCache, ATranslatedAnswerIsKeptAndReplayedInItsClientsDialect) {
+  auto f = chat_only_cached_proxy();
+  for (std::string path : {"/v1/messages", "/v1/responses"}) {
+    SCOPED_TRACE(path);
+    for (bool stream : {true, false}) {
+      const auto say = std::string(stream ? "streamed " : "whole ") + path;
+      auto b = translated_body(path, stream, say);
+      const auto before = kept(f);
+      auto first = ask(f, path, b, key_a, demo_knobs);
+      EXPECT_EQ(cache_header(first), "miss") << first.status << " " << first.body;
+      EXPECT_TRUE(wait_until([&] { return kept(f) > before; }, 2s, "the answer to be kept"));
+      const auto asked = f.extra_engine_stats(1).requests.load();
+      auto again = ask(f, path, b, key_a, demo_knobs);
+      EXPECT_EQ(cache_header(again), "hit") << stream;
+      EXPECT_EQ(f.extra_engine_stats(1).requests.load(), asked);
+      EXPECT_EQ(again.headers.at("content-type"), first.headers.at("content-type"));
+      EXPECT_EQ(text_of(again), text_of(first));
+      EXPECT_EQ(text_of(again), "The quick brown fox");
+      auto original = usage_of(first);
+      ASSERT_TRUE(original.is_object()) << first.body;
+      EXPECT_EQ(usage_of(again), marked_cached(path, original)) << again.body;
+      if (stream) EXPECT_GE(events_in(again), 4u) << again.body;
+      // the other form shares the entry, in the same dialect
+      auto other = ask(f, path, translated_body(path, !stream, say), key_a, demo_knobs);
+      EXPECT_EQ(cache_header(other), "hit");
+      EXPECT_EQ(text_of(other), "The quick brown fox");
+      EXPECT_EQ(usage_of(other), marked_cached(path, original)) << other.body;
+    }
+  }
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);  // (the chat-only engine answered them all)
+}
+
+// On an Anthropic-only engine: a Responses client's answer is kept in
+// the Responses API; a chat client's stream is kept only with its usage
+// chunk (asked for), which a hit, whole or streamed, needs.
+TEST(ResponseCache, OnAnAnthropicEngineChatAndResponsesClientsAreKeptInTheirOwnApi) {
+  auto f = one_api_cached_proxy(config::api::messages, "messages");
+  auto twice = [&](const std::string& path, const std::string& b) {
+    auto first = ask(f, path, b, key_a, demo_knobs);
+    EXPECT_EQ(first.status, 200) << first.body;
+    EXPECT_EQ(text_of(first), "The quick brown fox") << first.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (kept after the exchange)
+    return std::pair{first, ask(f, path, b, key_a, demo_knobs)};
+  };
+  for (std::string path : {"/v1/responses", "/v1/chat/completions"}) {
+    SCOPED_TRACE(path);
+    auto b = with_usage_asked(path, translated_body(path, true, "anthropic " + path));
+    auto [first, again] = twice(path, b);
+    EXPECT_EQ(cache_header(again), "hit");
+    EXPECT_EQ(text_of(again), text_of(first));
+    EXPECT_EQ(usage_of(again), marked_cached(path, usage_of(first))) << again.body;
+    auto whole = ask(f, path, translated_body(path, false, "anthropic " + path), key_a, demo_knobs);
+    EXPECT_EQ(cache_header(whole), "hit");
+    EXPECT_EQ(text_of(whole), text_of(first));
+  }
+  // a chat stream without its usage chunk is not kept
+  const std::string path = "/v1/chat/completions";
+  auto [first, again] = twice(path, translated_body(path, true, "no usage asked"));
+  EXPECT_EQ(cache_header(first), "miss");
+  EXPECT_EQ(cache_header(again), "miss") << first.body << "\n" << again.body;
+  EXPECT_EQ(again.body.find("\"usage\":{"), std::string::npos);
+  EXPECT_EQ(f.engine_stats().requests.load(), 0u);  // (the Anthropic-only engine answered)
 }
 
 }  // namespace
