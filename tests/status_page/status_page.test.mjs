@@ -166,7 +166,8 @@ test("under load: charts grow, a refusal shows on its key, a failed replica turn
   const origin = `http://127.0.0.1:${open.admin}`;
   const { page, seen } = await watchedPage(browser, 1280);
   await page.goto(`${origin}/`, { waitUntil: "load" });
-  assert.equal(await page.$eval("#unauthenticated", (e) => e.hidden), false, "the page says its data is unauthenticated");
+  // (shown once the first snapshot arrives, after the page's load event)
+  await until(page, () => !document.getElementById("unauthenticated").hidden, null, "the page saying its data is unauthenticated");
 
   await until(page, () => document.querySelector(".route[data-route=chat] .chart")?.dataset.points >= 2, null, "the chat route's charts");
   const ttft = await points(page, 0);
