@@ -8,11 +8,14 @@
 # `Cache-Control: no-cache`: every request asked upstream and its answer
 # copied and kept, as a miss is (its key made, its body copied, the entry
 # replaced). Prints each form's TTFT p50/p99 (the first wave left out) and
-# the proxy's CPU per request (/proc).
+# the proxy's CPU per request (/proc). With ROUNDS, asked and kept-as-a-miss
+# then alternate ROUNDS more times in the same process, each pair with its
+# ratio, and the median ratio at the end: the machine's drift over a run
+# falls on both alike.
 # On demand, not a test.
-# Usage: tests/bench/cache_hits.sh TOKENGATE_BIN [REQUESTS] [CONCURRENCY]
+# Usage: tests/bench/cache_hits.sh TOKENGATE_BIN [REQUESTS] [CONCURRENCY] [ROUNDS]
 set -euo pipefail
-bin=$1 requests=${2:-2000} concurrency=${3:-1}
+bin=$1 requests=${2:-2000} concurrency=${3:-1} rounds=${4:-0}
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
 
 engine=$(free_port) port=$(free_port) admin=$(free_port)
@@ -48,6 +51,7 @@ r = json.load(open(sys.argv[1]))[0]
 each = sorted(r["ttft_ms_each"][int(sys.argv[5]):])  # (the first wave asks upstream)
 q = lambda p: each[int(p * (len(each) - 1))]
 cpu_us = int(sys.argv[3]) / int(sys.argv[4]) * 1e6 / r["requests"]
+open(sys.argv[1] + ".cpu", "w").write(f"{cpu_us}")
 print(f"  {sys.argv[2]:6} {r['ok']}/{r['requests']} ok, TTFT p50 {q(0.5):.3f} ms, p99 {q(0.99):.3f} ms, "
       f"proxy CPU {cpu_us:.0f} us a request")
 PY
@@ -56,4 +60,14 @@ echo "$requests requests, $concurrency at a time:"
 run asked asked
 run cached hit
 run cached missed --header 'Cache-Control: no-cache'
+ratios=()
+for ((round = 1; round <= rounds; round++)); do
+  run asked asked
+  run cached missed --header 'Cache-Control: no-cache'
+  ratios+=("$(python3 -c "print(round($(cat "$work/missed.json.cpu") / $(cat "$work/asked.json.cpu"), 3))")")
+  echo "  round $round: kept as a miss / asked ${ratios[-1]}"
+done
+if ((rounds > 0)); then
+  printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR] = $1} END {print "  median of the rounds: " (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'
+fi
 curl -s "http://127.0.0.1:$admin/metrics" | grep '^tokengate_cache_requests_total{route="cached"' | sed 's/^/  /'
