@@ -283,6 +283,15 @@ TEST(ResponseCache, AnEntryLivesForItsTtl) {
   EXPECT_EQ(cache_header(ask(f, path, b)), "miss");
 }
 
+// What the client key's tokens_per_minute budget has counted (/budgets),
+// or -1 where it has none.
+double tokens_per_minute_used(proxy_fixture& f) {
+  auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
+  for (const auto& v : page.at("budgets").as_array())
+    if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
+  return -1.0;
+}
+
 TEST(ResponseCache, AHitIsARequestToItsBudgetButNoTokens) {
   fixture_options o;
   o.top_extra =
@@ -293,12 +302,7 @@ TEST(ResponseCache, AHitIsARequestToItsBudgetButNoTokens) {
   proxy_fixture f(o);
   const std::string path = "/v1/chat/completions";
   const auto b = body(path, false);
-  auto tokens_used = [&] {
-    auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
-    for (const auto& v : page.at("budgets").as_array())
-      if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
-    return -1.0;
-  };
+  auto tokens_used = [&] { return tokens_per_minute_used(f); };
   ask_kept(f, path, b);
   const auto after_miss = tokens_used();
   EXPECT_GT(after_miss, 0);
@@ -429,12 +433,7 @@ TEST(ResponseCache, ARouteThatBillsItsHitsCountsTheStoredTokens) {
   proxy_fixture f(o);
   const std::string path = "/v1/chat/completions";
   const auto b = body(path, false);
-  auto tokens_used = [&] {
-    auto page = json::parse(http_get(f.admin_port(), "/budgets").body).as_object();
-    for (const auto& v : page.at("budgets").as_array())
-      if (v.at("limit").as_string() == "tokens_per_minute") return v.at("used").to_number<double>();
-    return -1.0;
-  };
+  auto tokens_used = [&] { return tokens_per_minute_used(f); };
   ask_kept(f, path, b);
   const auto after_miss = tokens_used();
   EXPECT_GT(after_miss, 0);
