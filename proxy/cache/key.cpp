@@ -1,39 +1,86 @@
 #include "cache/key.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <charconv>
 #include <vector>
 
 #include "cache/forms.hpp"
-#include "scan/hex.hpp"
+#include "scan/sha256.hpp"
 
 namespace tokengate::cache {
 namespace {
 
 namespace json = boost::json;
 
-// The same value with every object's members sorted by name: two bodies
-// that differ only in the order of their members are one request.
-json::value sorted(const json::value& v) {
-  if (v.is_array()) {
-    json::array out;
-    out.reserve(v.get_array().size());
-    for (const auto& item : v.get_array()) out.push_back(sorted(item));
-    return out;
-  }
-  if (!v.is_object()) return v;
+// The request's canonical text, written straight into the key's material
+// (nothing is copied first): every object's members sorted by name, so
+// that two bodies that differ only in their order are one request. The
+// text is hashed, never read back: it need only be unambiguous.
+void write_canonical(const json::value& v, std::string& out);
+
+// The shortest text that reads back as the same number (so 1 and 1.0 are
+// one request, as JSON means them to be).
+template <typename Number>
+void write_number(Number n, std::string& out) {
+  char digits[32];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  out.append(digits, end);
+}
+
+// Its length, then its bytes as they are: where it ends is never in
+// doubt, and nothing in it needs escaping.
+void write_string(std::string_view s, std::string& out) {
+  write_number(s.size(), out);
+  out.push_back(':');
+  out.append(s);
+}
+
+void write_object(const json::object& o, std::string& out) {
   std::vector<const json::key_value_pair*> members;
-  for (const auto& m : v.get_object()) members.push_back(&m);
+  members.reserve(o.size());
+  for (const auto& m : o) members.push_back(&m);
   std::sort(members.begin(), members.end(),
             [](const auto* a, const auto* b) { return a->key() < b->key(); });
-  json::object out;
-  out.reserve(members.size());
-  for (const auto* m : members) out.emplace(m->key(), sorted(m->value()));
-  return out;
+  out.push_back('{');
+  for (const auto* m : members) {
+    write_string(m->key(), out);
+    out.push_back(':');
+    write_canonical(m->value(), out);
+    out.push_back(',');
+  }
+  out.push_back('}');
+}
+
+void write_canonical(const json::value& v, std::string& out) {
+  switch (v.kind()) {
+    case json::kind::object:
+      return write_object(v.get_object(), out);
+    case json::kind::array:
+      out.push_back('[');
+      for (const auto& item : v.get_array()) {
+        write_canonical(item, out);
+        out.push_back(',');
+      }
+      out.push_back(']');
+      return;
+    case json::kind::string:
+      return write_string(v.get_string(), out);
+    case json::kind::int64:
+      return write_number(v.get_int64(), out);
+    case json::kind::uint64:
+      return write_number(v.get_uint64(), out);
+    case json::kind::double_:
+      return write_number(v.get_double(), out);
+    case json::kind::bool_:
+      out += v.get_bool() ? "true" : "false";
+      return;
+    case json::kind::null:
+      out += "null";
+      return;
+  }
 }
 
 // Sampling at temperature 0, or seeded: the same request gives the same
@@ -47,31 +94,27 @@ bool deterministic(const json::object& body) {
   return t->is_double() && t->get_double() == 0.0;
 }
 
-std::string sha256_hex(std::string_view text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned length = 0;
-  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
-  return to_hex(digest, length);
-}
-
 }  // namespace
 
 key_or_reason key_for(const config::cache_settings& settings, const key_material& m) {
   boost::system::error_code ec;
-  auto parsed = json::parse(m.body, ec);
+  unsigned char first_bytes[4096];  // (most bodies' values fit; a longer one goes on)
+  json::monotonic_resource arena(first_bytes, sizeof first_bytes);
+  auto parsed = json::parse(m.body, ec, &arena);
   if (ec || !parsed.is_object()) return {{}, "body"};
   auto& body = parsed.get_object();
   if (settings.mode == config::cache_mode::deterministic && !deterministic(body))
     return {{}, "mode"};
   for (auto member : {"stream", "stream_options", "user", "metadata"}) body.erase(member);
   std::string material;
+  material.reserve(m.body.size() + 256);
   for (auto part : {m.identity, m.route, m.model, m.path}) material.append(part).push_back('\0');
   // (Where one form can be rebuilt from the other, both share the entry.)
   if (!shares_forms(dialect_for_path(m.path))) {
     material += m.streamed ? "stream" : "whole";
     material.push_back('\0');
   }
-  material += json::serialize(sorted(parsed));
+  write_canonical(parsed, material);
   return {sha256_hex(material), {}};
 }
 

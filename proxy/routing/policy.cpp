@@ -1,14 +1,10 @@
 #include "routing/policy.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <span>
-
-#include "scan/hex.hpp"
 
 namespace tokengate::routing {
 namespace {
@@ -42,13 +38,6 @@ constexpr std::string_view top_level_limit_fields[] = {"max_tokens", "max_comple
                                                        "max_output_tokens", "n_predict"};
 
 }  // namespace
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  return to_hex(digest, length);
-}
 
 std::string_view client_key_from(std::string_view authorization, std::string_view x_api_key) {
   if (authorization.size() > 7 &&

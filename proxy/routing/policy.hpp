@@ -14,6 +14,7 @@
 #include "config/glob.hpp"
 #include "http/request_error.hpp"
 #include "routing/json_scan.hpp"
+#include "scan/sha256.hpp"
 
 namespace tokengate::routing {
 
@@ -26,7 +27,7 @@ inline long long prompt_tokens_estimate(std::size_t body_bytes) {
 }
 
 // Lower-case hex SHA-256, as stored in `keys[].sha256`.
-std::string sha256_hex(std::string_view data);
+using tokengate::sha256_hex;
 
 struct request_view {
   std::string_view path;

@@ -42,7 +42,8 @@ if [[ -n ${TLS_UPSTREAM:-} ]]; then
 fi
 
 # tokengate_config FILE PORT ENGINE_PORT (POOL_SIZE: the upstream pool's
-# size, 256 unless set; 256 idle connections hold about 5 MB after a burst)
+# size, 256 unless set; 256 idle connections hold about 5 MB after a burst;
+# ROUTE_EXTRA: more of the route's members, e.g. ', cache: {ttl: 10m}')
 tokengate_config() {
   cat > "$1" <<YAML
 log_level: warn
@@ -51,7 +52,7 @@ listeners: [{name: main, address: 127.0.0.1, port: $2$tokengate_tls}]
 upstreams: {source: {base_url: "$upstream_scheme://127.0.0.1:$3/v1", pool_size: ${POOL_SIZE:-256}$upstream_tls}}
 routes:
   - {name: bench, models: [bench], targets: [{upstream: source, model: demo}],
-     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}}
+     max_output_tokens: {default: 256, ceiling: 256, mode: clamp}${ROUTE_EXTRA:-}}
 YAML
 }
 

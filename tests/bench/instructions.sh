@@ -15,7 +15,9 @@
 # DEMO adds demo knobs (tool-call streams: DEMO='"tool_call":true'), BODY members of
 # the request body (usage in every chunk, as vLLM sends it when asked:
 # BODY='"stream_options":{"include_usage":true,"continuous_usage_stats":true}'); SDK_HEADERS=1 sends
-# the OpenAI Python SDK's header fields (bench_lib.sh).
+# the OpenAI Python SDK's header fields (bench_lib.sh). CACHE_MISS=1 puts a
+# response cache on the route and sends `Cache-Control: no-cache`: every
+# request asked upstream and its answer kept, as a miss's is.
 # Usage: tests/bench/instructions.sh TOKENGATE_BIN [REQUESTS] [TOKENS] [PROMPT_TOKENS] [CONCURRENCY]
 # ENGINE_BIN runs the demo engine (and the load) of another build, for a
 # binary older than a knob: ENGINE_BIN=build/tokengate instructions.sh OLD ...
@@ -24,7 +26,9 @@
 #   fast streams (scenario 2's shape): instructions.sh build/tokengate 300 256 20 64
 set -euo pipefail
 bin=$1 requests=${2:-2000} tokens=${3:-20} prompt=${4:-20} concurrency=${5:-4}
+if [[ -n ${CACHE_MISS:-} ]]; then export ROUTE_EXTRA=", cache: {ttl: 10m, mode: always}"; fi
 source "$(dirname "$0")/bench_lib.sh"  # sets $work and $pids, both cleaned up on exit
+if [[ -n ${CACHE_MISS:-} ]]; then sdk_extra+=(--header "Cache-Control: no-cache"); fi
 
 engine=$(free_port)
 "${ENGINE_BIN:-$bin}" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &

@@ -31,6 +31,24 @@ TEST(CacheKey, MembersInAnyOrderAndThoseThatDoNotChangeTheAnswerAreOneRequest) {
           R"({"model":"m","temperature":0,"max_tokens":5,"messages":[{"role":"user","content":"x"}]})"));
 }
 
+TEST(CacheKey, OneValueInAnyJsonSpellingIsOneRequestAndTextNeverPassesForStructure) {
+  // the same number, string and escapes, however written
+  EXPECT_EQ(key_of(R"({"temperature":0,"top_p":1,"content":"a\u0062"})"),
+            key_of(R"({"temperature":0.0,"top_p":1.0,"content":"ab"})"));
+  EXPECT_NE(key_of(R"({"temperature":0,"top_p":1})"), key_of(R"({"temperature":0,"top_p":1.5})"));
+  // members or elements written inside a string stay that string
+  EXPECT_NE(key_of(R"({"temperature":0,"a":"x","b":"y"})"),
+            key_of(R"({"temperature":0,"a":"x\",\"b\":\"y"})"));
+  EXPECT_NE(key_of(R"({"temperature":0,"stop":["a","b"]})"),
+            key_of(R"({"temperature":0,"stop":["a\",\"b"]})"));
+  EXPECT_NE(key_of(R"({"temperature":0,"stop":["1:a"]})"),
+            key_of(R"({"temperature":0,"stop":[1,"a"]})"));
+  // a value's type is part of it
+  EXPECT_NE(key_of(R"({"temperature":0,"n":1})"), key_of(R"({"temperature":0,"n":"1"})"));
+  EXPECT_NE(key_of(R"({"temperature":0,"n":null})"), key_of(R"({"temperature":0,"n":"null"})"));
+  EXPECT_NE(key_of(R"({"temperature":0,"tools":[]})"), key_of(R"({"temperature":0,"tools":{}})"));
+}
+
 TEST(CacheKey, WhoAsksIsItsOwnButStreamedAndWholeShareWhereFormsAreRebuilt) {
   const std::string body = R"({"temperature":0,"messages":[]})";
   EXPECT_NE(key_of(body, "key:a"), key_of(body, "key:b"));

@@ -8,7 +8,7 @@ add_library(fuzz_parsing STATIC
   proxy/config/config.cpp proxy/config/duration.cpp proxy/config/budget_section.cpp
   proxy/config/cache_section.cpp
   proxy/config/fleet_section.cpp proxy/config/glob.cpp proxy/config/tracing_section.cpp
-  proxy/routing/json_scan.cpp proxy/routing/policy.cpp proxy/upstream/body_edits.cpp
+  proxy/routing/json_scan.cpp proxy/routing/policy.cpp proxy/scan/sha256.cpp proxy/upstream/body_edits.cpp
   proxy/stream/sse_parser.cpp proxy/stream/observation.cpp proxy/stream/observer.cpp proxy/stream/chat_dialect.cpp
   proxy/stream/responses_dialect.cpp proxy/stream/anthropic_dialect.cpp proxy/stream/native_dialect.cpp
   proxy/stream/whole_usage.cpp
