@@ -215,6 +215,30 @@ prompt_cache_settings read_prompt_cache(const reader& r) {
   return s;
 }
 
+// `prompt_cache: auto` marks only requests translated for Anthropic's
+// Messages API: a route none of whose targets is reached that way (one
+// that serves messages and not chat completions) would mark nothing,
+// which ops would otherwise learn from their bill.
+void check_prompt_caches(const reader& root, config& c) {
+  const auto& routes = root.node()["routes"];
+  for (std::size_t i = 0; i < c.routes.size(); ++i) {
+    const auto& rt = c.routes[i];
+    if (!rt.prompt_cache.automatic) continue;
+    bool reached_in_messages =
+        std::any_of(rt.targets.begin(), rt.targets.end(), [&](const auto& t) {
+          auto apis = served_apis(c.upstreams.at(t.upstream));
+          return apis.has(api::messages) && !apis.has(api::chat_completions);
+        });
+    if (!reached_in_messages)
+      c.warnings.push_back(root.said_at(
+          routes[i]["prompt_cache"],
+          "route '" + rt.name +
+              "': prompt_cache: auto marks only requests translated for Anthropic's Messages "
+              "API, and none of its targets is reached that way (kind: anthropic, or apis "
+              "with messages and without chat_completions): it marks nothing"));
+  }
+}
+
 route read_route(const reader& r, std::size_t index, const config& c) {
   r.only_keys({"name", "paths", "models", "targets", "max_output_tokens", "max_prompt_bytes",
                "max_prompt_tokens", "retries", "retry_backoff", "retry", "resume", "budget",
@@ -398,6 +422,7 @@ std::shared_ptr<const config> build(const YAML::Node& root_node, const std::stri
   if (root.has("tracing")) c->tracing = read_tracing(root.child("tracing"));
   check_budgets(root, *c);
   check_fleet(root, *c);
+  check_prompt_caches(root, *c);
   if (root.has("cache")) read_cache_store(root.child("cache"), *c);
   check_caches(root, *c);
   if (root.has("demo_engine")) c->demo_engine = read_demo_engine(root.child("demo_engine"));

@@ -137,6 +137,26 @@ TEST(Config, PromptCacheIsAutoOrOffWithAMinimum) {
   EXPECT_EQ(demo->demo_engine->prompt_cache_ttl, std::chrono::hours(1));
 }
 
+TEST(Config, PromptCacheOnARouteWithNoTargetReachedInMessagesIsWarnedOf) {
+  auto routed_to = [](const std::string& upstream_yaml) {
+    return load_config_text(std::string(minimal) + upstream_yaml +
+                                "routes:\n  - {name: r, models: ['*'], targets: [{upstream: "
+                                "local}, {upstream: other}], prompt_cache: auto}\n",
+                            "test.yaml");
+  };
+  // local (kind any) takes chat as sent, and so does an OpenAI upstream
+  auto none = routed_to("  other: {base_url: http://127.0.0.1:9/v1, kind: openai}\n");
+  ASSERT_EQ(none->warnings.size(), 1u);
+  EXPECT_EQ(none->warnings[0].rfind("test.yaml:10:", 0), 0u) << none->warnings[0];
+  EXPECT_NE(none->warnings[0].find("route 'r': prompt_cache: auto marks only requests translated"),
+            std::string::npos);
+  for (const char* messages_only : {"kind: anthropic", "apis: [messages, responses]"})
+    EXPECT_TRUE(routed_to(std::string("  other: {base_url: http://127.0.0.1:9/v1, ") +
+                          messages_only + "}\n")
+                    ->warnings.empty())
+        << messages_only;
+}
+
 TEST(Config, ARouteCacheNeedsATtlAndSharesOnlyBetweenKeysOfTheSameModels) {
   const std::string route = "routes:\n  - {name: r, models: ['*'], targets: [{upstream: local}], ";
   auto c = load_config_text(std::string(minimal) + route +
