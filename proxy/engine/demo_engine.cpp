@@ -291,6 +291,10 @@ json::object openai_usage(const plan& p, std::size_t produced) {
                      {"completion_tokens", produced},
                      {"total_tokens", p.prompt_tokens + produced}};
   if (p.sequence) usage["prompt_tokens_details"] = {{"cached_tokens", p.sequence->cached_tokens}};
+  // (as OpenAI's reasoning models: part of completion_tokens, told apart)
+  if (p.reasoning_tokens > 0)
+    usage["completion_tokens_details"] = {
+        {"reasoning_tokens", std::min(p.reasoning_tokens, produced)}};
   return usage;
 }
 

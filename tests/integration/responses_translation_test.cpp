@@ -141,6 +141,10 @@ TEST(ResponsesOnChatOnlyEngine, ReasoningIsAReasoningItemsSummary) {
   ASSERT_EQ(output.size(), 2u) << whole.body;
   EXPECT_EQ(output[0].at("summary").at(0).at("text"), "The quick brown");
   EXPECT_EQ(output[1].at("content").at(0).at("text"), " fox jumps over the");
+  // the engine's completion_tokens_details, in the Responses API's words
+  auto usage = json::parse(whole.body).at("usage");
+  EXPECT_EQ(usage.at("output_tokens_details").at("reasoning_tokens"), 3) << whole.body;
+  EXPECT_EQ(usage.at("output_tokens"), 7);
 }
 
 TEST(ResponsesOnChatOnlyEngine, AToolCallAndItsOutputGoRoundTheLoop) {
