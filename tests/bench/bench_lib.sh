@@ -56,6 +56,27 @@ routes:
 YAML
 }
 
+# cpu_ns PID: the process's CPU time in ns, its threads' together: the
+# scheduler's own count (schedstat), finer than /proc's 10 ms ticks.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ns += $1} END {printf "%.0f", ns}'; }
+
+# cache_config FILE PORT ENGINE_PORT [ADMIN_PORT]: the response cache's
+# benches (cache_hits.sh, cache_miss_cost.sh): one worker, route `cached`
+# with `cache: {ttl: 10m, mode: always}` and route `asked` without one,
+# both to the demo engine.
+cache_config() {
+  cat > "$1" <<YAML
+log_level: warn
+workers: 1
+listeners: [{name: main, address: 127.0.0.1, port: $2}]
+upstreams: {demo: {base_url: "http://127.0.0.1:$3/v1"}}
+routes:
+  - {name: cached, models: [cached], targets: [{upstream: demo}], cache: {ttl: 10m, mode: always}}
+  - {name: asked, models: [asked], targets: [{upstream: demo}]}
+YAML
+  if [[ -n ${4:-} ]]; then echo "admin: {address: 127.0.0.1, port: $4}" >> "$1"; fi
+}
+
 # start_nginx PORT ENGINE_PORT: nginx from Debian's package as the reference
 # (as compare.mjs runs it: one worker, no buffering either way, a keep-alive
 # pool to the engine, no access log) on core 0; sets $proxy to its worker's
