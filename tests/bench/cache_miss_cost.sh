@@ -12,6 +12,7 @@
 # Prints each round's ratio, their geometric mean and the ratio of the
 # rounds' sums. CPU is the scheduler's count for each process (schedstat).
 # On demand, not a test.
+# PERF=1 adds a round under `perf stat`: syscalls and sleeps a request.
 # Usage: tests/bench/cache_miss_cost.sh TOKENGATE_BIN [REQUESTS] [CONCURRENCY] [ROUNDS]
 set -euo pipefail
 bin=$1 requests=${2:-1000} concurrency=${3:-8} rounds=${4:-10}
@@ -73,3 +74,19 @@ rows = [tuple(map(int, line.split())) for line in open(sys.argv[1])]
 geo = math.exp(sum(math.log(m / a) for m, a in rows) / len(rows))
 print(f"  geometric mean of the rounds: {geo:.3f}; all rounds together: {sum(m for m, _ in rows) / sum(a for _, a in rows):.3f}")
 PY
+# PERF=1: one more round (the cached load on side 0) under `perf stat`, each
+# side's syscalls, sends, waits for events and sleeps a request.
+if [[ -n ${PERF:-} ]]; then
+  events=raw_syscalls:sys_enter,syscalls:sys_enter_sendmsg,syscalls:sys_enter_epoll_wait,context-switches
+  for side in 0 1; do
+    perf stat -x, -e "$events" -p "${procs[$side]}" -o "$work/perf$side" &
+    perfs[$side]=$!
+  done
+  sleep 0.5
+  round 0 1 > /dev/null
+  kill -INT "${perfs[@]}"
+  wait "${perfs[@]}" || true
+  echo "  a request, kept as a miss / asked (perf stat, one more round):"
+  paste -d, "$work/perf0" "$work/perf1" | grep -v '^#' | grep -v '^,*$' |
+    awk -F, -v n="$requests" '{printf "    %-28s %7.1f / %7.1f\n", $3, $1 / n, $(1 + NF / 2) / n}'
+fi
