@@ -83,6 +83,17 @@ std::optional<std::size_t> by_affinity(std::span<const target_state> targets,
   return std::nullopt;
 }
 
+// Where a request may go first: the healthy targets with a weight. One
+// of weight 0 is a fallback only, however idle it is (a loaded weighted
+// target is still the one to ask); all of weight 0, the route's order.
+std::vector<std::size_t> first_choices(std::span<const target_state> targets,
+                                       const std::vector<std::size_t>& healthy) {
+  std::vector<std::size_t> weighted;
+  for (auto i : healthy)
+    if (targets[i].target->weight > 0) weighted.push_back(i);
+  return weighted.empty() ? std::vector<std::size_t>{healthy.front()} : weighted;
+}
+
 }  // namespace
 
 pick pick_order(const config::route& route, std::span<const target_state> targets,
@@ -100,22 +111,29 @@ pick pick_order(const config::route& route, std::span<const target_state> target
     });
     p.order = healthy;
   } else if (!healthy.empty()) {
+    const auto choices = first_choices(targets, healthy);
     std::optional<std::size_t> first;
     if (route.affinity && conversation)
-      first = by_affinity(targets, healthy, *conversation, route.affinity->max_load_ratio,
+      first = by_affinity(targets, choices, *conversation, route.affinity->max_load_ratio,
                           wait_for_home, p.spilled);
     p.by_affinity = first.has_value();
     if (!first)
       first = route.balance == config::balance_mode::least_loaded
-                  ? least_loaded_of_two(targets, healthy, rng)
-                  : draw_by_weight(targets, healthy, rng);
+                  ? least_loaded_of_two(targets, choices, rng)
+                  : draw_by_weight(targets, choices, rng);
     p.order.push_back(*first);
     std::vector<std::size_t> rest;
     for (auto i : healthy)
       if (i != *first) rest.push_back(i);
-    if (route.balance == config::balance_mode::least_loaded)
-      std::stable_sort(rest.begin(), rest.end(),
-                       [&](auto a, auto b) { return load_of(targets[a]) < load_of(targets[b]); });
+    // The weighted ones (least loaded first under least_loaded), then the
+    // fallbacks.
+    std::stable_sort(rest.begin(), rest.end(), [&](auto a, auto b) {
+      const bool a_falls_back = targets[a].target->weight == 0;
+      const bool b_falls_back = targets[b].target->weight == 0;
+      if (a_falls_back != b_falls_back) return b_falls_back;
+      return route.balance == config::balance_mode::least_loaded &&
+             load_of(targets[a]) < load_of(targets[b]);
+    });
     p.order.insert(p.order.end(), rest.begin(), rest.end());
   }
   p.order.insert(p.order.end(), ejected.begin(), ejected.end());

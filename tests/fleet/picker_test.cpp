@@ -67,6 +67,36 @@ TEST(Picker, LeastLoadedAvoidsTheBusyTargetAndListsTheRestByLoad) {
   EXPECT_GT(first[2], first[1]);
 }
 
+// weight 0 = fallback only: never first while a weighted target is healthy,
+// however loaded that one is and however idle the fallback.
+TEST(Picker, AWeightZeroTargetIsOnlyEverAFallback) {
+  for (auto extra : {", balance: least_loaded", ", balance: weighted_random",
+                     ", affinity: {max_load_ratio: 1.5}"}) {
+    auto c = config::load_config_text(
+        "listeners: [{name: main, port: 0}]\n"
+        "upstreams: {a: {base_url: 'http://a/v1'}, spare: {base_url: 'http://s/v1'},"
+        " c: {base_url: 'http://c/v1'}}\n"
+        "routes: [{models: [m], targets: [{upstream: a}, {upstream: spare, weight: 0},"
+        " {upstream: c}]" +
+            std::string(extra) + "}]\n",
+        "t");
+    auto states = idle(c->routes[0]);
+    states[0].tokens = 9000;  // both weighted targets busy, the spare idle
+    states[2].tokens = 4000;
+    std::mt19937_64 rng(11);
+    for (std::uint64_t i = 1; i <= 500; ++i) {
+      auto p = pick_order(c->routes[0], states, i, rng);
+      ASSERT_EQ(p.order.size(), 3u) << extra;
+      EXPECT_NE(p.order[0], 1u) << extra;
+      EXPECT_EQ(p.order.back(), 1u) << extra << ": the fallback after the weighted ones";
+    }
+    // The weighted ones ejected: the healthy fallback before them.
+    states[0].healthy = states[2].healthy = false;
+    EXPECT_EQ(pick_order(c->routes[0], states, 7, rng).order, (std::vector<std::size_t>{1, 0, 2}))
+        << extra;
+  }
+}
+
 TEST(Picker, EjectedTargetsComeLastInTheRoutesOrder) {
   auto c = three_targets("");
   auto states = idle(c->routes[0]);
