@@ -77,6 +77,18 @@ YAML
   if [[ -n ${4:-} ]]; then echo "admin: {address: 127.0.0.1, port: $4}" >> "$1"; fi
 }
 
+# cache_load PORT MODEL REQUESTS CONCURRENCY OUT [BENCH-ARGS...]: the cache
+# benches' load on core 1's side (this script's): one 200-token prompt
+# asked REQUESTS times, the demo engine 20 ms to its first token and 64
+# tokens a millisecond apart; `tokengate bench`'s JSON in OUT.
+cache_load() {
+  local port=$1 model=$2 requests=$3 concurrency=$4 out=$5
+  shift 5
+  "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
+    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json "$@" \
+    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$out"
+}
+
 # start_nginx PORT ENGINE_PORT: nginx from Debian's package as the reference
 # (as compare.mjs runs it: one worker, no buffering either way, a keep-alive
 # pool to the engine, no access log) on core 0; sets $proxy to its worker's

@@ -20,18 +20,14 @@ engine=$(free_port) port=$(free_port) admin=$(free_port)
 taskset -c 1 "$bin" demo-engine --port "$engine" > "$work/engine.log" 2>&1 &
 pids+=($!)
 cache_config "$work/cfg.yaml" "$port" "$engine" "$admin"
-taskset -c 0 "$bin" serve -c "$work/cfg.yaml" > "$work/proxy.log" 2>&1 &
-proxy=$!
+start_tokengate "$bin" "$work/cfg.yaml" "$work/proxy.log"
 pids+=("$proxy")
-wait_listening "$work/proxy.log" 10
 
 run() {  # MODEL LABEL [BENCH-ARGS...]: the load, then its line
   local model=$1 label=$2 before after
   shift 2
   before=$(cpu_ns "$proxy")
-  "$bin" bench --url "http://127.0.0.1:$port/v1" --model "$model" --requests "$requests" \
-    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json "$@" \
-    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$work/$label.json"
+  cache_load "$port" "$model" "$requests" "$concurrency" "$work/$label.json" "$@"
   after=$(cpu_ns "$proxy")
   python3 - "$work/$label.json" "$label" "$((after - before))" "$concurrency" << 'PY'
 import json, sys

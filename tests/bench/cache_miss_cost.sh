@@ -33,9 +33,7 @@ done
 load() {  # SIDE MODEL [BENCH-ARGS...]
   local side=$1 model=$2
   shift 2
-  "$bin" bench --url "http://127.0.0.1:${ports[$side]}/v1" --model "$model" --requests "$requests" \
-    --concurrency "$concurrency" --prompt-tokens 200 --max-tokens 100 --json "$@" \
-    --extra-body '{"demo":{"ttft_ms":20,"interval_ms":1,"tokens":64}}' > "$work/load$side.json"
+  cache_load "${ports[$side]}" "$model" "$requests" "$concurrency" "$work/load$side.json" "$@"
 }
 # round CACHED_SIDE CACHED_FIRST: both loads at once (the one started
 # first ends first, and the other's last requests run alone: the order

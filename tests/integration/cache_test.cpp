@@ -302,14 +302,13 @@ TEST(ResponseCache, AHitIsARequestToItsBudgetButNoTokens) {
   proxy_fixture f(o);
   const std::string path = "/v1/chat/completions";
   const auto b = body(path, false);
-  auto tokens_used = [&] { return tokens_per_minute_used(f); };
   ask_kept(f, path, b);
-  const auto after_miss = tokens_used();
+  const auto after_miss = tokens_per_minute_used(f);
   EXPECT_GT(after_miss, 0);
   EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
   EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
-  EXPECT_EQ(tokens_used(), after_miss);  // the hits cost no tokens
-  auto refused = ask(f, path, b);        // … but each was a request: the fourth is one too many
+  EXPECT_EQ(tokens_per_minute_used(f), after_miss);  // the hits cost no tokens
+  auto refused = ask(f, path, b);  // … but each was a request: the fourth is one too many
   EXPECT_EQ(refused.status, 429);
   EXPECT_EQ(error_code_of(refused), "rate_limit_exceeded");
 }
@@ -433,13 +432,13 @@ TEST(ResponseCache, ARouteThatBillsItsHitsCountsTheStoredTokens) {
   proxy_fixture f(o);
   const std::string path = "/v1/chat/completions";
   const auto b = body(path, false);
-  auto tokens_used = [&] { return tokens_per_minute_used(f); };
   ask_kept(f, path, b);
-  const auto after_miss = tokens_used();
+  const auto after_miss = tokens_per_minute_used(f);
   EXPECT_GT(after_miss, 0);
   EXPECT_EQ(cache_header(ask(f, path, b)), "hit");
-  EXPECT_TRUE(wait_until([&] { return tokens_used() == 2 * after_miss; }, 2s, "the hit billed"))
-      << tokens_used() << " after the miss " << after_miss;
+  EXPECT_TRUE(
+      wait_until([&] { return tokens_per_minute_used(f) == 2 * after_miss; }, 2s, "the hit billed"))
+      << tokens_per_minute_used(f) << " after the miss " << after_miss;
 }
 
 proxy_fixture redis_cached_proxy(const std::string& redis_url) {
